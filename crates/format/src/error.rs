@@ -1,0 +1,167 @@
+//! Typed errors with path and byte-offset context.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::file_name::FileNameError;
+use crate::key::KeyError;
+
+/// What is wrong with a file, without the path (see [`ReadError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadErrorKind {
+    /// The name is not a metrics file name (`app.db`, `gauge_bogus_1.db`).
+    #[error("{0}")]
+    BadFileName(#[from] FileNameError),
+    /// The file disappeared between listing and reading (a reaped worker).
+    #[error("file vanished while being read")]
+    Vanished,
+    /// A directory, socket, FIFO or device named `*.db`.
+    #[error("not a regular file ({0})")]
+    NotAFile(&'static str),
+    /// Any other I/O error (permission denied, ...).
+    #[error("cannot read: {0}")]
+    Io(String),
+    /// A 0-byte file: Python creates the file and only then sizes it, so a
+    /// worker killed in between leaves this behind (prometheus_client #1199).
+    #[error("0-byte file: a writer was killed while creating it (prometheus_client issue #1199)")]
+    Empty,
+    /// Shorter than the 8-byte header.
+    #[error("file is {size} bytes, shorter than the 8-byte header")]
+    TooShort {
+        /// File size in bytes.
+        size: u64,
+    },
+    /// `used` is 0: the file was sized but its header never written.
+    #[error("header never written (used = 0): a writer was killed while creating the file")]
+    HeaderNotWritten,
+    /// `used` below the header size (or negative).
+    #[error("header says {used} bytes used, less than the 8-byte header")]
+    UsedTooSmall {
+        /// The `used` field.
+        used: i64,
+    },
+    /// `used` beyond the end of the file.
+    #[error("header says {used} bytes used, but the file has only {size} bytes")]
+    UsedPastEnd {
+        /// The `used` field.
+        used: u64,
+        /// File size in bytes.
+        size: u64,
+    },
+    /// `used` does not end where an entry ends.
+    #[error("header says {used} bytes used, which is not on an entry boundary")]
+    UsedNotOnBoundary {
+        /// The `used` field.
+        used: u64,
+    },
+    /// A negative key length, or one longer than the used region.
+    #[error("invalid key length {len}")]
+    BadKeyLength {
+        /// The key length field.
+        len: i64,
+    },
+    /// The entry (key, padding, value, timestamp) runs past `used`.
+    #[error("entry ends at byte {end}, past the {used} bytes in use")]
+    EntryPastUsed {
+        /// Where the entry would end.
+        end: u64,
+        /// The `used` field.
+        used: u64,
+    },
+    /// The file shrank while being read (someone truncated it).
+    #[error("file shrank while being read: wanted {wanted} bytes, got {got}")]
+    Truncated {
+        /// Bytes expected.
+        wanted: u64,
+        /// Bytes read.
+        got: u64,
+    },
+    /// The key is not UTF-8.
+    #[error("key is not valid UTF-8")]
+    InvalidUtf8,
+    /// The key is not JSON, or not of the `[family, sample, {labels}, help]` shape.
+    #[error("{0}")]
+    BadKey(#[from] KeyError),
+}
+
+/// A file that could not be read, with where and why.
+///
+/// Displays as `path: offset N: reason`, the form `multiprom inspect --check`
+/// prints. File-level problems (vanished, 0-byte, ...) are at offset 0.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ReadError {
+    /// The file.
+    pub path: PathBuf,
+    /// Byte offset of the problem (of the entry, for entry problems).
+    pub offset: u64,
+    /// What is wrong.
+    pub kind: ReadErrorKind,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: offset {}: {}",
+            self.path.display(),
+            self.offset,
+            self.kind
+        )
+    }
+}
+
+impl ReadError {
+    pub(crate) fn new(path: impl Into<PathBuf>, offset: u64, kind: ReadErrorKind) -> Self {
+        ReadError {
+            path: path.into(),
+            offset,
+            kind,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
+        let kind = if err.kind() == std::io::ErrorKind::NotFound {
+            ReadErrorKind::Vanished
+        } else {
+            ReadErrorKind::Io(err.to_string())
+        };
+        ReadError::new(path, 0, kind)
+    }
+}
+
+/// Why a file could not be created, opened for writing or grown.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// An I/O error (directory missing, permission denied, disk full).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// An existing file is corrupt, so appending to it would lose data.
+    #[error("refusing to write into a corrupt file: {0}")]
+    Corrupt(#[from] ReadError),
+    /// The file would exceed the 2 GiB that its 32-bit header can describe.
+    #[error("{}: file would exceed 2 GiB (the header's 32-bit limit)", path.display())]
+    FileFull {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The key is longer than an entry can hold.
+    #[error("key of {len} bytes is too long")]
+    KeyTooLong {
+        /// Key length in bytes.
+        len: usize,
+    },
+}
+
+impl WriteError {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        WriteError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Byte layout of a `*.db` file, as written by `prometheus_client/mmap_dict.py`.
+//!
+//! ```text
+//! offset 0  i32   used   bytes in use, including this 8-byte header (8 = empty)
+//! offset 4  4 zero bytes, never read
+//! offset 8  entries back to back up to `used`; zero bytes after, up to capacity
+//!
+//! entry:    i32 key_len | key bytes | 1..=8 pad bytes | f64 value | f64 timestamp
+//! ```
+//!
+//! Everything is native-endian; multiprom supports little-endian targets only
+//! (the files are shared with Python processes on the same machine).
+
+use bytemuck::{Pod, Zeroable};
+
+/// Size of the file header (`used` plus four unused bytes).
+pub const HEADER_LEN: usize = 8;
+
+/// Capacity of a fresh file: Python truncates new files to `1 << 16` bytes.
+pub const INITIAL_CAPACITY: u64 = 1 << 16;
+
+/// `used` is a signed 32-bit integer, so no file may grow past this.
+pub const MAX_USED: u64 = i32::MAX as u64;
+
+/// Size of the value and timestamp that end every entry.
+pub const VALUE_PAIR_LEN: usize = 16;
+
+/// The 8-byte header at offset 0.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Pod, Zeroable)]
+pub struct RawHeader {
+    /// Bytes in use including the header.
+    pub used: i32,
+    /// Unused; Python never reads it.
+    pub reserved: u32,
+}
+
+/// The value and timestamp at the end of an entry.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Pod, Zeroable)]
+pub struct ValuePair {
+    /// The sample value.
+    pub value: f64,
+    /// Seconds since the epoch; 0.0 except for `mostrecent` gauges.
+    pub timestamp: f64,
+}
+
+/// Number of pad bytes after a key of `key_len` bytes.
+///
+/// Python computes `8 - (key_len + 4) % 8`, which is 8 (not 0) when the
+/// length prefix and key already end on an 8-byte boundary.
+#[must_use]
+pub const fn pad_len(key_len: usize) -> usize {
+    8 - (key_len + 4) % 8
+}
+
+/// Total bytes of an entry whose key is `key_len` bytes long.
+#[must_use]
+pub const fn entry_len(key_len: usize) -> usize {
+    4 + key_len + pad_len(key_len) + VALUE_PAIR_LEN
+}
+
+/// Offset of the value within an entry that starts at `entry_offset`.
+#[must_use]
+pub const fn value_offset(entry_offset: usize, key_len: usize) -> usize {
+    entry_offset + 4 + key_len + pad_len(key_len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_matches_python() {
+        // (key_len + 4) % 8 == 0 pads 8 bytes, never 0.
+        assert_eq!(pad_len(4), 8);
+        assert_eq!(pad_len(12), 8);
+        assert_eq!(pad_len(0), 4);
+        assert_eq!(pad_len(5), 7);
+        for len in 0..64 {
+            assert_eq!((4 + len + pad_len(len)) % 8, 0);
+            assert!((1..=8).contains(&pad_len(len)));
+        }
+        assert_eq!(entry_len(4), 32);
+    }
+}

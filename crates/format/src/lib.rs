@@ -1,0 +1,58 @@
+//! The file format of `prometheus_client`'s multiprocess mode.
+//!
+//! Python workers write one `*.db` file per metric type and process into the
+//! directory named by `PROMETHEUS_MULTIPROC_DIR`; this crate reads and writes
+//! exactly those files, so Rust and Python workers can share one directory.
+//! It is synchronous and has no HTTP in it.
+//!
+//! * [`FileName`]: `counter_<id>.db`, `gauge_<mode>_<id>.db`, ...
+//! * [`encode_key`] / [`Key::decode`]: entry keys, byte-identical to Python's
+//!   `json.dumps(..., sort_keys=True)`.
+//! * [`read_file`], [`EntryIter`]: reading with `pread` (never `mmap`), with a
+//!   typed [`ReadError`] carrying path and byte offset for every kind of damage.
+//! * [`FileWriter`], [`ValueSlot`]: atomic creation, Python's growth policy,
+//!   lock-free value updates.
+//! * [`float_to_go_string`]: Python's `floatToGoString`.
+//!
+//! ```
+//! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let name = FileName::new(MetricKind::Gauge(GaugeMode::LiveSum), "4242")?;
+//! let mut writer = FileWriter::open(dir.path(), &name)?;
+//! let key = encode_key("running", "running", [("model", "llama")], "Running requests");
+//! let slot = writer.slot(&key)?;
+//! slot.add(3.0);
+//! slot.add(-1.0);
+//!
+//! let contents = read_file(&dir.path().join("gauge_livesum_4242.db"))?;
+//! assert_eq!(contents.header.used, 8 + multiprom_format::layout::entry_len(key.len()) as u64);
+//! let entry = &contents.entries[0];
+//! assert_eq!(entry.raw_key, r#"["running", "running", {"model": "llama"}, "Running requests"]"#);
+//! assert_eq!(entry.key.labels, [("model".to_string(), "llama".to_string())]);
+//! assert_eq!((entry.value, entry.timestamp), (2.0, 0.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("multiprom-format supports little-endian targets only");
+
+mod error;
+mod file_name;
+mod float;
+mod key;
+pub mod layout;
+mod mapping;
+mod reader;
+mod writer;
+
+pub use error::{ReadError, ReadErrorKind, WriteError};
+pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
+pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
+pub use key::{encode_key, push_json_string, Key, KeyError};
+pub use mapping::ValueSlot;
+pub use reader::{
+    open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into, Entry,
+    EntryIter, FileContents, FileIdentity, Header, ParseError, RawEntry, UsedBytes,
+};
+pub use writer::FileWriter;

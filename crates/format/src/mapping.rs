@@ -1,0 +1,178 @@
+//! The memory mapping behind a [`crate::FileWriter`] and its value slots.
+//!
+//! This is the only module with `unsafe` code in multiprom: storing into a
+//! shared file mapping needs raw pointers. Every access is bounds-checked
+//! against the mapping's length before the pointer is formed.
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::layout::VALUE_PAIR_LEN;
+
+/// A shared, writable mapping of a whole file.
+pub(crate) struct Mapping {
+    raw: MmapRaw,
+}
+
+impl fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mapping")
+            .field("len", &self.raw.len())
+            .finish()
+    }
+}
+
+impl Mapping {
+    /// Maps the first `len` bytes of `file` (which must be at least that long).
+    pub(crate) fn new(file: &File, len: u64) -> io::Result<Mapping> {
+        let len = usize::try_from(len).map_err(|_| io::Error::other("file too large to map"))?;
+        let raw = MmapOptions::new().len(len).map_raw(file)?;
+        Ok(Mapping { raw })
+    }
+
+    fn len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Copies `bytes` into the mapping at `offset`.
+    ///
+    /// # Panics
+    /// If the range is outside the mapping: callers size the file first, so
+    /// that would be a bug in this crate, not bad input.
+    pub(crate) fn write_bytes(&self, offset: usize, bytes: &[u8]) {
+        let end = offset.checked_add(bytes.len());
+        assert!(
+            end.is_some_and(|end| end <= self.len()),
+            "write past the mapping"
+        );
+        // SAFETY: the range [offset, offset + len) lies inside the mapping
+        // (checked above), the mapping lives as long as `self`, and `bytes`
+        // cannot overlap it (it is an ordinary slice we were handed). Bytes
+        // past `used` are not read or written by anyone else: this process is
+        // the file's only writer and readers stop at `used`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.raw.as_mut_ptr().add(offset),
+                bytes.len(),
+            );
+        }
+    }
+
+    /// Stores the `used` header with release ordering, after the entry bytes.
+    pub(crate) fn publish_used(&self, used: u32) {
+        assert!(self.len() >= 4, "mapping shorter than the header");
+        // SAFETY: the mapping is page-aligned and at least 4 bytes long, so
+        // offset 0 is a valid, aligned location for an AtomicU32 for the
+        // lifetime of `self`. Other processes only ever read it.
+        let header = unsafe { &*(self.raw.as_ptr() as *const AtomicU32) };
+        header.store(used, Ordering::Release);
+    }
+
+    /// A handle to the value and timestamp at `value_offset`, or `None` if
+    /// they are not inside the mapping or not 8-byte aligned.
+    pub(crate) fn slot(self: &Arc<Self>, value_offset: usize) -> Option<ValueSlot> {
+        let end = value_offset.checked_add(VALUE_PAIR_LEN)?;
+        if end > self.len() || value_offset % 8 != 0 {
+            return None;
+        }
+        // SAFETY: in bounds (checked above), so the pointer stays inside the
+        // same allocation.
+        let ptr = unsafe { self.raw.as_ptr().add(value_offset) };
+        Some(ValueSlot {
+            ptr: ptr.cast::<AtomicU64>(),
+            _mapping: Arc::clone(self),
+        })
+    }
+}
+
+/// A lock-free handle to one entry's value and timestamp in a mapped file.
+///
+/// Cloning is cheap. The handle keeps its mapping alive, so it stays valid
+/// when the file grows (new mappings are made, old ones are kept) and even
+/// after the [`crate::FileWriter`] is dropped.
+#[derive(Clone)]
+pub struct ValueSlot {
+    /// Points at the value; the timestamp is the next `AtomicU64`.
+    ptr: *const AtomicU64,
+    _mapping: Arc<Mapping>,
+}
+
+// SAFETY: the pointer targets shared memory that is only ever accessed through
+// atomics, and the `Arc<Mapping>` keeps the mapping alive for as long as any
+// clone exists, on whichever thread.
+unsafe impl Send for ValueSlot {}
+// SAFETY: as above; all access is atomic.
+unsafe impl Sync for ValueSlot {}
+
+impl fmt::Debug for ValueSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ValueSlot")
+            .field("value", &self.get())
+            .field("timestamp", &self.timestamp())
+            .finish()
+    }
+}
+
+impl ValueSlot {
+    fn value_cell(&self) -> &AtomicU64 {
+        // SAFETY: `ptr` is 8-byte aligned and 16 bytes from the end of the
+        // mapping at most (checked in `Mapping::slot`), and `_mapping` keeps
+        // the mapping alive for the lifetime of `self`.
+        unsafe { &*self.ptr }
+    }
+
+    fn timestamp_cell(&self) -> &AtomicU64 {
+        // SAFETY: as in `value_cell`; `ptr + 1` is the second half of the
+        // 16-byte pair, also in bounds and aligned.
+        unsafe { &*self.ptr.add(1) }
+    }
+
+    /// The current value.
+    #[must_use]
+    pub fn get(&self) -> f64 {
+        f64::from_bits(self.value_cell().load(Ordering::Relaxed))
+    }
+
+    /// The current timestamp (seconds since the epoch; 0.0 if never set).
+    #[must_use]
+    pub fn timestamp(&self) -> f64 {
+        f64::from_bits(self.timestamp_cell().load(Ordering::Relaxed))
+    }
+
+    /// Sets the value (the timestamp is left alone).
+    pub fn set(&self, value: f64) {
+        self.value_cell().store(value.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Sets the value and its timestamp, for `mostrecent` gauges.
+    pub fn set_with_timestamp(&self, value: f64, timestamp: f64) {
+        self.value_cell().store(value.to_bits(), Ordering::Relaxed);
+        self.timestamp_cell()
+            .store(timestamp.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Adds `delta` atomically (compare-and-swap loop); returns the new value.
+    pub fn add(&self, delta: f64) -> f64 {
+        let cell = self.value_cell();
+        let mut current = cell.load(Ordering::Relaxed);
+        loop {
+            let new = f64::from_bits(current) + delta;
+            match cell.compare_exchange_weak(
+                current,
+                new.to_bits(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return new,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}

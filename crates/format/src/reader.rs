@@ -1,0 +1,552 @@
+//! Reading `*.db` files with `pread`, never `mmap`.
+//!
+//! Mapping a file that another process may truncate turns a bad file into a
+//! SIGBUS; reading copies the bytes and turns it into an error. The walk over
+//! entries is a pure function of a byte slice ([`EntryIter`]), so it can be
+//! fuzzed and reused by the collector's incremental cache.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::error::{ReadError, ReadErrorKind};
+use crate::key::Key;
+use crate::layout::{self, RawHeader, ValuePair, HEADER_LEN};
+
+/// How much is read in the first `pread`: a fresh file's whole capacity.
+const FIRST_READ: usize = layout::INITIAL_CAPACITY as usize;
+
+/// The header of a file and its size when read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// Bytes in use, including the 8-byte header.
+    pub used: u64,
+    /// File size (the writer's capacity) when read.
+    pub file_size: u64,
+}
+
+/// Identity of a file on disk, for caches: a file deleted and re-created
+/// under the same name gets a new inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+/// The used region of a file, copied out with `pread`.
+#[derive(Debug, Clone)]
+pub struct UsedBytes {
+    /// Header and file size.
+    pub header: Header,
+    /// Device and inode.
+    pub identity: FileIdentity,
+    /// Bytes `0..used`.
+    pub bytes: Vec<u8>,
+}
+
+/// One entry as it lies in the bytes: the key is raw (undecoded) JSON.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RawEntry<'a> {
+    /// Byte offset of the entry (its length field).
+    pub offset: u64,
+    /// The key, checked to be UTF-8 but not decoded.
+    pub key: &'a str,
+    /// The value.
+    pub value: f64,
+    /// The timestamp (seconds; 0.0 unless a `mostrecent` gauge was set).
+    pub timestamp: f64,
+}
+
+impl RawEntry<'_> {
+    /// Byte offset of the 8-byte value.
+    #[must_use]
+    pub fn value_offset(&self) -> u64 {
+        layout::value_offset(self.offset as usize, self.key.len()) as u64
+    }
+
+    /// Byte offset just past this entry.
+    #[must_use]
+    pub fn end(&self) -> u64 {
+        self.offset + layout::entry_len(self.key.len()) as u64
+    }
+}
+
+/// A decoded entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Byte offset of the entry (its length field).
+    pub offset: u64,
+    /// The raw key as stored.
+    pub raw_key: String,
+    /// The decoded key.
+    pub key: Key,
+    /// The value.
+    pub value: f64,
+    /// The timestamp.
+    pub timestamp: f64,
+}
+
+impl Entry {
+    /// Byte offset of the 8-byte value.
+    #[must_use]
+    pub fn value_offset(&self) -> u64 {
+        layout::value_offset(self.offset as usize, self.raw_key.len()) as u64
+    }
+}
+
+/// A whole file, read and decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileContents {
+    /// Header and file size.
+    pub header: Header,
+    /// Every entry, in file order.
+    pub entries: Vec<Entry>,
+}
+
+/// A problem found while walking bytes; [`ReadError`] without the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// Byte offset of the problem.
+    pub offset: u64,
+    /// What is wrong.
+    pub kind: ReadErrorKind,
+}
+
+impl ParseError {
+    /// Attaches the path.
+    #[must_use]
+    pub fn at(self, path: &Path) -> ReadError {
+        ReadError::new(path, self.offset, self.kind)
+    }
+}
+
+/// Checks the header of a file of `file_size` bytes whose first bytes are
+/// `bytes` (at least 8 of them), and returns `used`.
+pub fn parse_header(bytes: &[u8], file_size: u64) -> Result<Header, ParseError> {
+    let err = |kind| ParseError { offset: 0, kind };
+    if file_size == 0 {
+        return Err(err(ReadErrorKind::Empty));
+    }
+    let Some(raw) = bytes.get(..HEADER_LEN) else {
+        return Err(err(ReadErrorKind::TooShort {
+            size: file_size.min(bytes.len() as u64),
+        }));
+    };
+    let header: RawHeader = bytemuck::pod_read_unaligned(raw);
+    let used = i64::from(header.used);
+    if used == 0 {
+        return Err(err(ReadErrorKind::HeaderNotWritten));
+    }
+    if used < HEADER_LEN as i64 {
+        return Err(err(ReadErrorKind::UsedTooSmall { used }));
+    }
+    let used = used as u64;
+    if used > file_size {
+        return Err(err(ReadErrorKind::UsedPastEnd {
+            used,
+            size: file_size,
+        }));
+    }
+    if used % 8 != 0 {
+        return Err(err(ReadErrorKind::UsedNotOnBoundary { used }));
+    }
+    Ok(Header { used, file_size })
+}
+
+/// Walks the entries in `bytes[start..used]`.
+///
+/// `start` must be 8 or the end of a previously returned entry. The iterator
+/// yields at most one error and then stops. It never panics and never reads
+/// outside `bytes`, whatever they contain.
+#[derive(Debug, Clone)]
+pub struct EntryIter<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    used: usize,
+    failed: bool,
+}
+
+impl<'a> EntryIter<'a> {
+    /// Entries from offset `start` up to `used` (clamped to `bytes.len()`).
+    #[must_use]
+    pub fn new(bytes: &'a [u8], start: usize, used: usize) -> Self {
+        EntryIter {
+            bytes,
+            pos: start.max(HEADER_LEN),
+            used: used.min(bytes.len()),
+            failed: false,
+        }
+    }
+
+    /// Offset of the next entry.
+    #[must_use]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn fail(
+        &mut self,
+        offset: usize,
+        kind: ReadErrorKind,
+    ) -> Option<Result<RawEntry<'a>, ParseError>> {
+        self.failed = true;
+        Some(Err(ParseError {
+            offset: offset as u64,
+            kind,
+        }))
+    }
+}
+
+impl<'a> Iterator for EntryIter<'a> {
+    type Item = Result<RawEntry<'a>, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.pos >= self.used {
+            return None;
+        }
+        let pos = self.pos;
+        let used = self.used as u64;
+        let Some(len_bytes) = self
+            .bytes
+            .get(pos..pos + 4)
+            .filter(|_| pos + 4 <= self.used)
+        else {
+            return self.fail(pos, ReadErrorKind::UsedNotOnBoundary { used });
+        };
+        let key_len = i64::from(i32::from_ne_bytes([
+            len_bytes[0],
+            len_bytes[1],
+            len_bytes[2],
+            len_bytes[3],
+        ]));
+        if key_len < 0 || key_len as u64 > used {
+            return self.fail(pos, ReadErrorKind::BadKeyLength { len: key_len });
+        }
+        let key_len = key_len as usize;
+        let end = pos + layout::entry_len(key_len);
+        if end > self.used {
+            return self.fail(
+                pos,
+                ReadErrorKind::EntryPastUsed {
+                    end: end as u64,
+                    used,
+                },
+            );
+        }
+        let key_bytes = &self.bytes[pos + 4..pos + 4 + key_len];
+        let key = match std::str::from_utf8(key_bytes) {
+            Ok(key) => key,
+            Err(e) => return self.fail(pos + 4 + e.valid_up_to(), ReadErrorKind::InvalidUtf8),
+        };
+        let pair: ValuePair = bytemuck::pod_read_unaligned(&self.bytes[end - 16..end]);
+        self.pos = end;
+        Some(Ok(RawEntry {
+            offset: pos as u64,
+            key,
+            value: pair.value,
+            timestamp: pair.timestamp,
+        }))
+    }
+}
+
+/// Parses a whole file image (as `pread` would return it): header, every
+/// entry, every key decoded. Never panics.
+pub fn parse_file(bytes: &[u8], file_size: u64) -> Result<FileContents, ParseError> {
+    let header = parse_header(bytes, file_size)?;
+    if (bytes.len() as u64) < header.used {
+        return Err(ParseError {
+            offset: bytes.len() as u64,
+            kind: ReadErrorKind::Truncated {
+                wanted: header.used,
+                got: bytes.len() as u64,
+            },
+        });
+    }
+    let mut entries = Vec::new();
+    for raw in EntryIter::new(bytes, HEADER_LEN, header.used as usize) {
+        let raw = raw?;
+        let key = Key::decode(raw.key.as_bytes()).map_err(|e| ParseError {
+            offset: raw.offset,
+            kind: e.into(),
+        })?;
+        entries.push(Entry {
+            offset: raw.offset,
+            raw_key: raw.key.to_owned(),
+            key,
+            value: raw.value,
+            timestamp: raw.timestamp,
+        });
+    }
+    Ok(FileContents { header, entries })
+}
+
+/// Opens a file for reading without blocking on FIFOs and without following
+/// it into devices: a `*.db` that is not a regular file is an error.
+pub fn open_for_read(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| ReadError::io(path, &e))?;
+    let meta = file.metadata().map_err(|e| ReadError::io(path, &e))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let what = if ft.is_dir() {
+            "a directory"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_socket() {
+            "a socket"
+        } else if ft.is_char_device() || ft.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(ReadError::new(path, 0, ReadErrorKind::NotAFile(what)));
+    }
+    Ok((file, meta))
+}
+
+/// Reads up to `len` bytes at `offset`, stopping early only at end of file.
+pub(crate) fn read_at_most(
+    file: &File,
+    buf: &mut Vec<u8>,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let start = buf.len();
+    buf.resize(start + len, 0);
+    let mut got = 0;
+    while got < len {
+        match file.read_at(&mut buf[start + got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(start + got);
+                return Err(e);
+            }
+        }
+    }
+    buf.truncate(start + got);
+    Ok(got)
+}
+
+/// Copies the used region of an open file into `buf` (cleared first).
+///
+/// Like Python, reads the first block, takes `used` from it, then reads the
+/// rest. A file that grew since it was opened is fine (`used` is re-checked
+/// against a fresh size); one that shrank is [`ReadErrorKind::Truncated`].
+pub fn read_used_into(
+    file: &File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+    buf: &mut Vec<u8>,
+) -> Result<Header, ReadError> {
+    buf.clear();
+    let mut size = meta.len();
+    if size == 0 {
+        return Err(ReadError::new(path, 0, ReadErrorKind::Empty));
+    }
+    let first = (size as usize).min(FIRST_READ);
+    read_at_most(file, buf, 0, first).map_err(|e| ReadError::io(path, &e))?;
+    let mut header = parse_header(buf, size.max(buf.len() as u64));
+    if let Err(ParseError {
+        kind: ReadErrorKind::UsedPastEnd { .. },
+        ..
+    }) = header
+    {
+        // The writer may have grown the file since we looked.
+        size = file.metadata().map_err(|e| ReadError::io(path, &e))?.len();
+        header = parse_header(buf, size);
+    }
+    let mut header = header.map_err(|e| e.at(path))?;
+    header.file_size = size;
+    let used = header.used as usize;
+    if used > buf.len() {
+        let have = buf.len();
+        read_at_most(file, buf, have as u64, used - have).map_err(|e| ReadError::io(path, &e))?;
+    }
+    if buf.len() < used {
+        return Err(ReadError::new(
+            path,
+            buf.len() as u64,
+            ReadErrorKind::Truncated {
+                wanted: used as u64,
+                got: buf.len() as u64,
+            },
+        ));
+    }
+    buf.truncate(used);
+    Ok(header)
+}
+
+/// Reads the used region of the file at `path`.
+pub fn read_used_bytes(path: &Path) -> Result<UsedBytes, ReadError> {
+    let (file, meta) = open_for_read(path)?;
+    let mut bytes = Vec::new();
+    let header = read_used_into(&file, &meta, path, &mut bytes)?;
+    Ok(UsedBytes {
+        header,
+        identity: FileIdentity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        },
+        bytes,
+    })
+}
+
+/// Reads and fully validates a file: header, framing, UTF-8, every key.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use multiprom_format::{read_file, ReadErrorKind};
+/// let path = dir.path().join("counter_1.db");
+/// std::fs::write(&path, b"").unwrap();
+/// let err = read_file(&path).unwrap_err();
+/// assert_eq!(err.kind, ReadErrorKind::Empty);
+/// assert!(err.to_string().ends_with("offset 0: 0-byte file: a writer was killed while creating it (prometheus_client issue #1199)"));
+/// ```
+pub fn read_file(path: &Path) -> Result<FileContents, ReadError> {
+    let used = read_used_bytes(path)?;
+    let mut contents = parse_file(&used.bytes, used.header.file_size).map_err(|e| e.at(path))?;
+    contents.header = used.header;
+    Ok(contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::entry_len;
+
+    fn image(entries: &[(&str, f64, f64)], capacity: usize) -> Vec<u8> {
+        let mut out = vec![0u8; 8];
+        for (key, value, ts) in entries {
+            out.extend_from_slice(&(key.len() as i32).to_ne_bytes());
+            out.extend_from_slice(key.as_bytes());
+            out.extend(std::iter::repeat(b' ').take(layout::pad_len(key.len())));
+            out.extend_from_slice(&value.to_ne_bytes());
+            out.extend_from_slice(&ts.to_ne_bytes());
+        }
+        let used = out.len() as i32;
+        out[..4].copy_from_slice(&used.to_ne_bytes());
+        out.resize(capacity.max(out.len()), 0);
+        out
+    }
+
+    #[test]
+    fn parses_valid_image() {
+        let key = r#"["a", "a_total", {}, "h"]"#;
+        let bytes = image(
+            &[
+                (key, 1.5, 0.0),
+                (r#"["g", "g", {"x": "y"}, ""]"#, -2.0, 7.0),
+            ],
+            4096,
+        );
+        let contents = parse_file(&bytes, 4096).unwrap();
+        assert_eq!(contents.entries.len(), 2);
+        assert_eq!(contents.entries[0].value, 1.5);
+        assert_eq!(contents.entries[1].timestamp, 7.0);
+        assert_eq!(contents.entries[1].offset, 8 + entry_len(key.len()) as u64);
+        assert_eq!(contents.entries[0].value_offset() % 8, 0);
+    }
+
+    #[test]
+    fn each_corruption_has_its_own_error() {
+        let key = r#"["a", "a_total", {}, "h"]"#;
+        let good = image(&[(key, 1.0, 0.0)], 256);
+        let used = 8 + entry_len(key.len());
+        let with = |f: &dyn Fn(&mut Vec<u8>)| {
+            let mut b = good.clone();
+            f(&mut b);
+            parse_file(&b, b.len() as u64).unwrap_err()
+        };
+        let set_used = |b: &mut Vec<u8>, v: i32| b[..4].copy_from_slice(&v.to_ne_bytes());
+        assert_eq!(parse_file(&[], 0).unwrap_err().kind, ReadErrorKind::Empty);
+        assert_eq!(
+            parse_file(&[8, 0, 0], 3).unwrap_err().kind,
+            ReadErrorKind::TooShort { size: 3 }
+        );
+        assert_eq!(
+            with(&|b| set_used(b, 0)).kind,
+            ReadErrorKind::HeaderNotWritten
+        );
+        assert_eq!(
+            with(&|b| set_used(b, -5)).kind,
+            ReadErrorKind::UsedTooSmall { used: -5 }
+        );
+        assert_eq!(
+            with(&|b| set_used(b, 4)).kind,
+            ReadErrorKind::UsedTooSmall { used: 4 }
+        );
+        assert_eq!(
+            with(&|b| set_used(b, 1 << 20)).kind,
+            ReadErrorKind::UsedPastEnd {
+                used: 1 << 20,
+                size: 256
+            }
+        );
+        assert_eq!(
+            with(&|b| set_used(b, used as i32 + 4)).kind,
+            ReadErrorKind::UsedNotOnBoundary {
+                used: used as u64 + 4
+            }
+        );
+        // Eight more bytes "in use" hold a zero key length: a 24-byte entry
+        // that cannot fit.
+        assert_eq!(
+            with(&|b| set_used(b, used as i32 + 8)),
+            ParseError {
+                offset: used as u64,
+                kind: ReadErrorKind::EntryPastUsed {
+                    end: (used + entry_len(0)) as u64,
+                    used: used as u64 + 8
+                },
+            }
+        );
+        assert_eq!(
+            with(&|b| b[8..12].copy_from_slice(&(-1i32).to_ne_bytes())).kind,
+            ReadErrorKind::BadKeyLength { len: -1 }
+        );
+        assert_eq!(
+            with(&|b| b[8..12].copy_from_slice(&(i32::MAX).to_ne_bytes())).kind,
+            ReadErrorKind::BadKeyLength {
+                len: i64::from(i32::MAX)
+            }
+        );
+        let past = with(&|b| b[8..12].copy_from_slice(&(key.len() as i32 + 8).to_ne_bytes()));
+        assert!(
+            matches!(past.kind, ReadErrorKind::EntryPastUsed { .. }),
+            "{past:?}"
+        );
+        let utf8 = with(&|b| b[13] = 0xff);
+        assert_eq!((utf8.offset, utf8.kind), (13, ReadErrorKind::InvalidUtf8));
+        let json = with(&|b| b[12] = b'{');
+        assert!(
+            matches!(
+                json.kind,
+                ReadErrorKind::BadKey(crate::KeyError::InvalidJson(_))
+            ),
+            "{json:?}"
+        );
+        assert_eq!(json.offset, 8);
+        let shape_key = r#"["a", "a_total", {}, 5]"#;
+        let shape = parse_file(&image(&[(shape_key, 1.0, 0.0)], 256), 256).unwrap_err();
+        assert!(
+            matches!(
+                shape.kind,
+                ReadErrorKind::BadKey(crate::KeyError::WrongShape(_))
+            ),
+            "{shape:?}"
+        );
+        let short = parse_file(&good[..used - 8], 256).unwrap_err();
+        assert!(
+            matches!(short.kind, ReadErrorKind::Truncated { .. }),
+            "{short:?}"
+        );
+    }
+}

@@ -1,0 +1,341 @@
+//! Writing `*.db` files as `prometheus_client` does, safely shared with
+//! readers in other processes.
+//!
+//! Differences from Python, all invisible to Python readers:
+//! * A new file is built under a dot-name (which scans ignore), sized with
+//!   real zero bytes and given its header, then hard-linked into place. A
+//!   reader never sees a 0-byte or header-less file (Python's #1199).
+//! * Growth writes real zero bytes instead of `ftruncate`, so a full disk is
+//!   an error returned here, not a SIGBUS on some later store.
+//! * Old mappings are kept alive when the file grows, so every [`ValueSlot`]
+//!   handed out stays valid for as long as it is held.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::WriteError;
+use crate::file_name::FileName;
+use crate::layout::{self, HEADER_LEN, INITIAL_CAPACITY, MAX_USED};
+use crate::mapping::{Mapping, ValueSlot};
+use crate::reader::{self, EntryIter};
+
+/// An open `*.db` file that this process appends to and updates in place.
+///
+/// Exactly one writer may own a file (as in Python); appends take `&mut self`
+/// and value updates go through lock-free [`ValueSlot`]s.
+#[derive(Debug)]
+pub struct FileWriter {
+    path: PathBuf,
+    file: File,
+    mapping: Arc<Mapping>,
+    used: usize,
+    capacity: u64,
+    slots: HashMap<Box<str>, ValueSlot>,
+}
+
+impl FileWriter {
+    /// Opens `dir/name`, creating it atomically if it does not exist. An
+    /// existing file (a reused pid) is continued from its entries.
+    pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
+        let path = dir.join(name.to_string());
+        match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(file) => FileWriter::from_existing(path, file),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let file = create_atomically(dir, &path, name)?;
+                FileWriter::from_existing(path, file)
+            }
+            Err(e) => Err(WriteError::io(path, e)),
+        }
+    }
+
+    fn from_existing(path: PathBuf, file: File) -> Result<FileWriter, WriteError> {
+        let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
+        let mut capacity = meta.len();
+        if capacity < HEADER_LEN as u64 {
+            // A 0-byte file left by a Python writer killed during creation
+            // (or one shorter than a header): nothing in it can be lost.
+            extend_with_zeros(&file, &path, capacity, INITIAL_CAPACITY)?;
+            capacity = INITIAL_CAPACITY;
+        }
+        let mut buf = Vec::new();
+        reader::read_at_most(&file, &mut buf, 0, HEADER_LEN)
+            .map_err(|e| WriteError::io(&path, e))?;
+        let used_field = buf
+            .get(..4)
+            .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+        let mapping =
+            Arc::new(Mapping::new(&file, capacity).map_err(|e| WriteError::io(&path, e))?);
+        let mut writer = FileWriter {
+            path,
+            file,
+            mapping,
+            used: HEADER_LEN,
+            capacity,
+            slots: HashMap::new(),
+        };
+        if used_field == 0 {
+            // Sized but never initialised: Python sets the header to 8 here.
+            writer.mapping.publish_used(HEADER_LEN as u32);
+            return Ok(writer);
+        }
+        // Continue from the existing entries, refusing a corrupt file: appending
+        // after garbage would hide everything written from now on.
+        let meta = writer
+            .file
+            .metadata()
+            .map_err(|e| WriteError::io(&writer.path, e))?;
+        let mut bytes = Vec::new();
+        let header = reader::read_used_into(&writer.file, &meta, &writer.path, &mut bytes)?;
+        for raw in EntryIter::new(&bytes, HEADER_LEN, header.used as usize) {
+            let raw = raw.map_err(|e| e.at(&writer.path))?;
+            let slot = writer
+                .mapping
+                .slot(raw.value_offset() as usize)
+                .ok_or_else(|| {
+                    crate::ReadError::new(
+                        &writer.path,
+                        raw.offset,
+                        crate::ReadErrorKind::UsedPastEnd {
+                            used: header.used,
+                            size: writer.capacity,
+                        },
+                    )
+                })?;
+            writer.slots.insert(raw.key.into(), slot);
+        }
+        writer.used = header.used as usize;
+        Ok(writer)
+    }
+
+    /// The file's path.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes in use, including the header.
+    #[must_use]
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Current file size.
+    #[must_use]
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Number of entries.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the file has no entries.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The slot of `key`, if the file has that entry.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<ValueSlot> {
+        self.slots.get(key).cloned()
+    }
+
+    /// The slot of `key` (an encoded key, see [`crate::encode_key`]),
+    /// appending an entry with value and timestamp 0.0 if there is none.
+    pub fn slot(&mut self, key: &str) -> Result<ValueSlot, WriteError> {
+        if let Some(slot) = self.slots.get(key) {
+            return Ok(slot.clone());
+        }
+        let key_len = key.len();
+        if key_len > i32::MAX as usize {
+            return Err(WriteError::KeyTooLong { len: key_len });
+        }
+        let entry_len = layout::entry_len(key_len);
+        let needed = self.used as u64 + entry_len as u64;
+        if needed > MAX_USED {
+            return Err(WriteError::FileFull {
+                path: self.path.clone(),
+            });
+        }
+        if needed > self.capacity {
+            self.grow(needed)?;
+        }
+        let mut entry = Vec::with_capacity(entry_len);
+        entry.extend_from_slice(&(key_len as i32).to_ne_bytes());
+        entry.extend_from_slice(key.as_bytes());
+        // Python pads with spaces.
+        entry.resize(4 + key_len + layout::pad_len(key_len), b' ');
+        entry.extend_from_slice(&[0u8; layout::VALUE_PAIR_LEN]);
+        let offset = self.used;
+        self.mapping.write_bytes(offset, &entry);
+        self.used += entry_len;
+        // Publish only after the entry bytes: a reader that sees the new
+        // `used` sees the whole entry.
+        self.mapping.publish_used(self.used as u32);
+        let slot = self
+            .mapping
+            .slot(layout::value_offset(offset, key_len))
+            .ok_or(WriteError::FileFull {
+                path: self.path.clone(),
+            })?;
+        self.slots.insert(key.into(), slot.clone());
+        Ok(slot)
+    }
+
+    /// Doubles the capacity (as Python does) until `needed` bytes fit.
+    fn grow(&mut self, needed: u64) -> Result<(), WriteError> {
+        let mut capacity = self.capacity.max(1);
+        while capacity < needed {
+            capacity *= 2;
+        }
+        extend_with_zeros(&self.file, &self.path, self.capacity, capacity)?;
+        let mapping =
+            Mapping::new(&self.file, capacity).map_err(|e| WriteError::io(&self.path, e))?;
+        // Slots keep their own `Arc` to the old mapping, which stays valid and
+        // shares the same pages: both map the same file.
+        self.mapping = Arc::new(mapping);
+        self.capacity = capacity;
+        Ok(())
+    }
+}
+
+/// Extends `file` from `from` to `to` bytes with written zeros (no holes), so
+/// running out of disk is an error now rather than a SIGBUS later.
+fn extend_with_zeros(file: &File, path: &Path, from: u64, to: u64) -> Result<(), WriteError> {
+    const CHUNK: usize = 64 * 1024;
+    let zeros = [0u8; CHUNK];
+    let mut offset = from;
+    while offset < to {
+        let n = ((to - offset) as usize).min(CHUNK);
+        file.write_all_at(&zeros[..n], offset)
+            .map_err(|e| WriteError::io(path, e))?;
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+/// Builds the file under a hidden temporary name and links it into place.
+fn create_atomically(dir: &Path, path: &Path, name: &FileName) -> Result<File, WriteError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| WriteError::io(&tmp, e))?;
+    let result = (|| {
+        extend_with_zeros(&file, &tmp, 0, INITIAL_CAPACITY)?;
+        file.write_all_at(&(HEADER_LEN as i32).to_ne_bytes(), 0)
+            .map_err(|e| WriteError::io(&tmp, e))?;
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(Some(())),
+            // Someone else created it first: use theirs.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            // File systems without hard links: rename is atomic too.
+            Err(_) => std::fs::rename(&tmp, path)
+                .map(Some)
+                .map_err(|e| WriteError::io(path, e)),
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    match result? {
+        Some(()) => Ok(file),
+        None => OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| WriteError::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{encode_key, read_file, MetricKind};
+
+    #[test]
+    fn creates_appends_grows_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "77").unwrap();
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert_eq!(writer.capacity(), INITIAL_CAPACITY);
+        let first = writer.slot(&encode_key("c", "c_total", [], "h")).unwrap();
+        first.add(1.0);
+        // Enough entries to double the file twice.
+        let mut slots = Vec::new();
+        for i in 0..3000 {
+            let key = encode_key("c", "c_total", [("i", i.to_string().as_str())], "h");
+            let slot = writer.slot(&key).unwrap();
+            slot.set(f64::from(i));
+            slots.push(slot);
+        }
+        assert_eq!(writer.capacity(), INITIAL_CAPACITY * 4);
+        // The first slot is in the oldest mapping and still works.
+        first.add(2.0);
+        assert_eq!(first.get(), 3.0);
+        let size = std::fs::metadata(writer.path()).unwrap().len();
+        assert_eq!(size, writer.capacity());
+        let contents = read_file(writer.path()).unwrap();
+        assert_eq!(contents.entries.len(), 3001);
+        assert_eq!(contents.entries[0].value, 3.0);
+        assert_eq!(contents.entries[3000].value, 2999.0);
+        // No temporary files left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+
+        let used = writer.used();
+        drop(writer);
+        let mut again = FileWriter::open(dir.path(), &name).unwrap();
+        assert_eq!(again.used(), used);
+        assert_eq!(again.len(), 3001);
+        let slot = again.slot(&encode_key("c", "c_total", [], "h")).unwrap();
+        assert_eq!(slot.get(), 3.0);
+        assert_eq!(
+            again.used(),
+            used,
+            "existing key must not be appended again"
+        );
+        // Old handles remain usable after the writer is gone.
+        slots[5].add(1.0);
+        assert_eq!(slot.get(), 3.0);
+        assert_eq!(read_file(again.path()).unwrap().entries[6].value, 6.0);
+    }
+
+    #[test]
+    fn adopts_zero_byte_file_and_refuses_corrupt_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Summary, "5").unwrap();
+        std::fs::write(dir.path().join(name.to_string()), b"").unwrap();
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        writer
+            .slot(&encode_key("s", "s_count", [], ""))
+            .unwrap()
+            .add(1.0);
+        assert_eq!(read_file(writer.path()).unwrap().entries.len(), 1);
+
+        let bad = FileName::new(MetricKind::Summary, "6").unwrap();
+        let mut bytes = vec![0u8; 64];
+        bytes[..4].copy_from_slice(&40i32.to_ne_bytes());
+        bytes[8..12].copy_from_slice(&(-3i32).to_ne_bytes());
+        std::fs::write(dir.path().join(bad.to_string()), &bytes).unwrap();
+        let err = FileWriter::open(dir.path(), &bad).unwrap_err();
+        assert!(matches!(err, WriteError::Corrupt(_)), "{err}");
+    }
+
+    #[test]
+    fn missing_directory_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "1").unwrap();
+        let err = FileWriter::open(&dir.path().join("nope"), &name).unwrap_err();
+        assert!(matches!(err, WriteError::Io { .. }), "{err}");
+    }
+}

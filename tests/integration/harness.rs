@@ -1,0 +1,147 @@
+//! Shared test harness: temp dirs, the real `multiprom` binary, and a pinned
+//! `prometheus_client` in a venv under `target/`.
+//!
+//! The venv is made on first use (so `cargo test --workspace` works on a fresh
+//! machine with no other step) and reused after. Interop tests never skip: if
+//! Python or PyPI is unavailable they fail and say why.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The `prometheus_client` release the interop tests are pinned to.
+pub const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/cli sits two levels below the workspace root")
+        .to_path_buf()
+}
+
+/// The target directory (honours `CARGO_TARGET_DIR`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|p| {
+            if p.is_absolute() {
+                p
+            } else {
+                workspace_root().join(p)
+            }
+        })
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Path of a helper script in `tests/python/`.
+pub fn python_script(name: &str) -> PathBuf {
+    workspace_root().join("tests/python").join(name)
+}
+
+/// The venv's Python interpreter, with `prometheus_client` pinned. Creates the
+/// venv on first use; concurrent test processes race safely (each builds in
+/// its own temporary directory and renames it into place).
+pub fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let venv = target_dir().join(format!(
+            "py-venv-prometheus-client-{PROMETHEUS_CLIENT_VERSION}"
+        ));
+        let python = venv.join("bin/python");
+        if venv.join(".ready").exists() {
+            return python;
+        }
+        std::fs::create_dir_all(target_dir()).expect("create target dir");
+        let tmp = target_dir().join(format!(".py-venv-tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let base = std::env::var("MULTIPROM_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+        run_checked(
+            Command::new(&base).args(["-m", "venv"]).arg(&tmp),
+            "create the test venv",
+        );
+        run_checked(
+            Command::new(tmp.join("bin/python"))
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}")),
+            "install prometheus_client into the test venv",
+        );
+        std::fs::write(tmp.join(".ready"), PROMETHEUS_CLIENT_VERSION).expect("mark venv ready");
+        if std::fs::rename(&tmp, &venv).is_err() {
+            // Another test process finished first; use theirs.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        assert!(
+            venv.join(".ready").exists(),
+            "test venv missing after setup: {}",
+            venv.display()
+        );
+        python
+    })
+}
+
+fn run_checked(cmd: &mut Command, what: &str) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!("cannot {what}: {e} (is python3 installed? set MULTIPROM_TEST_PYTHON)")
+    });
+    assert!(
+        out.status.success(),
+        "cannot {what}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs a script from `tests/python/` with the venv's Python; panics with its
+/// stderr if it fails. Returns stdout.
+pub fn run_python(script: &str, args: &[&str], env: &[(&str, &Path)]) -> Vec<u8> {
+    let mut cmd = Command::new(python());
+    cmd.arg(python_script(script)).args(args);
+    cmd.env_remove("PROMETHEUS_MULTIPROC_DIR")
+        .env_remove("prometheus_multiproc_dir");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_checked(&mut cmd, &format!("run {script} {args:?}")).stdout
+}
+
+/// The `multiprom` binary built for this test run.
+pub fn multiprom() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_multiprom"));
+    cmd.env_remove("PROMETHEUS_MULTIPROC_DIR")
+        .env_remove("prometheus_multiproc_dir");
+    cmd
+}
+
+/// A fresh temporary directory, removed on drop.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("multiprom-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+#[test]
+fn venv_has_pinned_prometheus_client() {
+    let out = Command::new(python())
+        .args(["-c", "import prometheus_client, sys; sys.stdout.write(prometheus_client.__version__ if hasattr(prometheus_client, '__version__') else __import__('importlib.metadata').metadata.version('prometheus_client'))"])
+        .output()
+        .expect("run venv python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        PROMETHEUS_CLIENT_VERSION
+    );
+}

@@ -1,0 +1,17 @@
+//! The one integration-test binary: the real `multiprom` binary, the crates
+//! together, and the real Python `prometheus_client` in real processes.
+//!
+//! Each area has its own module; shared plumbing lives in `harness`.
+
+// Not every test module uses every helper.
+#[allow(dead_code)]
+mod harness;
+
+mod client_interop;
+mod collector_diff;
+mod demo;
+mod format_interop;
+mod inspect;
+mod run;
+mod scrape;
+mod serve;
