@@ -1,1 +1,29 @@
-//! Placeholder; see the crate issue.
+//! Merge a `prometheus_client` multiprocess directory and expose it.
+//!
+//! Data flows one way: files → reader ([`multiprom_format`]) → merge →
+//! [`exposition`] → bytes. [`DirCollector`] does the first three, keeping a
+//! parse cache so an unchanged file is not parsed again; the encoders are pure
+//! functions of [`MergedFamily`] values.
+//!
+//! The output equals Python's `MultiProcessCollector` + `generate_latest`
+//! byte for byte, with files taken in name order (Python takes directory
+//! order; see `docs/merge.md`). Unlike Python, a bad file never fails the
+//! collection: it is skipped and reported in [`Scrape::warnings`] once per
+//! state, with path, byte offset and reason.
+
+mod collector;
+pub mod exposition;
+mod family;
+mod intern;
+mod merge;
+mod parsed_file;
+mod problem;
+mod scan;
+
+pub use collector::{
+    CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape, ScrapeStats,
+};
+pub use exposition::{encode_openmetrics, encode_prometheus, Format};
+pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
+pub use problem::{Conflict, FamilyTypeName, FileProblem, ProblemKind, Warning};
+pub use scan::scan_dir;

@@ -1,0 +1,62 @@
+//! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
+
+use multiprom_format::write_float_to_go_string;
+
+use super::names::{push_escaped, push_label_name, push_metric_name, push_om_sample_name};
+use crate::family::MergedFamily;
+
+/// Appends `families` in OpenMetrics 1.0.0, ending with `# EOF`.
+///
+/// Python's quirks are kept: HELP escapes `"` too, and sample names are
+/// escaped with the label-name rules, so `:` becomes `_` in sample names only.
+///
+/// ```
+/// use std::sync::Arc;
+/// use multiprom_collector::{encode_openmetrics, FamilyType, MergedFamily, MergedSample};
+/// let family = MergedFamily {
+///     name: "requests".into(),
+///     help: "Requests \"served\"".into(),
+///     family_type: FamilyType::Counter,
+///     gauge_mode: None,
+///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0 }],
+/// };
+/// let mut out = String::new();
+/// encode_openmetrics(&[family], &mut out);
+/// assert_eq!(out, "# HELP requests Requests \\\"served\\\"\n\
+///                  ## TYPE requests counter\n\
+///                  requests_total 3.0\n\
+///                  ## EOF\n");
+/// ```
+pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
+    for family in families {
+        out.push_str("# HELP ");
+        push_metric_name(out, &family.name);
+        out.push(' ');
+        push_escaped(out, &family.help, true);
+        out.push_str("\n# TYPE ");
+        push_metric_name(out, &family.name);
+        out.push(' ');
+        out.push_str(family.family_type.as_str());
+        out.push('\n');
+        for sample in &family.samples {
+            push_om_sample_name(out, &sample.name);
+            if !sample.labels.is_empty() {
+                out.push('{');
+                for (i, (name, value)) in sample.labels.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    push_label_name(out, name);
+                    out.push_str("=\"");
+                    push_escaped(out, value, true);
+                    out.push('"');
+                }
+                out.push('}');
+            }
+            out.push(' ');
+            write_float_to_go_string(out, sample.value);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+}
