@@ -13,6 +13,7 @@
 //! * [`FileWriter`], [`ValueSlot`]: atomic creation, Python's growth policy,
 //!   lock-free value updates.
 //! * [`float_to_go_string`]: Python's `floatToGoString`.
+//! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //!
 //! ```
 //! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
@@ -40,6 +41,7 @@ compile_error!("multiprom-format supports little-endian targets only");
 mod error;
 mod file_name;
 mod float;
+pub mod fork;
 mod key;
 pub mod layout;
 mod mapping;
