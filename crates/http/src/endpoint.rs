@@ -1,0 +1,424 @@
+//! [`Endpoint`]: the shared state behind `/metrics` and `/`, and its router.
+//!
+//! Every collection goes through one gate: at most
+//! [`EndpointConfig::max_concurrent_scrapes`] run at once (a request waits up
+//! to [`EndpointConfig::scrape_queue_wait`] for a slot, then gets 503), each
+//! runs on tokio's blocking pool (file reading never blocks the async
+//! workers) and a response waits at most [`EndpointConfig::scrape_timeout`]
+//! for it (then 503). A timed-out collection keeps its slot until it really
+//! finishes, so a hung filesystem cannot pile up threads. Slots are held only
+//! while collecting and encoding, never while a response is being sent, so a
+//! slow client cannot hold one.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
+use tokio::sync::Semaphore;
+
+use crate::negotiate::{accepts_gzip, choose_format};
+use crate::reap::{process_state, reap_dead, Reaped};
+use crate::self_metrics::{append_blocks, reserved_names, split_blocks, ScrapeResult, SelfMetrics};
+use crate::status_page::render_status_page;
+
+/// Limits and behaviour of an [`Endpoint`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// Collections allowed at once (at least 1).
+    pub max_concurrent_scrapes: usize,
+    /// How long a request waits for a free slot before it gets 503.
+    pub scrape_queue_wait: Duration,
+    /// How long a request waits for its collection before it gets 503.
+    pub scrape_timeout: Duration,
+    /// Remove `gauge_live*` files of dead processes before each collection
+    /// (see [`crate::reap`] for the caveats).
+    pub reap_dead: bool,
+}
+
+impl Default for EndpointConfig {
+    /// 4 at once, 1 s wait, 10 s timeout (Prometheus' default
+    /// `scrape_timeout`), no reaping.
+    fn default() -> Self {
+        EndpointConfig {
+            max_concurrent_scrapes: 4,
+            scrape_queue_wait: Duration::from_secs(1),
+            scrape_timeout: Duration::from_secs(10),
+            reap_dead: false,
+        }
+    }
+}
+
+/// Why a bounded collection produced no result.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeFailure {
+    /// Every slot stayed busy for the whole queue wait.
+    #[error("too many scrapes at once (limit {limit}); try again")]
+    Busy {
+        /// The slot count.
+        limit: usize,
+    },
+    /// The collection overran the timeout.
+    #[error("scrape timed out after {0:?}")]
+    Timeout(Duration),
+    /// The directory could not be listed.
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    /// The collection panicked (a bug); the next one starts afresh.
+    #[error("scrape failed: {0}")]
+    Panicked(String),
+}
+
+impl ScrapeFailure {
+    fn result(&self) -> ScrapeResult {
+        match self {
+            ScrapeFailure::Busy { .. } => ScrapeResult::Busy,
+            ScrapeFailure::Timeout(_) => ScrapeResult::Timeout,
+            ScrapeFailure::Collect(_) | ScrapeFailure::Panicked(_) => ScrapeResult::Error,
+        }
+    }
+
+    fn status(&self) -> StatusCode {
+        match self {
+            ScrapeFailure::Busy { .. } | ScrapeFailure::Timeout(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ScrapeFailure::Collect(_) | ScrapeFailure::Panicked(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
+        }
+    }
+}
+
+/// Called on the blocking pool before each collection.
+pub type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
+
+struct Inner {
+    collector: DirCollector,
+    config: EndpointConfig,
+    permits: Arc<Semaphore>,
+    metrics: SelfMetrics,
+    before_collect: Option<BeforeCollect>,
+    /// Self-metric names already reported as shadowed by worker families.
+    shadowed_reported: Mutex<HashSet<String>>,
+}
+
+/// The metrics endpoint of one directory: cheap to clone, shared by all
+/// requests.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// use multiprom_collector::DirCollector;
+/// use multiprom_http::{serve, Endpoint, EndpointConfig, ServerConfig};
+///
+/// let endpoint = Endpoint::new(DirCollector::new("/run/metrics"), EndpointConfig::default());
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:9478").await?;
+/// serve(listener, endpoint.router(), ServerConfig::default(), std::future::pending()).await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("dir", &self.inner.collector.dir())
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint for `collector`'s directory.
+    #[must_use]
+    pub fn new(collector: DirCollector, config: EndpointConfig) -> Self {
+        Endpoint::with_before_collect(collector, config, None)
+    }
+
+    /// Like [`Endpoint::new`], with a function run on the blocking pool
+    /// before each collection (while holding its slot).
+    #[must_use]
+    pub fn with_before_collect(
+        collector: DirCollector,
+        config: EndpointConfig,
+        before_collect: Option<BeforeCollect>,
+    ) -> Self {
+        let config = EndpointConfig {
+            max_concurrent_scrapes: config.max_concurrent_scrapes.max(1),
+            ..config
+        };
+        Endpoint {
+            inner: Arc::new(Inner {
+                collector,
+                permits: Arc::new(Semaphore::new(config.max_concurrent_scrapes)),
+                config,
+                metrics: SelfMetrics::new(),
+                before_collect,
+                shadowed_reported: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// The directory served.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        self.inner.collector.dir()
+    }
+
+    /// The configuration in force.
+    #[must_use]
+    pub fn config(&self) -> EndpointConfig {
+        self.inner.config
+    }
+
+    /// `GET|HEAD /metrics`, `GET|HEAD /`, 405 for other methods on those
+    /// paths, 404 elsewhere. Mount it (or [`Router::nest`] it) in a host app.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/metrics", get(metrics_handler))
+            .route("/", get(status_handler))
+            .fallback(not_found)
+            .with_state(self.clone())
+    }
+
+    /// One bounded collection, encoded in `format` with the self-metrics
+    /// appended: exactly the `/metrics` body.
+    pub async fn metrics(&self, format: Format) -> Result<String, ScrapeFailure> {
+        let result = self
+            .bounded(move |inner, scrape| inner.render_metrics(&scrape, format))
+            .await;
+        if let Err(failure) = &result {
+            self.inner.metrics.count_scrape(failure.result());
+        }
+        result
+    }
+
+    /// One bounded collection, as the `GET /` HTML page.
+    pub async fn status_page(&self) -> Result<String, ScrapeFailure> {
+        self.bounded(|inner, scrape| {
+            render_status_page(inner.collector.dir(), &scrape, process_state)
+        })
+        .await
+    }
+
+    /// Removes `gauge_live*` files of dead processes now (on the blocking
+    /// pool), logging and counting what was removed. Does nothing unless
+    /// [`EndpointConfig::reap_dead`] is set.
+    pub async fn reap(&self) -> std::io::Result<Reaped> {
+        if !self.inner.config.reap_dead {
+            return Ok(Reaped::default());
+        }
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.reap())
+            .await
+            .map_err(std::io::Error::other)?
+    }
+
+    async fn bounded<T: Send + 'static>(
+        &self,
+        finish: impl FnOnce(&Inner, Scrape) -> T + Send + 'static,
+    ) -> Result<T, ScrapeFailure> {
+        let inner = self.inner.clone();
+        let config = inner.config;
+        let permit = match tokio::time::timeout(
+            config.scrape_queue_wait,
+            inner.permits.clone().acquire_owned(),
+        )
+        .await
+        {
+            Ok(Ok(permit)) => permit,
+            // Timed out, or the semaphore was closed (it never is).
+            _ => {
+                return Err(ScrapeFailure::Busy {
+                    limit: config.max_concurrent_scrapes,
+                })
+            }
+        };
+        let task = tokio::task::spawn_blocking(move || {
+            let _slot = permit;
+            if let Some(hook) = &inner.before_collect {
+                hook();
+            }
+            if inner.config.reap_dead {
+                // A reaping problem is logged; the scrape goes on.
+                let _ = inner.reap();
+            }
+            let scrape = inner.collector.collect()?;
+            for warning in &scrape.warnings {
+                tracing::warn!("{warning}");
+            }
+            Ok::<T, CollectError>(finish(&inner, scrape))
+        });
+        match tokio::time::timeout(config.scrape_timeout, task).await {
+            Err(_) => Err(ScrapeFailure::Timeout(config.scrape_timeout)),
+            Ok(Err(join)) => Err(ScrapeFailure::Panicked(join.to_string())),
+            Ok(Ok(result)) => Ok(result?),
+        }
+    }
+}
+
+impl Inner {
+    fn reap(&self) -> std::io::Result<Reaped> {
+        let reaped = reap_dead(self.collector.dir()).inspect_err(|e| {
+            tracing::warn!(
+                "cannot check {} for dead processes: {e}",
+                self.collector.dir().display()
+            );
+        })?;
+        for (path, pid) in &reaped.removed {
+            tracing::info!("removed {}: process {pid} is gone", path.display());
+        }
+        for (path, err) in &reaped.failed {
+            tracing::warn!("cannot remove {} of a dead process: {err}", path.display());
+        }
+        self.metrics.count_reaped(reaped.removed.len());
+        Ok(reaped)
+    }
+
+    fn render_metrics(&self, scrape: &Scrape, format: Format) -> String {
+        let mut out = scrape.encode(format);
+        if format == Format::OpenMetrics {
+            // One `# EOF`, at the very end, after the self-metrics.
+            if let Some(body) = out.strip_suffix("# EOF\n") {
+                out.truncate(body.len());
+            }
+        }
+        let own = self.metrics.record_and_encode(&scrape.stats);
+        let blocks = split_blocks(&own);
+        let reserved = reserved_names(&scrape.families);
+        let shadowed = append_blocks(&blocks, &reserved, format, &mut out);
+        if !shadowed.is_empty() {
+            let mut reported = self
+                .shadowed_reported
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for name in shadowed {
+                if reported.insert(name.to_owned()) {
+                    tracing::warn!(
+                        "a worker metric is named like multiprom's own {name}: serving the worker's, leaving out multiprom's"
+                    );
+                }
+            }
+        }
+        if format == Format::OpenMetrics {
+            out.push_str("# EOF\n");
+        }
+        out
+    }
+}
+
+const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+
+fn plain(status: StatusCode, message: String) -> Response {
+    let mut response = (status, message + "\n").into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN));
+    response
+}
+
+fn failure_response(failure: &ScrapeFailure) -> Response {
+    match failure {
+        ScrapeFailure::Busy { .. } | ScrapeFailure::Timeout(_) => {
+            tracing::warn!("answering 503: {failure}")
+        }
+        _ => tracing::error!("answering 500: {failure}"),
+    }
+    let mut response = plain(failure.status(), format!("multiprom: {failure}"));
+    if failure.status() == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    // Several Accept headers mean one comma-joined list; we read the first,
+    // which is what clients send in practice.
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn metrics_handler(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    let Some(format) = choose_format(header_str(&headers, header::ACCEPT)) else {
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            format!(
+                "multiprom: no acceptable format; /metrics serves \"{}\" and \"{}\"",
+                Format::Prometheus.content_type(),
+                Format::OpenMetrics.content_type()
+            ),
+        );
+    };
+    let gzip = accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
+    let body = match endpoint.metrics(format).await {
+        Ok(body) => body,
+        Err(failure) => return failure_response(&failure),
+    };
+    let (bytes, encoding) = if gzip {
+        match gzip_bytes(body.as_bytes()) {
+            Ok(compressed) => (compressed, Some("gzip")),
+            Err(_) => (body.into_bytes(), None),
+        }
+    } else {
+        (body.into_bytes(), None)
+    };
+    let mut response = Response::new(Body::empty());
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(format.content_type()),
+    );
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("Accept, Accept-Encoding"),
+    );
+    if let Some(encoding) = encoding {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
+    // Set explicitly so HEAD answers carry the length GET would send.
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
+    *response.body_mut() = Body::from(bytes);
+    response
+}
+
+fn gzip_bytes(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 4 + 64),
+        flate2::Compression::default(),
+    );
+    encoder.write_all(bytes)?;
+    encoder.finish()
+}
+
+async fn status_handler(State(endpoint): State<Endpoint>) -> Response {
+    match endpoint.status_page().await {
+        Ok(html) => {
+            let mut response = html.into_response();
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            response
+        }
+        Err(failure) => failure_response(&failure),
+    }
+}
+
+async fn not_found() -> Response {
+    plain(
+        StatusCode::NOT_FOUND,
+        "multiprom: not found; metrics are at /metrics".to_owned(),
+    )
+}

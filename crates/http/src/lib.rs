@@ -1,0 +1,36 @@
+//! The multiprom HTTP endpoint as a library: mount it in your own axum app,
+//! or run it with [`serve`] as `multiprom serve` and `multiprom run` do.
+//!
+//! * [`Endpoint`]: one directory's `GET /metrics` (text 0.0.4 or OpenMetrics
+//!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics
+//!   appended) and `GET /` (an HTML status page), with bounded, timed
+//!   collections off the async workers ([`EndpointConfig`]).
+//! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout and
+//!   graceful shutdown ([`ServerConfig`]).
+//! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
+//! * [`reap`]: `mark_process_dead` for every dead pid in the directory.
+//!
+//! ```no_run
+//! # async fn host() -> std::io::Result<()> {
+//! use multiprom_collector::DirCollector;
+//! use multiprom_http::{Endpoint, EndpointConfig};
+//!
+//! let metrics = Endpoint::new(DirCollector::new("/run/metrics"), EndpointConfig::default());
+//! let app = axum::Router::new()
+//!     .route("/healthz", axum::routing::get(|| async { "ok" }))
+//!     .merge(metrics.router());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! multiprom_http::serve(listener, app, Default::default(), std::future::pending()).await
+//! # }
+//! ```
+
+mod endpoint;
+pub mod negotiate;
+pub mod reap;
+mod self_metrics;
+mod server;
+mod status_page;
+
+pub use endpoint::{BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure};
+pub use server::{serve, ServerConfig};
+pub use status_page::{html_escape, render_status_page};
