@@ -1,1 +1,151 @@
-//! Placeholder; see the crate issue.
+//! Write Prometheus metrics from Rust worker processes into a
+//! `prometheus_client` multiprocess directory, exactly as Python workers do.
+//!
+//! Rust and Python workers can share one `PROMETHEUS_MULTIPROC_DIR`: the
+//! files, entry keys and values are the ones Python would write for the same
+//! metric definitions (byte for byte), so Python's `MultiProcessCollector`
+//! and multiprom's collector read them as their own. An update is a
+//! lock-free atomic add or store on the memory-mapped file; nothing is
+//! locked, allocated or written with a system call.
+//!
+//! ```
+//! use multiprom_client::{GaugeMode, MultiprocessRegistry, DEFAULT_BUCKETS};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # std::env::set_var("PROMETHEUS_MULTIPROC_DIR", dir.path());
+//! let registry = MultiprocessRegistry::from_env()?; // PROMETHEUS_MULTIPROC_DIR
+//!
+//! // A labelled family; keep the child handle for hot paths.
+//! let requests = registry.counter_family("requests_total", "Requests served", &["status"])?;
+//! let ok = requests.labels(&["200"])?;
+//! ok.inc();
+//! ok.inc_by(2.0)?;
+//! assert!(ok.inc_by(-1.0).is_err(), "counters only go up");
+//!
+//! let running = registry.gauge("running_requests", "Requests in flight", GaugeMode::LiveSum)?;
+//! {
+//!     let _in_flight = running.track_inprogress(); // +1 now, -1 at the end of the scope
+//!     assert_eq!(running.get(), 1.0);
+//! }
+//! let latency = registry.histogram("latency_seconds", "Request latency", &DEFAULT_BUCKETS)?;
+//! latency.observe(0.2);
+//!
+//! // The files are Python's: counter_<pid>.db, gauge_livesum_<pid>.db, histogram_<pid>.db.
+//! let pid = std::process::id();
+//! let file = registry.dir().join(format!("counter_{pid}.db"));
+//! let entries = multiprom_format::read_file(&file)?.entries;
+//! assert_eq!(entries[0].raw_key, r#"["requests", "requests_total", {"status": "200"}, "Requests served"]"#);
+//! assert_eq!(entries[0].value, 3.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Metric types and entries
+//!
+//! As in Python's `metrics.py`/`values.py`, a child's entries are created at
+//! 0 when the child is created (a plain metric at registration, a family's
+//! child on its first [`Family::labels`] call), in Python's order:
+//!
+//! | type | entries | notes |
+//! |---|---|---|
+//! | [`Counter`] | `<name>_total` | a trailing `_total` is stripped from the registered name |
+//! | [`Gauge`], [`MostRecentGauge`] | `<name>` | file `gauge_<mode>_<id>.db` |
+//! | [`Summary`] | `<name>_count`, `<name>_sum` | |
+//! | [`Histogram`] | `<name>_sum`, `<name>_bucket` per bound | per-bucket counts, no `_count` |
+//!
+//! Gauges in the `mostrecent` and `livemostrecent` modes are
+//! [`MostRecentGauge`]s: they have `set` only (Python raises on `inc`/`dec`)
+//! and every `set` stores the wall-clock time, which the merge uses.
+//!
+//! # Names and validation
+//!
+//! Metric names must match `[a-zA-Z_:][a-zA-Z0-9_:]*` and label names
+//! `[a-zA-Z_][a-zA-Z0-9_]*` (Prometheus' classic rules; the UTF-8 names that
+//! `prometheus_client` 0.26 accepts by default are refused). Label names
+//! starting with `__` are refused, and so are `le` on histograms, `quantile`
+//! on summaries and `pid` on gauges (the collector overwrites or drops a
+//! gauge's `pid` label). Every refusal is a [`ClientError`] variant.
+//!
+//! # Directory and process identifier
+//!
+//! Files go into the directory from `PROMETHEUS_MULTIPROC_DIR` (or the legacy
+//! `prometheus_multiproc_dir`), or the one given to
+//! [`RegistryBuilder::dir`]. With none configured,
+//! [`MultiprocessRegistry::from_env`] returns [`ClientError::NoDirectory`]:
+//! there is no silent in-memory fallback. The directory must exist. Files are
+//! named with the pid, or with [`RegistryBuilder::process_id`].
+//!
+//! # Errors
+//!
+//! Failures (directory missing, permission denied, disk full, a corrupt file
+//! left by an earlier process with the same pid) are returned by the call that
+//! creates a metric or a child. Files are sized with real zero bytes before
+//! use, so a full disk never turns into a SIGBUS on a later update; handles
+//! stay valid while files grow. Updates never fail, except
+//! [`Counter::inc_by`] with a negative amount.
+//!
+//! # Threads and `fork()`
+//!
+//! Handles are `Send + Sync`; updates are lock-free. After `fork()` the child
+//! writes to files named with its own pid, as Python does: on its first
+//! update (or [`MultiprocessRegistry::reopen_after_fork`]) it creates its own
+//! files holding every entry this process had created, starting from 0, and
+//! never writes the parent's files. Forks are seen through a `pthread_atfork`
+//! handler (one relaxed atomic load per update; a `getpid()` call per update
+//! would cost a system call). In a forked child, updates through handles
+//! made before the fork take a mutex; handles made after it do not. If the
+//! child's files cannot be created, its updates are dropped and the error is
+//! printed once (call `reopen_after_fork` to get it as a value).
+//! As with any `fork()` of a multi-threaded process, fork while no other
+//! thread is registering metrics or creating children.
+//!
+//! ```
+//! use multiprom_client::MultiprocessRegistry;
+//! use multiprom_format::fork::run_in_forked_child;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let registry = MultiprocessRegistry::new(dir.path())?;
+//! let jobs = registry.counter("jobs", "Jobs done")?;
+//! jobs.inc_by(5.0)?;
+//!
+//! let child = run_in_forked_child(|| {
+//!     jobs.inc(); // lands in the child's own counter_<child pid>.db
+//!     i32::from(jobs.get() != 1.0)
+//! })?;
+//! assert!(child.success(), "{child:?}");
+//!
+//! let read = |pid: u32| multiprom_format::read_file(&dir.path().join(format!("counter_{pid}.db")));
+//! assert_eq!(read(std::process::id())?.entries[0].value, 5.0, "parent's file untouched");
+//! assert_eq!(read(child.pid)?.entries[0].value, 1.0);
+//! assert_eq!(jobs.get(), 5.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod counter;
+mod definition;
+mod error;
+mod family;
+mod gauge;
+mod histogram;
+mod registry;
+mod series;
+mod shared;
+mod summary;
+mod timer;
+mod validate;
+
+pub use counter::Counter;
+pub use error::{BucketsError, ClientError};
+pub use family::Family;
+pub use gauge::{Gauge, InProgress, MostRecentGauge};
+pub use histogram::{Histogram, DEFAULT_BUCKETS};
+pub use multiprom_format::GaugeMode;
+pub use registry::{EnvDir, MultiprocessRegistry, RegistryBuilder, ENV_VAR, LEGACY_ENV_VAR};
+pub use summary::Summary;
+pub use timer::Timer;
+
+/// A metric handle that a [`Family`] can hold: [`Counter`], [`Gauge`],
+/// [`MostRecentGauge`], [`Histogram`], [`Summary`]. Sealed.
+pub trait Metric: family::sealed::Member + std::fmt::Debug {}
+
+#[cfg(test)]
+mod tests;

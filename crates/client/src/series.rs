@@ -1,0 +1,137 @@
+//! One child (label set) of a metric: its value slots, and the fork check
+//! every update goes through.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use multiprom_format::fork::fork_generation;
+use multiprom_format::{MetricKind, ValueSlot};
+
+use crate::definition::Definition;
+use crate::shared::Shared;
+
+/// Slots re-created in a forked child's own files.
+type Rebound = Option<(u64, Box<[ValueSlot]>)>;
+
+/// The entries of one child, shared by all clones of its handle.
+pub struct Series {
+    shared: Arc<Shared>,
+    definition: Arc<Definition>,
+    label_values: Box<[Box<str>]>,
+    keys: Box<[Arc<str>]>,
+    /// Fork generation the primary slots belong to.
+    generation: u64,
+    /// In the order of `keys`.
+    slots: Box<[ValueSlot]>,
+    /// Used only in a process forked after the slots were made; a mutex is
+    /// fine there (the fast path never takes it).
+    rebound: Mutex<Rebound>,
+}
+
+impl Series {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        definition: Arc<Definition>,
+        label_values: Box<[Box<str>]>,
+        keys: Box<[Arc<str>]>,
+        generation: u64,
+        slots: Box<[ValueSlot]>,
+    ) -> Series {
+        Series {
+            shared,
+            definition,
+            label_values,
+            keys,
+            generation,
+            slots,
+            rebound: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn definition(&self) -> &Definition {
+        &self.definition
+    }
+
+    pub(crate) fn label_values(&self) -> &[Box<str>] {
+        &self.label_values
+    }
+
+    /// Runs `f` on this process's slots. `None` only in a forked child whose
+    /// own files could not be created (reported on stderr once).
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&[ValueSlot]) -> R) -> Option<R> {
+        if fork_generation() == self.generation {
+            Some(f(&self.slots))
+        } else {
+            self.with_rebound(f)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn with_rebound<R>(&self, f: impl FnOnce(&[ValueSlot]) -> R) -> Option<R> {
+        let generation = fork_generation();
+        let mut rebound = self.rebound.lock().unwrap_or_else(PoisonError::into_inner);
+        if !matches!(&*rebound, Some((g, _)) if *g == generation) {
+            match self.shared.rebind(self.kind(), &self.keys) {
+                Ok(slots) => *rebound = Some((generation, slots)),
+                Err(err) => {
+                    self.shared.report_fork_failure(&err);
+                    return None;
+                }
+            }
+        }
+        rebound.as_ref().map(|(_, slots)| f(slots))
+    }
+
+    fn kind(&self) -> MetricKind {
+        self.definition.kind
+    }
+
+    /// The value of the slot at `index` (NaN if unavailable after a failed
+    /// re-creation in a forked child).
+    pub(crate) fn get(&self, index: usize) -> f64 {
+        self.with(|slots| slots.get(index).map_or(f64::NAN, ValueSlot::get))
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Adds to the slot at `index`.
+    #[inline]
+    pub(crate) fn add(&self, index: usize, delta: f64) {
+        self.with(|slots| {
+            if let Some(slot) = slots.get(index) {
+                slot.add(delta);
+            }
+        });
+    }
+
+    /// Sets the slot at `index`, leaving its timestamp alone.
+    #[inline]
+    pub(crate) fn set(&self, index: usize, value: f64) {
+        self.with(|slots| {
+            if let Some(slot) = slots.get(index) {
+                slot.set(value);
+            }
+        });
+    }
+}
+
+impl fmt::Debug for Series {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let labels: Vec<(&str, &str)> = self
+            .definition
+            .label_names
+            .iter()
+            .map(String::as_str)
+            .zip(self.label_values.iter().map(|v| &**v))
+            .collect();
+        let values: Vec<f64> = self
+            .with(|slots| slots.iter().map(ValueSlot::get).collect())
+            .unwrap_or_default();
+        f.debug_struct("Series")
+            .field("family", &self.definition.family)
+            .field("labels", &labels)
+            .field("values", &values)
+            .finish()
+    }
+}

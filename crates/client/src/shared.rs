@@ -1,0 +1,325 @@
+//! The state behind a registry: open files, every key created so far, and
+//! what has been registered. One per (directory, identifier setting) per
+//! process, so two registries never own the same file.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use multiprom_format::fork::fork_generation;
+use multiprom_format::{FileName, FileWriter, MetricKind, ValueSlot};
+
+use crate::definition::Definition;
+use crate::error::ClientError;
+use crate::series::Series;
+
+/// How the `<id>` in file names is chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IdSource {
+    /// The pid, read again after every fork (Python's default).
+    Pid,
+    /// A fixed identifier; after a fork the child uses `<id>-<pid>`, since
+    /// two processes must never write the same file.
+    Fixed(String),
+}
+
+impl IdSource {
+    fn id_for(&self, generation: u64, original_generation: u64) -> String {
+        match self {
+            IdSource::Pid => std::process::id().to_string(),
+            IdSource::Fixed(id) if generation == original_generation => id.clone(),
+            IdSource::Fixed(id) => format!("{id}-{}", std::process::id()),
+        }
+    }
+}
+
+/// A registered metric: its definition, and the handle handed out again when
+/// the same definition is registered twice.
+struct Registered {
+    definition: Arc<Definition>,
+    handle: Box<dyn Any + Send + Sync>,
+}
+
+/// Mutable state, behind one mutex (never taken on the update path).
+struct State {
+    /// Fork generation that `writers` and every key in `known` are current for.
+    generation: u64,
+    /// Fork generation `writers` and `process_id` belong to (may be ahead of
+    /// `generation` while a re-creation after fork is incomplete).
+    writers_generation: u64,
+    process_id: String,
+    writers: BTreeMap<MetricKind, FileWriter>,
+    /// Every key created, in creation order: after a fork the child re-creates
+    /// all of them in its own files, as Python does.
+    known: Vec<(MetricKind, Arc<str>)>,
+    registered: HashMap<String, Registered>,
+    /// Sample name -> family that claims it.
+    claimed: HashMap<String, String>,
+}
+
+/// Shared by a registry, its metrics, families and every handle.
+pub(crate) struct Shared {
+    dir: PathBuf,
+    id_source: IdSource,
+    original_generation: u64,
+    state: Mutex<State>,
+    /// Last fork generation for which a failure to re-create files was printed.
+    reported_generation: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("dir", &self.dir)
+            .field("id_source", &self.id_source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(dir: PathBuf, id_source: IdSource, generation: u64) -> Shared {
+        let process_id = id_source.id_for(generation, generation);
+        Shared {
+            dir,
+            id_source,
+            original_generation: generation,
+            state: Mutex::new(State {
+                generation,
+                writers_generation: generation,
+                process_id,
+                writers: BTreeMap::new(),
+                known: Vec::new(),
+                registered: HashMap::new(),
+                claimed: HashMap::new(),
+            }),
+            reported_generation: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn id_source(&self) -> &IdSource {
+        &self.id_source
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // No code panics while holding this lock with the state half-updated;
+        // a panic elsewhere must not disable metrics.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The identifier in this process's file names (changes after a fork).
+    pub(crate) fn process_id(&self) -> String {
+        let mut state = self.lock();
+        // A failure is reported where it matters (on creation); here the
+        // caller only wants the name.
+        let _ = self.sync_fork(&mut state);
+        state.process_id.clone()
+    }
+
+    /// Moves to the current fork generation: in a forked child, opens files
+    /// under the child's identifier and re-creates every known key in them
+    /// (Python's `__check_for_pid_change`). Never writes the parent's files.
+    fn sync_fork(&self, state: &mut State) -> Result<(), ClientError> {
+        let generation = fork_generation();
+        if generation == state.generation {
+            return Ok(());
+        }
+        if state.writers_generation != generation {
+            // Dropping the inherited writers only unmaps and closes in this
+            // process; the parent's files are untouched.
+            state.writers.clear();
+            state.process_id = self.id_source.id_for(generation, self.original_generation);
+            state.writers_generation = generation;
+        }
+        for i in 0..state.known.len() {
+            let (kind, key) = state.known[i].clone();
+            writer(&self.dir, state, kind)?.slot(&key)?;
+        }
+        state.generation = generation;
+        Ok(())
+    }
+
+    /// Re-creates files after a fork now rather than on the first update.
+    pub(crate) fn reopen_after_fork(&self) -> Result<(), ClientError> {
+        self.sync_fork(&mut self.lock())
+    }
+
+    /// Registers `definition`, or returns the handle of an identical earlier
+    /// registration. `make` builds the handle with the state locked.
+    pub(crate) fn register<M: Clone + Send + Sync + 'static>(
+        self: &Arc<Self>,
+        definition: Definition,
+        make: impl FnOnce(&Arc<Self>, Arc<Definition>, &mut Creator<'_>) -> Result<M, ClientError>,
+    ) -> Result<M, ClientError> {
+        let mut state = self.lock();
+        if let Some(existing) = state.registered.get(&definition.family) {
+            if *existing.definition == definition {
+                if let Some(handle) = existing.handle.downcast_ref::<M>() {
+                    return Ok(handle.clone());
+                }
+            }
+            return Err(ClientError::Conflict {
+                name: definition.family.clone(),
+                existing: existing.definition.to_string(),
+                requested: definition.to_string(),
+            });
+        }
+        let claimed = definition.claimed_names();
+        for sample in &claimed {
+            if let Some(other) = state.claimed.get(sample) {
+                return Err(ClientError::NameClash {
+                    name: definition.family.clone(),
+                    sample: sample.clone(),
+                    other: other.clone(),
+                });
+            }
+        }
+        let definition = Arc::new(definition);
+        let handle = make(
+            self,
+            Arc::clone(&definition),
+            &mut Creator {
+                shared: self,
+                state: &mut state,
+            },
+        )?;
+        for sample in claimed {
+            state.claimed.insert(sample, definition.family.clone());
+        }
+        state.registered.insert(
+            definition.family.clone(),
+            Registered {
+                definition,
+                handle: Box::new(handle.clone()),
+            },
+        );
+        Ok(handle)
+    }
+
+    /// Creates one child's entries (all at 0, Python's order).
+    pub(crate) fn create_series(
+        self: &Arc<Self>,
+        definition: &Arc<Definition>,
+        label_values: &[&str],
+    ) -> Result<Arc<Series>, ClientError> {
+        let mut state = self.lock();
+        Creator {
+            shared: self,
+            state: &mut state,
+        }
+        .series(definition, label_values)
+    }
+
+    /// The slots of `keys` in this (forked) process's own files.
+    pub(crate) fn rebind(
+        &self,
+        kind: MetricKind,
+        keys: &[Arc<str>],
+    ) -> Result<Box<[ValueSlot]>, ClientError> {
+        let mut state = self.lock();
+        self.sync_fork(&mut state)?;
+        let writer = writer(&self.dir, &mut state, kind)?;
+        keys.iter()
+            .map(|key| writer.slot(key).map_err(ClientError::from))
+            .collect()
+    }
+
+    /// Prints a failure to re-create files after a fork, once per fork. This
+    /// is the one failure an update cannot return: the update is dropped
+    /// (never written to the parent's file).
+    pub(crate) fn report_fork_failure(&self, err: &ClientError) {
+        let generation = fork_generation();
+        if self.reported_generation.swap(generation, Ordering::Relaxed) != generation {
+            eprintln!(
+                "multiprom-client: after fork(), cannot create this process's metric files in {}: {err}; updates are dropped until that succeeds",
+                self.dir.display()
+            );
+        }
+    }
+}
+
+/// Creates series while the state is locked (registration holds the lock).
+pub(crate) struct Creator<'a> {
+    shared: &'a Arc<Shared>,
+    state: &'a mut State,
+}
+
+impl std::fmt::Debug for Creator<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Creator").finish_non_exhaustive()
+    }
+}
+
+impl Creator<'_> {
+    pub(crate) fn series(
+        &mut self,
+        definition: &Arc<Definition>,
+        label_values: &[&str],
+    ) -> Result<Arc<Series>, ClientError> {
+        let shared = self.shared;
+        shared.sync_fork(self.state)?;
+        let kind = definition.kind;
+        let keys: Box<[Arc<str>]> = definition
+            .keys(label_values)
+            .into_iter()
+            .map(Arc::from)
+            .collect();
+        let writer = writer(&shared.dir, self.state, kind)?;
+        let slots = keys
+            .iter()
+            .map(|key| writer.slot(key))
+            .collect::<Result<Box<[ValueSlot]>, _>>()?;
+        self.state
+            .known
+            .extend(keys.iter().map(|key| (kind, Arc::clone(key))));
+        Ok(Arc::new(Series::new(
+            Arc::clone(shared),
+            Arc::clone(definition),
+            label_values.iter().map(|v| Box::from(*v)).collect(),
+            keys,
+            self.state.generation,
+            slots,
+        )))
+    }
+}
+
+/// The writer of `kind`'s file for this process, opened on first use.
+fn writer<'s>(
+    dir: &Path,
+    state: &'s mut State,
+    kind: MetricKind,
+) -> Result<&'s mut FileWriter, ClientError> {
+    use std::collections::btree_map::Entry;
+    match state.writers.entry(kind) {
+        Entry::Occupied(e) => Ok(e.into_mut()),
+        Entry::Vacant(e) => {
+            let name = FileName::new(kind, state.process_id.clone())
+                .map_err(ClientError::InvalidProcessId)?;
+            Ok(e.insert(FileWriter::open(dir, &name)?))
+        }
+    }
+}
+
+/// Process-wide table of open registries, so that building a registry twice
+/// for the same directory shares one set of files (two writers on one file
+/// would overwrite each other's entries).
+pub(crate) fn shared_for(dir: PathBuf, id_source: IdSource, generation: u64) -> Arc<Shared> {
+    static OPEN: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    open.retain(|w| w.strong_count() > 0);
+    if let Some(existing) = open
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|s| s.dir == dir && s.id_source == id_source)
+    {
+        return existing;
+    }
+    let shared = Arc::new(Shared::new(dir, id_source, generation));
+    open.push(Arc::downgrade(&shared));
+    shared
+}
