@@ -139,10 +139,42 @@ impl Scrape {
     }
 }
 
-#[derive(Debug)]
+/// What a skipped file looked like when its problem was reported: the problem
+/// plus the file's identity, size and modification time. A warning is due when
+/// this changes, so a file stuck in one bad state is reported once, and one
+/// that is replaced, rewritten or damaged differently is reported again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ProblemState {
+    problem: FileProblem,
+    stamp: Option<FileStamp>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of whatever `path` names now (`None` if nothing).
+    fn of(path: &Path) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
+}
+
+#[derive(Debug, Default)]
 struct TrackedFile {
     parsed: Option<ParsedFile>,
-    last_problem: Option<FileProblem>,
+    last_problem: Option<ProblemState>,
 }
 
 #[derive(Debug, Default)]
@@ -231,94 +263,134 @@ impl DirCollector {
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let state = &mut *guard;
-        let mut warnings = Vec::new();
-        let mut reports = Vec::with_capacity(paths.len());
-        let mut stats = ScrapeStats::default();
+        Ok(collect_paths(&mut guard, &paths, self.options, start))
+    }
+}
 
-        let present: HashSet<&PathBuf> = paths.iter().collect();
-        state.files.retain(|path, _| present.contains(path));
+/// Reads and merges the given files once, as Python's
+/// `MultiProcessCollector.merge(files, accumulate)` does, except that the
+/// files are taken in path order (sorted, duplicates dropped) whatever order
+/// they are given in, and bad files are skipped and reported.
+///
+/// Files that do not exist are reported as [vanished](FileState::Vanished),
+/// never as errors: Python's upstream test `test_missing_gauge_file_during_merge`
+/// expects a merge of missing files to return nothing, not to fail.
+///
+/// ```
+/// use multiprom_collector::{merge_files, CollectOptions, FileState};
+/// let dir = tempfile::tempdir()?;
+/// let scrape = merge_files([dir.path().join("gauge_liveall_9999999.db")], CollectOptions::default());
+/// assert!(scrape.families.is_empty());
+/// assert_eq!(scrape.files[0].state(), FileState::Vanished);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn merge_files<P: AsRef<Path>>(
+    files: impl IntoIterator<Item = P>,
+    options: CollectOptions,
+) -> Scrape {
+    let start = Instant::now();
+    let mut paths: Vec<PathBuf> = files
+        .into_iter()
+        .map(|p| p.as_ref().to_path_buf())
+        .collect();
+    paths.sort();
+    paths.dedup();
+    collect_paths(&mut State::default(), &paths, options, start)
+}
 
-        for path in &paths {
-            let tracked = state.files.entry(path.clone()).or_insert(TrackedFile {
-                parsed: None,
-                last_problem: None,
-            });
-            let result = refresh(path, tracked, &mut state.buf, &mut state.interner);
-            let problem = match result {
-                Ok(bytes) => {
-                    stats.bytes_read += bytes as u64;
-                    None
-                }
-                Err(problem) => Some(problem),
-            };
-            if problem != tracked.last_problem {
-                if let Some(p) = &problem {
-                    warnings.push(Warning::File(p.clone()));
-                }
-                tracked.last_problem = problem.clone();
-            }
-            let parsed = tracked.parsed.as_ref().filter(|_| problem.is_none());
-            let report = FileReport {
-                path: path.clone(),
-                name: parsed.map(|p| p.name.clone()).or_else(|| {
-                    path.file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(|n| FileName::parse(n).ok())
-                }),
-                file_size: parsed.map_or(0, |p| p.header.file_size),
-                used: parsed.map_or(0, |p| p.header.used),
-                entries: parsed.map_or(0, |p| p.entries.len()),
-                problem,
-            };
-            match report.state() {
-                FileState::Ok => stats.files_ok += 1,
-                FileState::Bad => stats.files_bad += 1,
-                FileState::Vanished => stats.files_vanished += 1,
-            }
-            reports.push(report);
-        }
+/// Reads `paths` (sorted by name) into `state` and merges the good ones.
+fn collect_paths(
+    state: &mut State,
+    paths: &[PathBuf],
+    options: CollectOptions,
+    start: Instant,
+) -> Scrape {
+    let mut warnings = Vec::new();
+    let mut reports = Vec::with_capacity(paths.len());
+    let mut stats = ScrapeStats::default();
 
-        let mut conflicts = HashSet::new();
-        let good = paths.iter().filter_map(|path| {
-            let tracked = state.files.get(path)?;
-            if tracked.last_problem.is_some() {
-                return None;
+    let present: HashSet<&PathBuf> = paths.iter().collect();
+    state.files.retain(|path, _| present.contains(path));
+
+    for path in paths {
+        let tracked = state.files.entry(path.clone()).or_default();
+        let problem = match refresh(path, tracked, &mut state.buf, &mut state.interner) {
+            Ok(bytes) => {
+                stats.bytes_read += bytes as u64;
+                None
             }
-            tracked.parsed.as_ref().map(|p| (path.as_path(), p))
+            Err(problem) => Some(problem),
+        };
+        let problem_state = problem.as_ref().map(|problem| ProblemState {
+            problem: problem.clone(),
+            stamp: FileStamp::of(path),
         });
-        let families = merge(
-            good,
-            self.options.accumulate,
-            &mut state.interner,
-            &mut state.merge_cache,
-            &mut conflicts,
-        );
-        let mut new_conflicts: Vec<Conflict> = conflicts
-            .into_iter()
-            .filter(|c| !state.reported_conflicts.contains(c))
-            .collect();
-        new_conflicts.sort_by_key(ToString::to_string);
-        if state.reported_conflicts.len() > 10_000 {
-            state.reported_conflicts.clear();
+        if problem_state != tracked.last_problem {
+            if let Some(p) = &problem {
+                warnings.push(Warning::File(p.clone()));
+            }
+            tracked.last_problem = problem_state;
         }
-        for conflict in new_conflicts {
-            state.reported_conflicts.insert(conflict.clone());
-            warnings.push(Warning::Conflict(conflict));
+        let parsed = tracked.parsed.as_ref().filter(|_| problem.is_none());
+        let report = FileReport {
+            path: path.clone(),
+            name: parsed.map(|p| p.name.clone()).or_else(|| {
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| FileName::parse(n).ok())
+            }),
+            file_size: parsed.map_or(0, |p| p.header.file_size),
+            used: parsed.map_or(0, |p| p.header.used),
+            entries: parsed.map_or(0, |p| p.entries.len()),
+            problem,
+        };
+        match report.state() {
+            FileState::Ok => stats.files_ok += 1,
+            FileState::Bad => stats.files_bad += 1,
+            FileState::Vanished => stats.files_vanished += 1,
         }
+        reports.push(report);
+    }
 
-        if state.interner.wants_sweep() {
-            state.merge_cache.clear();
-            state.interner.sweep();
+    let mut conflicts = HashSet::new();
+    let good = paths.iter().filter_map(|path| {
+        let tracked = state.files.get(path)?;
+        if tracked.last_problem.is_some() {
+            return None;
         }
-        stats.series = families.iter().map(|f| f.samples.len()).sum();
-        stats.duration = start.elapsed();
-        Ok(Scrape {
-            families,
-            files: reports,
-            warnings,
-            stats,
-        })
+        tracked.parsed.as_ref().map(|p| (path.as_path(), p))
+    });
+    let families = merge(
+        good,
+        options.accumulate,
+        &mut state.interner,
+        &mut state.merge_cache,
+        &mut conflicts,
+    );
+    let mut new_conflicts: Vec<Conflict> = conflicts
+        .into_iter()
+        .filter(|c| !state.reported_conflicts.contains(c))
+        .collect();
+    new_conflicts.sort_by_key(ToString::to_string);
+    if state.reported_conflicts.len() > 10_000 {
+        state.reported_conflicts.clear();
+    }
+    for conflict in new_conflicts {
+        state.reported_conflicts.insert(conflict.clone());
+        warnings.push(Warning::Conflict(conflict));
+    }
+
+    if state.interner.wants_sweep() {
+        state.merge_cache.clear();
+        state.interner.sweep();
+    }
+    stats.series = families.iter().map(|f| f.samples.len()).sum();
+    stats.duration = start.elapsed();
+    Scrape {
+        families,
+        files: reports,
+        warnings,
+        stats,
     }
 }
 
@@ -340,5 +412,18 @@ fn refresh(
     let name = FileName::parse(name)
         .map_err(|e| problem(ProblemKind::Read(ReadErrorKind::BadFileName(e))))?;
     let parsed = tracked.parsed.get_or_insert_with(|| ParsedFile::new(name));
-    parsed.refresh(path, buf, interner)
+    parsed.refresh(path, buf, interner).map_err(|problem| {
+        // Opening a symbolic link whose target is missing also says "not
+        // found", but unlike a reaped worker's file it stays: damage, not a race.
+        let dangling = problem.is_vanished()
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if dangling {
+            FileProblem {
+                kind: ProblemKind::DanglingSymlink,
+                ..problem
+            }
+        } else {
+            problem
+        }
+    })
 }

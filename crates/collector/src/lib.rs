@@ -18,12 +18,15 @@ mod intern;
 mod merge;
 mod parsed_file;
 mod problem;
+mod registry;
 mod scan;
 
 pub use collector::{
-    CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape, ScrapeStats,
+    merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape,
+    ScrapeStats,
 };
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use problem::{Conflict, FamilyTypeName, FileProblem, ProblemKind, Warning};
+pub use registry::RegistryCollector;
 pub use scan::scan_dir;

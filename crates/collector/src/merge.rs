@@ -89,6 +89,10 @@ struct FamilyAcc<'a> {
     help: Arc<str>,
     family_type: FamilyType,
     first_file: &'a Path,
+    /// Whether a help conflict was recorded (one per family and scrape).
+    help_conflict: bool,
+    /// Types whose entries were dropped (one conflict per family and type).
+    dropped_types: Vec<FamilyType>,
     modes: Vec<GaugeMode>,
     samples: Vec<(&'a ParsedEntry, f64, f64)>,
 }
@@ -174,6 +178,8 @@ pub(crate) fn merge<'a>(
                     help: Arc::clone(&entry.help),
                     family_type: ftype,
                     first_file: path,
+                    help_conflict: false,
+                    dropped_types: Vec::new(),
                     modes: Vec::new(),
                     samples: Vec::new(),
                 });
@@ -181,6 +187,10 @@ pub(crate) fn merge<'a>(
             });
             let family = &mut families[i];
             if family.family_type != ftype {
+                if family.dropped_types.contains(&ftype) {
+                    continue;
+                }
+                family.dropped_types.push(ftype);
                 conflicts.insert(Conflict::Type {
                     family: family.name.to_string(),
                     kept: family.family_type.as_str(),
@@ -190,7 +200,8 @@ pub(crate) fn merge<'a>(
                 });
                 continue;
             }
-            if !Arc::ptr_eq(&family.help, &entry.help) {
+            if !family.help_conflict && !Arc::ptr_eq(&family.help, &entry.help) {
+                family.help_conflict = true;
                 conflicts.insert(Conflict::Help {
                     family: family.name.to_string(),
                     kept: family.help.to_string(),

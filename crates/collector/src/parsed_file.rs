@@ -3,7 +3,7 @@
 //! Files are append-only, so a file seen before is only parsed from where the
 //! last parse stopped; its values are then read from the fresh bytes at
 //! known offsets. A file replaced under the same name (new inode, or old
-//! entries no longer where they were) is parsed from scratch.
+//! entries no longer byte-identical where they were) is parsed from scratch.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -37,7 +37,6 @@ pub(crate) struct ParsedEntry {
     /// For histogram files, entries with an `le` label.
     pub bucket: Option<Bucket>,
     offset: u32,
-    key_len: u32,
     value_offset: u32,
 }
 
@@ -49,6 +48,9 @@ pub(crate) struct ParsedFile {
     pub header: Header,
     parsed_up_to: usize,
     pub entries: Vec<ParsedEntry>,
+    /// The bytes of every parsed entry except its value and timestamp, back
+    /// to back: what must still be there for the parse to stay valid.
+    frames: Vec<u8>,
     /// `(value, timestamp)` per entry, from the latest read.
     pub values: Vec<(f64, f64)>,
 }
@@ -64,6 +66,7 @@ impl ParsedFile {
             },
             parsed_up_to: HEADER_LEN,
             entries: Vec::new(),
+            frames: Vec::new(),
             values: Vec::new(),
         }
     }
@@ -71,6 +74,7 @@ impl ParsedFile {
     fn reset(&mut self) {
         self.parsed_up_to = HEADER_LEN;
         self.entries.clear();
+        self.frames.clear();
     }
 
     /// Re-reads the file: parses new entries, refreshes every value. On error
@@ -119,14 +123,11 @@ impl ParsedFile {
                 offset: raw.offset,
                 kind: ProblemKind::Read(ReadErrorKind::BadKey(e)),
             })?;
-            let entry = self.parse_entry(
-                path,
-                raw.offset,
-                raw.key.len(),
-                raw.value_offset(),
-                key,
-                interner,
-            )?;
+            let entry = self.parse_entry(path, raw.offset, raw.value_offset(), key, interner)?;
+            let frame = buf
+                .get(raw.offset as usize..raw.value_offset() as usize)
+                .unwrap_or_default();
+            self.frames.extend_from_slice(frame);
             self.entries.push(entry);
         }
         self.parsed_up_to = iter.position().max(self.parsed_up_to);
@@ -138,13 +139,18 @@ impl ParsedFile {
         Ok(buf.len())
     }
 
-    /// Whether the entries parsed before still start where they did (a cheap
-    /// check that the file was not replaced by one with another layout).
+    /// Whether every entry parsed before is still there byte for byte (its
+    /// value aside). Files are append-only, so this only fails for a file
+    /// rewritten in place (truncated and refilled under the same inode); a
+    /// `memcmp` over the keys is far cheaper than decoding them again.
     fn prefix_matches(&self, buf: &[u8]) -> bool {
+        let mut frames = self.frames.as_slice();
         self.entries.iter().all(|e| {
+            let len = (e.value_offset - e.offset) as usize;
             let at = e.offset as usize;
-            buf.get(at..at + 4)
-                .is_some_and(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as u32 == e.key_len)
+            let (frame, rest) = frames.split_at(len.min(frames.len()));
+            frames = rest;
+            buf.get(at..at + len) == Some(frame)
         })
     }
 
@@ -152,7 +158,6 @@ impl ParsedFile {
         &self,
         path: &Path,
         offset: u64,
-        key_len: usize,
         value_offset: u64,
         key: Key,
         interner: &mut Interner,
@@ -213,7 +218,6 @@ impl ParsedFile {
             labels_no_pid,
             bucket,
             offset: offset as u32,
-            key_len: key_len as u32,
             value_offset: value_offset as u32,
         })
     }

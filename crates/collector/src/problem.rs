@@ -23,6 +23,10 @@ pub enum ProblemKind {
     /// A file name that is not UTF-8.
     #[error("file name is not valid UTF-8")]
     NonUtf8Name,
+    /// A symbolic link whose target does not exist (it will not go away by
+    /// itself, unlike a file that vanished because its worker was reaped).
+    #[error("dangling symbolic link")]
+    DanglingSymlink,
 }
 
 /// A file that was skipped, with where and why. Displays as
