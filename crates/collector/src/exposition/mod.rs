@@ -5,7 +5,7 @@
 //! including its default `underscores` escaping of names that are not valid
 //! legacy Prometheus names.
 
-mod names;
+pub(crate) mod names;
 mod openmetrics;
 mod prometheus;
 
