@@ -1208,6 +1208,26 @@ fn float_cases() -> (Vec<f64>, BTreeMap<&'static str, usize>) {
         *counts.entry(cat).or_insert(0) += 1;
     };
 
+    // The special values, and NaNs with payloads and either sign.
+    for v in [
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::from_bits(0x7ff0_0000_0000_0001),
+        f64::from_bits(0xfff8_0000_dead_beef),
+        f64::MAX,
+        f64::MIN,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        f64::EPSILON,
+        5e-324,
+        -5e-324,
+    ] {
+        add(&mut values, "special", v);
+    }
     // Random bit patterns: every sign, exponent and mantissa (NaNs, infinities too).
     for _ in 0..300_000 {
         add(&mut values, "random bits", f64::from_bits(rng.next_u64()));
