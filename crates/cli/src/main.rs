@@ -9,11 +9,13 @@ use clap::{Parser, Subcommand};
 
 mod demo;
 mod inspect;
-#[allow(dead_code)] // Used by scrape and serve as they land.
+mod logging;
 mod multiproc_dir;
 mod run;
 mod scrape;
 mod serve;
+mod serving;
+mod signals;
 
 /// One /metrics endpoint for many worker processes: reads and merges the
 /// `*.db` files of prometheus_client's multiprocess mode.

@@ -1,13 +1,104 @@
-//! `multiprom scrape`: lands with its issue.
+//! `multiprom scrape`: merge a directory once and print it.
+//!
+//! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
+//! with `--strict` when a file was bad, 2 when there is no usable directory.
+//! A file that vanished while being read (a worker reaped by
+//! `mark_process_dead` mid-scrape) is reported but is not "bad": it is the
+//! normal race Python also tolerates for live gauges, so `--strict` ignores it.
 
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use multiprom_collector::{CollectOptions, DirCollector, FileState, Format};
+
+use crate::multiproc_dir;
+
+/// Exposition format of `multiprom scrape`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Prometheus text format 0.0.4.
+    Prometheus,
+    /// OpenMetrics 1.0.0 (ends with `# EOF`).
+    Openmetrics,
+}
 
 /// Arguments of `multiprom scrape`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR, then
+    /// the deprecated $prometheus_multiproc_dir].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "prometheus")]
+    format: FormatArg,
+    /// Keep histogram buckets per-bucket with no `_count` (Python's
+    /// `accumulate=False`), for writing merged data back into files.
+    #[arg(long)]
+    no_accumulate: bool,
+    /// Exit with status 1 if any file was bad (it is still skipped and the
+    /// rest is still printed).
+    #[arg(long)]
+    strict: bool,
+}
 
 /// Runs `multiprom scrape`.
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("multiprom scrape: not implemented yet");
-    ExitCode::from(2)
+pub fn main(args: Args) -> ExitCode {
+    let dir = match multiproc_dir::resolve(args.dir) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("multiprom scrape: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = CollectOptions {
+        accumulate: !args.no_accumulate,
+    };
+    let scrape = match DirCollector::with_options(&dir, options).collect() {
+        Ok(scrape) => scrape,
+        Err(err) => {
+            // Listed as a directory a moment ago, now unreadable or gone.
+            eprintln!("multiprom scrape: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let format = match args.format {
+        FormatArg::Prometheus => Format::Prometheus,
+        FormatArg::Openmetrics => Format::OpenMetrics,
+    };
+    // The body first, in one write: stderr warnings then never interleave
+    // with a half-written body in a terminal.
+    let body = scrape.encode(format);
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(body.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => {}
+        // `multiprom scrape | head`: the reader is gone, which is not our error.
+        Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(err) => {
+            eprintln!("multiprom scrape: cannot write to stdout: {err}");
+            return ExitCode::from(1);
+        }
+    }
+    drop(stdout);
+    let mut stderr = std::io::stderr().lock();
+    for warning in &scrape.warnings {
+        let _ = writeln!(stderr, "multiprom scrape: warning: {warning}");
+    }
+    let bad = scrape
+        .files
+        .iter()
+        .filter(|f| f.state() == FileState::Bad)
+        .count();
+    if args.strict && bad > 0 {
+        let _ = writeln!(
+            stderr,
+            "multiprom scrape: {bad} bad file(s) skipped (--strict)"
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
