@@ -1,1 +1,259 @@
-//! Placeholder: filled in by its issue.
+//! Randomized differential test: multiprom's merge and exposition against the
+//! real `prometheus_client`, byte for byte.
+//!
+//! `tests/python/collector_diff.py` builds one random scenario per seed (every
+//! type, all ten gauge modes, hostile names/labels/help, special values, help
+//! and gauge-mode conflicts, pid reuse, forks, `mark_process_dead`), runs it in
+//! real forked processes, and writes Python's reference outputs:
+//! `generate_latest` and OpenMetrics `generate_latest` of
+//! `MultiProcessCollector.merge(sorted(files), accumulate=True/False)`.
+//! multiprom reads each directory in-process with `DirCollector` (and, for a
+//! few seeds, with the real `multiprom scrape` binary) and must print exactly
+//! the same bytes.
+//!
+//! Seeds: a fixed block (`0..FIXED_SEEDS`) plus a block starting at a seed
+//! derived from the clock, so CI explores new scenarios on every run. Every
+//! failure names its seed. Replay one with
+//!
+//! ```sh
+//! MULTIPROM_DIFF_SEED=N cargo test --test integration collector_diff -- --nocapture
+//! ```
+//!
+//! which also keeps the generated directory and prints its path.
+//! `MULTIPROM_DIFF_SEEDS=COUNT` and `MULTIPROM_DIFF_FIRST=N` run another block.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use multiprom_collector::{CollectOptions, DirCollector, Format, Warning};
+
+use crate::harness::{multiprom, run_python, temp_dir};
+
+/// Seeds `0..FIXED_SEEDS` run on every CI run.
+const FIXED_SEEDS: u64 = 120;
+/// Seeds from a clock-derived start, different on every run.
+const RANDOM_SEEDS: u64 = 120;
+/// Seeds also checked through the real `multiprom scrape` binary.
+const BINARY_SEEDS: usize = 4;
+
+/// The four reference outputs per seed, and how multiprom makes each.
+const OUTPUTS: [(&str, Format, bool); 4] = [
+    ("prom.txt", Format::Prometheus, true),
+    ("om.txt", Format::OpenMetrics, true),
+    ("prom_noacc.txt", Format::Prometheus, false),
+    ("om_noacc.txt", Format::OpenMetrics, false),
+];
+
+fn env_u64(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+    )
+}
+
+/// Splits an exposition into families: each chunk starts at a `# HELP` line.
+fn families(text: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = text
+        .match_indices("# HELP ")
+        .filter(|(i, _)| *i == 0 || text.as_bytes()[i - 1] == b'\n')
+        .map(|(i, _)| i)
+        .collect();
+    if starts.first() != Some(&0) {
+        starts.insert(0, 0);
+    }
+    starts.push(text.len());
+    starts.windows(2).map(|w| &text[w[0]..w[1]]).collect()
+}
+
+/// `None` if equal, else a report naming the first differing family.
+fn first_difference(expected: &str, actual: &str) -> Option<String> {
+    if expected == actual {
+        return None;
+    }
+    let (want, got) = (families(expected), families(actual));
+    for i in 0..want.len().max(got.len()) {
+        let (w, g) = (want.get(i), got.get(i));
+        if w != g {
+            return Some(format!(
+                "first differing family is #{i} of {} (Python) / {} (multiprom)\n\
+                 --- Python:\n{}\n--- multiprom:\n{}",
+                want.len(),
+                got.len(),
+                w.map_or("<none>".to_string(), |s| format!("{s:?}")),
+                g.map_or("<none>".to_string(), |s| format!("{s:?}")),
+            ));
+        }
+    }
+    Some("outputs differ but every family is equal (?)".to_string())
+}
+
+/// Checks one seed in-process; returns a failure report.
+fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
+    let dir = base.join(format!("seed-{seed}"));
+    let reference = base.join(format!("seed-{seed}.ref"));
+    for accumulate in [true, false] {
+        let collector = DirCollector::with_options(&dir, CollectOptions { accumulate });
+        // Twice: the second collect runs on the warm parse cache.
+        for round in ["cold", "warm"] {
+            let scrape = collector
+                .collect()
+                .map_err(|e| format!("seed {seed}: {e}"))?;
+            for warning in &scrape.warnings {
+                match warning {
+                    Warning::File(problem) => {
+                        return Err(format!("seed {seed}: unexpected bad file: {problem}"))
+                    }
+                    Warning::Conflict(c @ multiprom_collector::Conflict::Type { .. }) => {
+                        return Err(format!("seed {seed}: unexpected type conflict: {c}"))
+                    }
+                    Warning::Conflict(_) => {}
+                }
+            }
+            for (file, format, acc) in OUTPUTS {
+                if acc != accumulate {
+                    continue;
+                }
+                let want = std::fs::read(reference.join(file)).expect("reference output");
+                let want = String::from_utf8(want).expect("Python output is UTF-8");
+                let got = scrape.encode(format);
+                if let Some(report) = first_difference(&want, &got) {
+                    return Err(format!(
+                        "seed {seed}: {file} ({round} cache) differs from Python: {report}\n\
+                         scenario: {}",
+                        reference.join("scenario.json").display()
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks one seed through the real binary.
+fn check_seed_binary(base: &Path, seed: u64) -> Result<(), String> {
+    let dir = base.join(format!("seed-{seed}"));
+    let reference = base.join(format!("seed-{seed}.ref"));
+    for (file, format, accumulate) in OUTPUTS {
+        let mut cmd = multiprom();
+        cmd.arg("scrape").arg("--dir").arg(&dir);
+        if format == Format::OpenMetrics {
+            cmd.args(["--format", "openmetrics"]);
+        }
+        if !accumulate {
+            cmd.arg("--no-accumulate");
+        }
+        let out = cmd.output().expect("run multiprom scrape");
+        if !out.status.success() {
+            return Err(format!(
+                "seed {seed}: multiprom scrape failed: {}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let want = std::fs::read(reference.join(file)).expect("reference output");
+        if out.stdout != want {
+            let report = first_difference(
+                &String::from_utf8_lossy(&want),
+                &String::from_utf8_lossy(&out.stdout),
+            )
+            .unwrap_or_default();
+            return Err(format!(
+                "seed {seed}: `multiprom scrape` {file} differs from Python: {report}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Generates `seeds` with Python (one process for all of them) and checks them.
+fn run_block(base: &Path, first: u64, count: u64, binary_seeds: usize) -> Vec<String> {
+    run_python(
+        "collector_diff.py",
+        &[
+            base.to_str().expect("UTF-8 temp path"),
+            &first.to_string(),
+            &count.to_string(),
+        ],
+        &[],
+    );
+    let mut failures = Vec::new();
+    for (i, seed) in (first..first + count).enumerate() {
+        if let Err(report) = check_seed(base, seed) {
+            failures.push(report);
+        } else if i < binary_seeds {
+            if let Err(report) = check_seed_binary(base, seed) {
+                failures.push(report);
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn merge_and_exposition_equal_python_on_random_directories() {
+    let base = temp_dir();
+    if let Some(seed) = env_u64("MULTIPROM_DIFF_SEED") {
+        let failures = run_block(base.path(), seed, 1, 1);
+        let kept = base.keep();
+        eprintln!(
+            "seed {seed}: directory kept at {}",
+            kept.join(format!("seed-{seed}")).display()
+        );
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        return;
+    }
+    let blocks: Vec<(u64, u64)> = match env_u64("MULTIPROM_DIFF_SEEDS") {
+        Some(count) => vec![(env_u64("MULTIPROM_DIFF_FIRST").unwrap_or(0), count)],
+        None => {
+            // Far from the fixed block, different on every run.
+            let clock = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("clock after 1970")
+                .as_secs();
+            let first = 1_000_000 + (clock % 1_000_000_000) * RANDOM_SEEDS;
+            eprintln!(
+                "collector_diff: fixed seeds 0..{FIXED_SEEDS}, random seeds {first}..{}",
+                first + RANDOM_SEEDS
+            );
+            vec![(0, FIXED_SEEDS), (first, RANDOM_SEEDS)]
+        }
+    };
+    let mut failures = Vec::new();
+    let mut seeds = 0;
+    for (i, (first, count)) in blocks.into_iter().enumerate() {
+        seeds += count;
+        failures.extend(run_block(
+            base.path(),
+            first,
+            count,
+            if i == 0 { BINARY_SEEDS } else { 0 },
+        ));
+    }
+    if !failures.is_empty() {
+        let seeds_failed: Vec<&str> = failures
+            .iter()
+            .filter_map(|f| f.split(':').next())
+            .collect();
+        panic!(
+            "{} of {seeds} seeds differ from Python ({}); replay one with \
+             MULTIPROM_DIFF_SEED=N cargo test --test integration collector_diff -- --nocapture\n\n{}",
+            failures.len(),
+            seeds_failed.join(", "),
+            failures.join("\n\n")
+        );
+    }
+}
+
+#[test]
+fn family_splitter_finds_the_first_difference() {
+    let a = "# HELP a x\n# TYPE a gauge\na 1.0\n# HELP b y\n# TYPE b gauge\nb 2.0\n";
+    let b = "# HELP a x\n# TYPE a gauge\na 1.0\n# HELP b y\n# TYPE b gauge\nb 3.0\n";
+    assert_eq!(families(a).len(), 2);
+    assert_eq!(first_difference(a, a), None);
+    let report = first_difference(a, b).unwrap();
+    assert!(report.contains("#1 of 2"), "{report}");
+    assert!(report.contains("b 3.0"), "{report}");
+}

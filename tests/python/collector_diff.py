@@ -1,0 +1,301 @@
+"""Randomized differential test, Python side (tests/integration/collector_diff.rs).
+
+usage: collector_diff.py BASE FIRST_SEED COUNT
+
+For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
+
+1. builds a random scenario from the seed alone (families of every type and all
+   ten gauge modes, unicode/escape-heavy names, labels and help, NaN, +-Inf,
+   -0.0, 1e6..1e16, tiny values, custom and negative buckets, help and gauge
+   mode conflicts, pid reuse, forks inside a worker, mark_process_dead);
+2. runs it with REAL forked processes writing BASE/seed-N/ through the real
+   prometheus_client (process identifiers come from the scenario, so a seed
+   replays to the same file names);
+3. writes the reference outputs next to it, in BASE/seed-N.ref/:
+   prom.txt, om.txt            generate_latest / openmetrics generate_latest of
+                               MultiProcessCollector.merge(sorted(files))
+   prom_noacc.txt, om_noacc.txt  the same with accumulate=False
+   scenario.json               the scenario, for people debugging a seed
+
+Seeds run in two forked runners (the CI machines have two cores). Type
+conflicts between files are never generated: there multiprom deliberately
+differs from Python (docs/merge.md), and they have their own tests.
+"""
+
+import glob
+import json
+import math
+import os
+import random
+import sys
+import time
+import traceback
+
+from prometheus_client import Counter, Gauge, Histogram, Summary, values
+from prometheus_client.exposition import generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.openmetrics.exposition import generate_latest as generate_latest_om
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from format_common import TRICKY, TRICKY_HELP  # noqa: E402
+
+MODES = ['all', 'liveall', 'min', 'livemin', 'max', 'livemax',
+         'sum', 'livesum', 'mostrecent', 'livemostrecent']
+TYPES = ['counter', 'gauge', 'histogram', 'summary']
+
+# Valid names for prometheus_client 0.26 (no legacy validation): anything but
+# empty; label names anything but a `__` prefix.
+NAME_STEMS = ['requests', 'ns:sub:latency', 'm\u00e9trique_\U0001F600', 'a.b-c d',
+              '1leading_digit', 'x', 'tokens_total', 'caf\u00e9:\u65e5\u672c']
+LABEL_NAMES = ['method', 'code', 'model', '\u00e9t\u00e9', 'a-b', 'x.y', '0lead',
+               'Upper_Case9', '', 'le', 'quantile', 'pid', '_x']
+HELPS = ['', 'Plain help.', TRICKY_HELP, 'quote " and backslash \\ and newline \n end',
+         'h\u2028\u00e9\U0001F600', 'Total requests.']
+LABEL_VALUES = TRICKY + ['GET', 'POST', '200', '500', 'a b', '0', '-0.0', '+Inf']
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 1e-05, 5e-324, 2.2250738585072014e-308,
+           1.7976931348623157e308, -1.7976931348623157e308, math.inf, -math.inf,
+           math.nan, 1234567.0, 1e6, 1e16, 1e17, 123456789012345.6, 9999999.999,
+           0.30000000000000004, -1234567.0, 100.0, 1e-300, 4503599627370497.0]
+BUCKET_SETS = [
+    None,  # the default buckets
+    [-5.0, -1.0, 0.0, 1.0],
+    [1e6, 1e9, 1e16],
+    [1e-9, 1e-3, 0.5],
+    [-0.0, 0.0, 1.0],
+    [0.1, 0.2, 0.30000000000000004],
+    [-math.inf, 0.0],
+    [1, 2.5, 1234567.0, 1.5e7, 1e300],
+    [7.0],
+]
+
+
+def random_value(rng, non_negative=False):
+    r = rng.random()
+    if r < 0.35:
+        v = rng.choice(SPECIAL)
+    elif r < 0.55:
+        v = 10 ** rng.uniform(6, 16)
+    elif r < 0.7:
+        v = float(rng.randint(0, 10 ** rng.randint(1, 12)))
+    elif r < 0.8:
+        v = 10 ** rng.uniform(-20, -4)
+    else:
+        v = rng.uniform(-1000, 1000)
+    if rng.random() < 0.25:
+        v = -v
+    if non_negative and (math.isnan(v) is False and v < 0):
+        v = -v
+    return v
+
+
+def make_families(rng):
+    families = []
+    for i in range(rng.randint(1, 6)):
+        typ = rng.choice(TYPES)
+        stem = rng.choice(NAME_STEMS)
+        # Unique per family (a shared name across types is a type conflict).
+        name = f'{stem}_{i}' if rng.random() < 0.85 else f'{i}{stem}'
+        if typ == 'counter' and rng.random() < 0.3:
+            name += '_total'  # stripped by Counter
+        reserved = {'histogram': 'le', 'summary': 'quantile'}.get(typ)
+        pool = [n for n in LABEL_NAMES if n != reserved]
+        labelnames = rng.sample(pool, rng.randint(0, 3))
+        fam = {
+            'type': typ,
+            'name': name,
+            'namespace': rng.choice(['', '', '', 'ns']),
+            'unit': rng.choice(['', '', '', 'seconds']),
+            'labelnames': labelnames,
+            'helps': [rng.choice(HELPS)],
+            'modes': [rng.choice(MODES)] if typ == 'gauge' else [None],
+            'buckets': [rng.choice(BUCKET_SETS)] if typ == 'histogram' else [None],
+        }
+        # Conflicts Python resolves by file order (help: first; mode: last).
+        if rng.random() < 0.2:
+            fam['helps'].append(rng.choice(HELPS))
+        if typ == 'gauge' and rng.random() < 0.2:
+            fam['modes'].append(rng.choice(MODES))
+        if typ == 'histogram' and rng.random() < 0.2:
+            fam['buckets'].append(rng.choice(BUCKET_SETS))
+        families.append(fam)
+    return families
+
+
+def make_ops(rng, families, variants):
+    """Operations on the metric objects of one process."""
+    ops = []
+    for _ in range(rng.randint(0, 12)):
+        m = rng.randrange(len(variants))
+        fam = families[variants[m]['family']]
+        labelvalues = [rng.choice(LABEL_VALUES) for _ in fam['labelnames']]
+        typ = fam['type']
+        if rng.random() < 0.1:
+            ops.append([m, labelvalues, 'touch', None])
+        elif typ == 'counter':
+            ops.append([m, labelvalues, 'inc', random_value(rng, non_negative=True)])
+        elif typ == 'gauge':
+            if variants[m]['mode'].endswith('mostrecent'):
+                ops.append([m, labelvalues, 'set', random_value(rng)])
+            else:
+                method = rng.choice(['set', 'set', 'inc', 'dec'])
+                ops.append([m, labelvalues, method, random_value(rng)])
+        else:
+            ops.append([m, labelvalues, 'observe', random_value(rng)])
+    return ops
+
+
+def make_scenario(seed):
+    rng = random.Random(seed)
+    families = make_families(rng)
+    ids = [str(i) for i in rng.sample(range(1, 100000), 8)]
+    processes = []
+    for p in range(rng.randint(1, 6)):
+        # Sometimes a later process reuses an earlier id (pid reuse): it
+        # reopens the old files and carries on from their values.
+        ident = rng.choice([pr['id'] for pr in processes]) if processes and rng.random() < 0.15 \
+            else ids[p]
+        variants = []
+        for f, fam in enumerate(families):
+            if rng.random() < 0.8:
+                variants.append({
+                    'family': f,
+                    'help': rng.choice(fam['helps']),
+                    'mode': rng.choice(fam['modes']),
+                    'buckets': rng.choice(fam['buckets']),
+                })
+        # Rarely two objects of one family in one process with different help:
+        # two keys for one series, which Python's merge adds up.
+        if variants and rng.random() < 0.1:
+            twin = dict(rng.choice(variants))
+            twin['help'] = twin['help'] + ' (twin)'
+            variants.append(twin)
+        if not variants:
+            continue
+        proc = {'id': ident, 'variants': variants, 'ops': make_ops(rng, families, variants)}
+        if rng.random() < 0.2:
+            proc['fork'] = {'id': ids[7 - p % 2] + str(p), 'ops': make_ops(rng, families, variants)}
+        processes.append(proc)
+    all_ids = sorted({p['id'] for p in processes} |
+                     {p['fork']['id'] for p in processes if 'fork' in p})
+    dead = [i for i in all_ids if rng.random() < 0.3]
+    return {'seed': seed, 'families': families, 'processes': processes, 'dead': dead}
+
+
+def build_metric(fam, variant):
+    kwargs = dict(registry=None, labelnames=fam['labelnames'], namespace=fam['namespace'],
+                  unit=fam['unit'])
+    typ = fam['type']
+    if typ == 'counter':
+        return Counter(fam['name'], variant['help'], **kwargs)
+    if typ == 'gauge':
+        return Gauge(fam['name'], variant['help'], multiprocess_mode=variant['mode'], **kwargs)
+    if typ == 'histogram':
+        if variant['buckets'] is not None:
+            kwargs['buckets'] = variant['buckets']
+        return Histogram(fam['name'], variant['help'], **kwargs)
+    return Summary(fam['name'], variant['help'], **kwargs)
+
+
+def run_ops(metrics, ops):
+    for m, labelvalues, method, arg in ops:
+        metric = metrics[m]
+        child = metric.labels(*labelvalues) if labelvalues else metric
+        if method != 'touch':
+            getattr(child, method)(arg)
+
+
+def wait_ok(pid, what):
+    _, status = os.waitpid(pid, 0)
+    if status != 0:
+        raise RuntimeError(f'{what} failed with status {status}')
+
+
+def run_process(scenario, proc, directory):
+    """Body of one forked worker process."""
+    os.environ['PROMETHEUS_MULTIPROC_DIR'] = directory
+    ident = {'value': proc['id']}
+    values.ValueClass = values.MultiProcessValue(lambda: ident['value'])
+    families = scenario['families']
+    metrics = [build_metric(families[v['family']], v) for v in proc['variants']]
+    run_ops(metrics, proc['ops'])
+    if 'fork' in proc:
+        child = os.fork()
+        if child == 0:
+            try:
+                # A forked child with a new identifier re-creates every key
+                # its parent knew, in files named with its own id.
+                ident['value'] = proc['fork']['id']
+                run_ops(metrics, proc['fork']['ops'])
+                os._exit(0)
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+        wait_ok(child, 'forked grandchild')
+
+
+def generate(base, seed):
+    scenario = make_scenario(seed)
+    directory = os.path.join(base, f'seed-{seed}')
+    ref = os.path.join(base, f'seed-{seed}.ref')
+    os.makedirs(directory)
+    os.makedirs(ref)
+    with open(os.path.join(ref, 'scenario.json'), 'w') as f:
+        json.dump(scenario, f, indent=1, default=repr)
+    for proc in scenario['processes']:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                run_process(scenario, proc, directory)
+                os._exit(0)
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+        wait_ok(pid, f'seed {seed}: worker {proc["id"]}')
+    for ident in scenario['dead']:
+        mark_process_dead(ident, directory)
+
+    files = sorted(glob.glob(os.path.join(directory, '*.db')))
+
+    class Merged:
+        def __init__(self, accumulate):
+            self.accumulate = accumulate
+
+        def collect(self):
+            return MultiProcessCollector.merge(files, accumulate=self.accumulate)
+
+    for name, encode, accumulate in [('prom.txt', generate_latest, True),
+                                     ('om.txt', generate_latest_om, True),
+                                     ('prom_noacc.txt', generate_latest, False),
+                                     ('om_noacc.txt', generate_latest_om, False)]:
+        with open(os.path.join(ref, name), 'wb') as f:
+            f.write(encode(Merged(accumulate)))
+
+
+def main():
+    base, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    seeds = list(range(first, first + count))
+    runners = []
+    for part in (seeds[0::2], seeds[1::2]):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                for seed in part:
+                    generate(base, seed)
+                os._exit(0)
+            except BaseException:
+                traceback.print_exc()
+                os._exit(1)
+        runners.append(pid)
+    failed = False
+    for pid in runners:
+        _, status = os.waitpid(pid, 0)
+        failed |= status != 0
+    if failed:
+        sys.exit('a seed runner failed (see above)')
+
+
+if __name__ == '__main__':
+    start = time.time()
+    main()
+    sys.stderr.write(f'collector_diff.py: {sys.argv[3]} seeds in {time.time() - start:.1f}s\n')
