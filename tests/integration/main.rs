@@ -9,6 +9,7 @@ mod harness;
 
 mod client_interop;
 mod collector_diff;
+mod collector_upstream;
 mod demo;
 mod format_interop;
 mod inspect;
