@@ -7,6 +7,7 @@
 #[allow(dead_code)]
 mod harness;
 
+mod bad_files;
 mod client_interop;
 mod collector_diff;
 mod collector_upstream;
