@@ -1,1 +1,296 @@
-//! Placeholder: filled in by its issue.
+//! `multiprom scrape`: directory resolution, formats, exit codes, warnings,
+//! and output plumbing. (Byte equality with Python on random directories is
+//! in `collector_diff`, bad files in `bad_files`.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
+
+use crate::harness::{multiprom, run_python, temp_dir};
+
+const ENV: &str = "PROMETHEUS_MULTIPROC_DIR";
+const LEGACY_ENV: &str = "prometheus_multiproc_dir";
+
+fn write_counter(dir: &Path, pid: &str, family: &str, help: &str, value: f64) {
+    let mut file =
+        FileWriter::open(dir, &FileName::new(MetricKind::Counter, pid).unwrap()).unwrap();
+    file.slot(&encode_key(family, &format!("{family}_total"), [], help))
+        .unwrap()
+        .add(value);
+}
+
+fn stdout(out: &Output) -> &str {
+    std::str::from_utf8(&out.stdout).unwrap()
+}
+
+fn stderr(out: &Output) -> &str {
+    std::str::from_utf8(&out.stderr).unwrap()
+}
+
+/// A small directory written by Python workers, printed in every format,
+/// exactly as Python's collector prints it.
+#[test]
+fn prints_what_python_prints_in_every_format() {
+    let dir = temp_dir();
+    let python: serde_json::Value = serde_json::from_slice(&run_python(
+        "collector_scrape_writer.py",
+        &[],
+        &[(ENV, dir.path())],
+    ))
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = multiprom()
+            .args(["scrape", "--dir"])
+            .arg(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(stderr(&out), "");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let reference = match args {
+            [] => &python["prom"],
+            ["--format", "openmetrics"] => &python["om"],
+            _ => &python["prom_noacc"],
+        };
+        assert_eq!(
+            Some(text.as_str()),
+            reference.as_str(),
+            "{args:?}: Python differs"
+        );
+        text
+    };
+    assert_eq!(
+        run(&[]),
+        "# HELP jobs_total Jobs done.\n\
+         # TYPE jobs_total counter\n\
+         jobs_total{queue=\"a\\\"b\"} 3.0\n\
+         # HELP busy Busy workers.\n\
+         # TYPE busy gauge\n\
+         busy 2.0\n\
+         # HELP wait_seconds Time waited.\n\
+         # TYPE wait_seconds histogram\n\
+         wait_seconds_sum 2.5\n\
+         wait_seconds_bucket{le=\"1.0\"} 1.0\n\
+         wait_seconds_bucket{le=\"+Inf\"} 2.0\n\
+         wait_seconds_count 2.0\n"
+    );
+    assert_eq!(
+        run(&["--format", "openmetrics"]),
+        "# HELP jobs Jobs done.\n\
+         # TYPE jobs counter\n\
+         jobs_total{queue=\"a\\\"b\"} 3.0\n\
+         # HELP busy Busy workers.\n\
+         # TYPE busy gauge\n\
+         busy 2.0\n\
+         # HELP wait_seconds Time waited.\n\
+         # TYPE wait_seconds histogram\n\
+         wait_seconds_sum 2.5\n\
+         wait_seconds_bucket{le=\"1.0\"} 1.0\n\
+         wait_seconds_bucket{le=\"+Inf\"} 2.0\n\
+         wait_seconds_count 2.0\n\
+         # EOF\n"
+    );
+    assert_eq!(
+        run(&["--no-accumulate"]),
+        "# HELP jobs_total Jobs done.\n\
+         # TYPE jobs_total counter\n\
+         jobs_total{queue=\"a\\\"b\"} 3.0\n\
+         # HELP busy Busy workers.\n\
+         # TYPE busy gauge\n\
+         busy 2.0\n\
+         # HELP wait_seconds Time waited.\n\
+         # TYPE wait_seconds histogram\n\
+         wait_seconds_sum 2.5\n\
+         wait_seconds_bucket{le=\"1.0\"} 1.0\n\
+         wait_seconds_bucket{le=\"+Inf\"} 1.0\n"
+    );
+}
+
+#[test]
+fn empty_directory_prints_nothing() {
+    let dir = temp_dir();
+    let out = multiprom()
+        .args(["scrape", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), stdout(&out), stderr(&out)),
+        (Some(0), "", "")
+    );
+    let out = multiprom()
+        .args(["scrape", "--format", "openmetrics", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "# EOF\n");
+}
+
+#[test]
+fn directory_comes_from_flag_then_env_then_legacy_env() {
+    let (flag, env, legacy) = (temp_dir(), temp_dir(), temp_dir());
+    write_counter(flag.path(), "1", "from_flag", "", 1.0);
+    write_counter(env.path(), "1", "from_env", "", 1.0);
+    write_counter(legacy.path(), "1", "from_legacy", "", 1.0);
+
+    let out = multiprom()
+        .args(["scrape", "--dir"])
+        .arg(flag.path())
+        .env(ENV, env.path())
+        .env(LEGACY_ENV, legacy.path())
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("from_flag_total 1.0"), "{out:?}");
+    assert_eq!(stderr(&out), "");
+
+    let out = multiprom()
+        .arg("scrape")
+        .env(ENV, env.path())
+        .env(LEGACY_ENV, legacy.path())
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("from_env_total 1.0"), "{out:?}");
+    assert_eq!(stderr(&out), "");
+
+    let out = multiprom()
+        .arg("scrape")
+        .env(LEGACY_ENV, legacy.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("from_legacy_total 1.0"), "{out:?}");
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("deprecated"), "{}", stderr(&out));
+
+    // An empty variable is no directory.
+    let out = multiprom().arg("scrape").env(ENV, "").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn no_usable_directory_is_one_line_and_exit_2() {
+    let dir = temp_dir();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let missing = dir.path().join("missing");
+    for (args, env, reason) in [
+        (
+            vec![],
+            None,
+            "no directory: pass --dir DIR or set PROMETHEUS_MULTIPROC_DIR",
+        ),
+        (
+            vec!["--dir", missing.to_str().unwrap()],
+            None,
+            "no such directory",
+        ),
+        (vec![], Some(&missing), "no such directory"),
+        (
+            vec!["--dir", file.to_str().unwrap()],
+            None,
+            "not a directory",
+        ),
+    ] {
+        let mut cmd = multiprom();
+        cmd.arg("scrape").args(&args);
+        if let Some(env) = env {
+            cmd.env(ENV, env);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stdout(&out), "");
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("multiprom scrape: "), "{err}");
+        assert!(err.contains(reason), "{err}");
+    }
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    let dir = temp_dir();
+    let out = multiprom()
+        .args(["scrape", "--format", "json", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+}
+
+#[test]
+fn conflicts_are_warnings_and_do_not_fail_strict() {
+    let dir = temp_dir();
+    write_counter(dir.path(), "1", "jobs", "Jobs.", 1.0);
+    write_counter(dir.path(), "2", "jobs", "Other help.", 2.0);
+    let mut gauge = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Gauge(GaugeMode::All), "3").unwrap(),
+    )
+    .unwrap();
+    gauge
+        .slot(&encode_key("jobs", "jobs", [], "Jobs."))
+        .unwrap()
+        .set(7.0);
+    let out = multiprom()
+        .args(["scrape", "--strict", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out),
+        "# HELP jobs_total Jobs.\n# TYPE jobs_total counter\njobs_total 3.0\n"
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.contains("has help \"Jobs.\" and also \"Other help.\""),
+        "{err}"
+    );
+    assert!(err.contains("is a counter in"), "{err}");
+    assert!(err.contains("but a gauge in"), "{err}");
+    assert!(err.contains("gauge_all_3.db"), "{err}");
+}
+
+/// `multiprom scrape | head -1`: the reader goes away early; multiprom ends
+/// quietly (no panic, no error message) with status 0.
+#[test]
+fn closed_stdout_ends_quietly() {
+    let dir = temp_dir();
+    let mut file = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "1").unwrap(),
+    )
+    .unwrap();
+    for i in 0..20_000 {
+        file.slot(&encode_key(
+            "big",
+            "big_total",
+            [("i", i.to_string().as_str())],
+            "A big family.",
+        ))
+        .unwrap()
+        .add(1.0);
+    }
+    let mut child = multiprom()
+        .args(["scrape", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert_eq!(line, "# HELP big_total A big family.\n");
+    drop(reader);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stderr(&out), "");
+}
