@@ -9,7 +9,9 @@ mod harness;
 
 mod bad_files;
 mod client_interop;
+mod collector_conflicts;
 mod collector_diff;
+mod collector_registry;
 mod collector_upstream;
 mod demo;
 mod format_interop;
