@@ -216,6 +216,56 @@ struct State {
 /// assert!(collector.collect()?.warnings.is_empty()); // ...not on every scrape
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// A histogram written by two processes (Python stores per-bucket counts and
+/// no `_count`; the merge accumulates them), in OpenMetrics, and raw with
+/// `accumulate: false`. A gauge in `liveall` mode keeps one series per
+/// process, labelled with the `pid` from the file name:
+///
+/// ```
+/// use multiprom_collector::{CollectOptions, DirCollector, Format};
+/// use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
+///
+/// let dir = tempfile::tempdir()?;
+/// for (pid, value) in [("10", 0.3), ("11", 4.0)] {
+///     let mut file = FileWriter::open(dir.path(), &FileName::new(MetricKind::Histogram, pid)?)?;
+///     file.slot(&encode_key("wait", "wait_sum", [], "Wait \"time\"."))?.add(value);
+///     for le in ["0.5", "+Inf"] {
+///         let slot = file.slot(&encode_key("wait", "wait_bucket", [("le", le)], "Wait \"time\"."))?;
+///         if (le == "0.5") == (value <= 0.5) {
+///             slot.add(1.0);
+///         }
+///     }
+///     let gauge = FileName::new(MetricKind::Gauge(GaugeMode::LiveAll), pid)?;
+///     let mut file = FileWriter::open(dir.path(), &gauge)?;
+///     file.slot(&encode_key("busy", "busy", [], "Busy."))?.set(1.0);
+/// }
+///
+/// let scrape = DirCollector::new(dir.path()).collect()?;
+/// assert_eq!(scrape.encode(Format::OpenMetrics), "\
+/// ## HELP busy Busy.
+/// ## TYPE busy gauge
+/// busy{pid=\"10\"} 1.0
+/// busy{pid=\"11\"} 1.0
+/// ## HELP wait Wait \\\"time\\\".
+/// ## TYPE wait histogram
+/// wait_sum 4.3
+/// wait_bucket{le=\"0.5\"} 1.0
+/// wait_bucket{le=\"+Inf\"} 2.0
+/// wait_count 2.0
+/// ## EOF
+/// ");
+///
+/// let raw = DirCollector::with_options(dir.path(), CollectOptions { accumulate: false });
+/// assert!(raw.collect()?.encode(Format::Prometheus).ends_with("\
+/// ## HELP wait Wait \"time\".
+/// ## TYPE wait histogram
+/// wait_sum 4.3
+/// wait_bucket{le=\"0.5\"} 1.0
+/// wait_bucket{le=\"+Inf\"} 1.0
+/// "));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct DirCollector {
     dir: PathBuf,
