@@ -363,7 +363,14 @@ fn collect_paths(
     state.files.retain(|path, _| present.contains(path));
 
     for path in paths {
-        let tracked = state.files.entry(path.clone()).or_default();
+        // Look up before inserting: cloning every path on every scrape is
+        // measurable with thousands of files.
+        if !state.files.contains_key(path) {
+            state.files.insert(path.clone(), TrackedFile::default());
+        }
+        let Some(tracked) = state.files.get_mut(path) else {
+            continue;
+        };
         let problem = match refresh(path, tracked, &mut state.buf, &mut state.interner) {
             Ok(bytes) => {
                 stats.bytes_read += bytes as u64;

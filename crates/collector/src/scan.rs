@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// does), sorted by name bytes. Directories and other non-files are listed
 /// too: reading them reports them as bad files instead of hiding them.
 pub fn scan_dir(dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut paths = Vec::new();
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = match entry {
             Ok(entry) => entry,
@@ -19,9 +19,11 @@ pub fn scan_dir(dir: &Path) -> io::Result<Vec<PathBuf>> {
         let name = entry.file_name();
         let bytes = name.as_bytes();
         if bytes.ends_with(b".db") && !bytes.starts_with(b".") {
-            paths.push(entry.path());
+            names.push(name);
         }
     }
-    paths.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
-    Ok(paths)
+    // Sort the bare names: comparing paths would re-split them into
+    // components on every comparison.
+    names.sort_unstable();
+    Ok(names.into_iter().map(|name| dir.join(name)).collect())
 }
