@@ -5,6 +5,7 @@
 
 use std::hint::black_box;
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use multiprom_client::{GaugeMode, MultiprocessRegistry, DEFAULT_BUCKETS};
@@ -31,6 +32,50 @@ fn counter_inc(c: &mut Criterion) {
     });
     g.bench_function("prometheus_client_f64", |b| {
         b.iter(|| black_box(&theirs_f64).inc())
+    });
+    g.finish();
+}
+
+/// Both threads run `iters` updates of the same counter at once; the time is
+/// per pair of concurrent updates. Shows what the compare-and-swap loop (f64
+/// values, as Python's) costs under contention beside `fetch_add`.
+fn counter_inc_2_threads(c: &mut Criterion) {
+    fn two_threads(iters: u64, inc: impl Fn() + Sync) -> Duration {
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..iters {
+                        inc();
+                    }
+                });
+            }
+        });
+        start.elapsed()
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ours = registry(&dir)
+        .counter("requests_total", "Requests")
+        .expect("counter");
+    let theirs_u64: PcCounter = PcCounter::default();
+    let theirs_f64: PcCounter<f64, AtomicU64> = PcCounter::default();
+    let mut g = c.benchmark_group("counter_inc_2_threads");
+    g.bench_function("multiprom_client", |b| {
+        b.iter_custom(|iters| two_threads(iters, || black_box(&ours).inc()))
+    });
+    g.bench_function("prometheus_client_u64", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, || {
+                black_box(&theirs_u64).inc();
+            })
+        })
+    });
+    g.bench_function("prometheus_client_f64", |b| {
+        b.iter_custom(|iters| {
+            two_threads(iters, || {
+                black_box(&theirs_f64).inc();
+            })
+        })
     });
     g.finish();
 }
@@ -121,6 +166,7 @@ fn fork_check(c: &mut Criterion) {
 criterion_group!(
     benches,
     counter_inc,
+    counter_inc_2_threads,
     gauge_set,
     histogram_observe,
     labelled_lookup_inc,
