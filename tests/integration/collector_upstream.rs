@@ -144,8 +144,11 @@ fn family_names(scrape: &Scrape) -> Vec<&str> {
     scrape.families.iter().map(|f| &*f.name).collect()
 }
 
-/// A family's samples as `(name, sorted labels, value)`, in output order.
-fn samples(family: &MergedFamily) -> Vec<(String, Vec<(String, String)>, f64)> {
+/// A sample as `(name, sorted labels, value)`, as Python's `Sample` compares.
+type PlainSample = (String, Vec<(String, String)>, f64);
+
+/// A family's samples, in output order.
+fn samples(family: &MergedFamily) -> Vec<PlainSample> {
     family
         .samples
         .iter()
@@ -163,7 +166,7 @@ fn samples(family: &MergedFamily) -> Vec<(String, Vec<(String, String)>, f64)> {
 }
 
 /// Builds an expected sample (labels given in any order).
-fn sample(name: &str, labels: Labels<'_>, value: f64) -> (String, Vec<(String, String)>, f64) {
+fn sample(name: &str, labels: Labels<'_>, value: f64) -> PlainSample {
     let mut labels: Vec<(String, String)> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -548,10 +551,7 @@ fn test_initialization_detects_pid_change() {
 }
 
 /// The histogram upstream's `test_collect` and `test_collect_preserves_help` build.
-fn expected_abcd_histogram(
-    buckets: [f64; 15],
-    count: Option<f64>,
-) -> Vec<(String, Vec<(String, String)>, f64)> {
+fn expected_abcd_histogram(buckets: [f64; 15], count: Option<f64>) -> Vec<PlainSample> {
     let mut want = vec![sample("h_sum", &ABCD, 6.0)];
     for (le, value) in DEFAULT_LE.iter().zip(buckets) {
         want.push(sample("h_bucket", &abcd_with("le", le), value));
