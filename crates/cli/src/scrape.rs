@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long)]
     no_accumulate: bool,
     /// Exit with status 1 if any file was bad (it is still skipped and the
-    /// rest is still printed).
+    /// rest is still printed). A file that vanished mid-scrape is not bad.
     #[arg(long)]
     strict: bool,
 }
