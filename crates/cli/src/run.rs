@@ -1,13 +1,264 @@
-//! `multiprom run`: lands with its issue.
+//! `multiprom run`: start a command with `PROMETHEUS_MULTIPROC_DIR` set and
+//! serve its merged metrics while it runs.
+//!
+//! The launcher stays out of the way: the command inherits stdin, stdout and
+//! stderr; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; when it
+//! exits, multiprom exits with its status (128 + N if signal N killed it).
+//! Workers' `gauge_live*` files are reaped when their process is gone,
+//! whoever started them (gunicorn's workers are the command's children, not
+//! ours, so the pids in the file names are checked, not our children).
 
-use std::process::ExitCode;
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, ExitStatus};
+
+use rustix::process::{kill_process, Pid, Signal};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::logging;
+use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
+use crate::serving::{self, EndpointArgs};
 
 /// Arguments of `multiprom run`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+Examples:
+  multiprom run -- gunicorn -w 4 app:app
+  multiprom run --dir /run/app-metrics --listen 0.0.0.0:9478 -- python worker.py
+
+Without --dir, a fresh private directory is made under the temp dir and removed at the end. \
+COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; \
+multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
+126 if it cannot be executed).")]
+pub struct Args {
+    /// Use this directory (created if missing) instead of a temporary one.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep *.db files already in --dir (by default they are removed at
+    /// start: stale files from an earlier run make wrong metrics).
+    #[arg(long, requires = "dir")]
+    pub keep_files: bool,
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// The command to run, and its arguments.
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        num_args = 1..
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Exit status of the shell for a command that is not found.
+const NOT_FOUND: u8 = 127;
+/// Exit status of the shell for a command that cannot be executed.
+const CANNOT_EXECUTE: u8 = 126;
+
+/// The directory the command writes to.
+enum MetricsDir {
+    /// Ours: removed at the end.
+    Temporary(tempfile::TempDir),
+    /// The user's: left in place.
+    Given(PathBuf),
+}
+
+impl MetricsDir {
+    fn path(&self) -> &Path {
+        match self {
+            MetricsDir::Temporary(dir) => dir.path(),
+            MetricsDir::Given(dir) => dir,
+        }
+    }
+}
 
 /// Runs `multiprom run`.
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("multiprom run: not implemented yet");
-    ExitCode::from(2)
+pub fn main(args: Args) -> ExitCode {
+    logging::init();
+    let dir = match prepare_dir(args.dir.as_deref(), args.keep_files) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("multiprom run: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match serving::bind(&args.endpoint.listen) {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("multiprom run: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match serving::runtime() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("multiprom run: cannot start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(supervise(&args, dir.path(), listener));
+    // Stop the blocking pool before removing the directory under it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    if let MetricsDir::Temporary(temp) = dir {
+        let path = temp.path().to_path_buf();
+        if let Err(err) = temp.close() {
+            eprintln!("multiprom run: cannot remove {}: {err}", path.display());
+        }
+    }
+    ExitCode::from(code)
+}
+
+/// Makes the directory: a private temporary one, or `--dir` (created if
+/// missing, stale `*.db` files removed unless `keep_files`).
+fn prepare_dir(dir: Option<&Path>, keep_files: bool) -> Result<MetricsDir, String> {
+    let Some(dir) = dir else {
+        let temp = tempfile::Builder::new()
+            .prefix("multiprom-run-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+        // tempfile already makes it 0700; say so explicitly, it is the point.
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("{}: {e}", temp.path().display()))?;
+        return Ok(MetricsDir::Temporary(temp));
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+    if !dir.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    if !keep_files {
+        let stale = multiprom_collector::scan_dir(dir)
+            .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+        let mut removed = 0usize;
+        for path in stale {
+            // Only regular files: a directory named x.db is not ours to delete.
+            let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+            if !is_file {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(format!(
+                        "cannot remove stale {}: {e} (pass --keep-files to keep it)",
+                        path.display()
+                    ))
+                }
+            }
+        }
+        if removed > 0 {
+            tracing::info!(
+                "removed {removed} stale *.db file{} from {} (left by an earlier run; --keep-files keeps them)",
+                if removed == 1 { "" } else { "s" },
+                dir.display()
+            );
+        }
+    }
+    Ok(MetricsDir::Given(dir.to_path_buf()))
+}
+
+/// Starts the command and the endpoint; returns the exit status to use.
+async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> u8 {
+    // Handlers first, so a signal right after the command starts is passed on.
+    let streams = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+        SignalKind::quit(),
+    ]
+    .map(signal);
+    let [Ok(mut sigint), Ok(mut sigterm), Ok(mut sighup), Ok(mut sigquit)] = streams else {
+        eprintln!("multiprom run: cannot handle signals");
+        return 1;
+    };
+    let (program, rest) = match args.command.split_first() {
+        Some(split) => split,
+        None => return 2, // clap requires COMMAND
+    };
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(rest)
+        .env(ENV_VAR, dir)
+        .env_remove(LEGACY_ENV_VAR);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            let name = program.to_string_lossy();
+            return if err.kind() == std::io::ErrorKind::NotFound {
+                eprintln!("multiprom run: {name}: command not found");
+                NOT_FOUND
+            } else {
+                eprintln!("multiprom run: {name}: cannot execute: {err}");
+                CANNOT_EXECUTE
+            };
+        }
+    };
+    let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+
+    let endpoint = serving::endpoint(dir, &args.endpoint, true);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let endpoint_args = args.endpoint.clone();
+    let server = tokio::spawn(async move {
+        serving::serve(listener, endpoint, &endpoint_args, "serving", async {
+            let _ = stop_rx.await;
+        })
+        .await
+    });
+    tracing::info!(
+        "started {} (pid {}) with {ENV_VAR}={}",
+        program.to_string_lossy(),
+        pid.map_or(0, |p| p.as_raw_nonzero().get()),
+        dir.display()
+    );
+
+    let forward = |sig: Signal| {
+        if let Some(pid) = pid {
+            tracing::debug!(
+                "passing signal {} on to pid {}",
+                sig.as_raw(),
+                pid.as_raw_nonzero()
+            );
+            if let Err(err) = kill_process(pid, sig) {
+                tracing::warn!("cannot pass signal {} on: {err}", sig.as_raw());
+            }
+        }
+    };
+    // `Child::wait` is cancel-safe, and the child is only reaped inside it,
+    // so a signal is never sent to a pid that could have been reused.
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            Some(()) = sigint.recv() => forward(Signal::INT),
+            Some(()) = sigterm.recv() => forward(Signal::TERM),
+            Some(()) = sighup.recv() => forward(Signal::HUP),
+            Some(()) = sigquit.recv() => forward(Signal::QUIT),
+        }
+    };
+    let _ = stop_tx.send(());
+    match server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("serving failed: {err}"),
+        Err(err) => tracing::warn!("serving failed: {err}"),
+    }
+    match status {
+        Ok(status) => exit_code(status),
+        Err(err) => {
+            eprintln!("multiprom run: cannot wait for the command: {err}");
+            1
+        }
+    }
+}
+
+/// The command's exit code, or 128 + N if signal N ended it (as shells do).
+fn exit_code(status: ExitStatus) -> u8 {
+    if let Some(code) = status.code() {
+        return u8::try_from(code & 0xff).unwrap_or(1);
+    }
+    if let Some(sig) = status.signal() {
+        return u8::try_from(128 + sig).unwrap_or(255);
+    }
+    1
 }

@@ -1,13 +1,69 @@
-//! `multiprom serve`: lands with its issue.
+//! `multiprom serve`: one HTTP endpoint for a multiprocess directory.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use crate::serving::{self, EndpointArgs};
+use crate::{logging, multiproc_dir, signals};
 
 /// Arguments of `multiprom serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_help = "\
+Serves GET /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0.0 when the Accept header \
+prefers it; gzip when allowed) and GET / (a status page of the directory's files). \
+Logs go to stderr; RUST_LOG=debug shows more. SIGINT/SIGTERM stop it gracefully.")]
+pub struct Args {
+    /// The multiprocess directory (default: $PROMETHEUS_MULTIPROC_DIR).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// Remove the gauge_live* files of processes that no longer exist (as
+    /// prometheus_client's mark_process_dead does). Only where the workers'
+    /// pids are visible: not from another pid namespace (container).
+    #[arg(long)]
+    pub reap_dead: bool,
+}
 
-/// Runs `multiprom serve`.
-pub fn main(_args: Args) -> ExitCode {
-    eprintln!("multiprom serve: not implemented yet");
-    ExitCode::from(2)
+/// Runs `multiprom serve`: exit 0 after SIGINT/SIGTERM, 2 for a bad
+/// directory or listen address, 1 if serving fails.
+pub fn main(args: Args) -> ExitCode {
+    logging::init();
+    let dir = match multiproc_dir::resolve(args.dir) {
+        Ok(dir) => dir,
+        Err(err) => {
+            eprintln!("multiprom serve: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match serving::bind(&args.endpoint.listen) {
+        Ok(listener) => listener,
+        Err(err) => {
+            eprintln!("multiprom serve: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match serving::runtime() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("multiprom serve: cannot start: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let stop = signals::termination()?;
+        let endpoint = serving::endpoint(&dir, &args.endpoint, args.reap_dead);
+        serving::serve(listener, endpoint, &args.endpoint, "serving", async {
+            let signal = stop.await;
+            tracing::info!("{signal}: shutting down");
+        })
+        .await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("multiprom serve: {err}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,258 @@
+//! What `serve` and `run` share: `--listen`, the endpoint's tuning flags,
+//! binding, the periodic reaper, and serving until told to stop.
+
+use std::future::Future;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use multiprom_collector::DirCollector;
+use multiprom_http::{BeforeCollect, Endpoint, EndpointConfig, ServerConfig};
+
+/// The default listen address: loopback only, so nothing is exposed until an
+/// operator says so. Port 9478 is not used by Prometheus or its common
+/// exporters.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9478";
+
+/// Flags of the HTTP endpoint.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EndpointArgs {
+    /// Address to serve on, HOST:PORT (e.g. 0.0.0.0:9478, [::1]:9478, :9478 for
+    /// every IPv4 interface; port 0 picks a free port, logged at start).
+    #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_LISTEN)]
+    pub listen: String,
+    /// A scrape that takes longer than this answers 503 (e.g. 10s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub scrape_timeout: Duration,
+    /// Scrapes collected at once; more wait briefly, then get 503.
+    #[arg(long, hide = true, default_value_t = 4)]
+    pub max_concurrent_scrapes: usize,
+    /// How long a scrape waits for a free slot before 503.
+    #[arg(long, hide = true, default_value = "1s", value_parser = parse_duration)]
+    pub scrape_queue_wait: Duration,
+    /// Connections whose request headers take longer are closed.
+    #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// How often dead processes' live-gauge files are looked for (besides
+    /// before every scrape).
+    #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
+    pub reap_interval: Duration,
+    /// Test hook: while this file exists, every collection creates
+    /// `<file>.waiting` and waits for the file to be removed. Lets tests hold
+    /// a scrape slot deterministically.
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub test_scrape_gate: Option<PathBuf>,
+}
+
+/// Parses `250ms`, `10s`, `1.5s`, `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let err = || format!("{text:?} is not a duration (e.g. 500ms, 10s, 2m)");
+    let (number, unit) = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((text, ""), |i| text.split_at(i));
+    let number: f64 = number.trim().parse().map_err(|_| err())?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return Err(err()),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| err())
+}
+
+/// Why `--listen` could not be used: one line for people.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// Not `HOST:PORT`, or the host does not resolve.
+    #[error(
+        "invalid --listen address {0:?}: expected HOST:PORT, e.g. 127.0.0.1:9478 or [::1]:9478"
+    )]
+    BadAddress(String),
+    /// Bind failed (in use, not local, no permission).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// What was asked for.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Resolves `HOST:PORT` (`:PORT` means every IPv4 interface).
+pub fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
+    let bad = || ListenError::BadAddress(listen.to_owned());
+    let listen_all;
+    let spec = if let Some(port) = listen.strip_prefix(':') {
+        listen_all = format!("0.0.0.0:{port}");
+        listen_all.as_str()
+    } else {
+        listen
+    };
+    if let Ok(addr) = spec.parse::<SocketAddr>() {
+        return Ok(vec![addr]);
+    }
+    // A host name: resolve it (only at start, so blocking is fine). Reject
+    // anything without an explicit port.
+    let (host, port) = spec.rsplit_once(':').ok_or_else(bad)?;
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(bad());
+    }
+    let addrs: Vec<SocketAddr> = spec.to_socket_addrs().map_err(|_| bad())?.collect();
+    if addrs.is_empty() {
+        return Err(bad());
+    }
+    Ok(addrs)
+}
+
+/// Binds `--listen`, before anything else starts, so a busy port fails fast.
+pub fn bind(listen: &str) -> Result<TcpListener, ListenError> {
+    let addrs = resolve_listen(listen)?;
+    let listener = TcpListener::bind(addrs.as_slice()).map_err(|source| ListenError::Bind {
+        addr: listen.to_owned(),
+        source,
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| ListenError::Bind {
+            addr: listen.to_owned(),
+            source,
+        })?;
+    Ok(listener)
+}
+
+/// The endpoint for `dir` as the flags say.
+pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool) -> Endpoint {
+    let config = EndpointConfig {
+        max_concurrent_scrapes: args.max_concurrent_scrapes,
+        scrape_queue_wait: args.scrape_queue_wait,
+        scrape_timeout: args.scrape_timeout,
+        reap_dead,
+    };
+    let gate: Option<BeforeCollect> = args.test_scrape_gate.clone().map(|gate| {
+        let hook: BeforeCollect = Arc::new(move || wait_at_gate(&gate));
+        hook
+    });
+    Endpoint::with_before_collect(DirCollector::new(dir), config, gate)
+}
+
+/// The test gate (see [`EndpointArgs::test_scrape_gate`]); gives up after a
+/// minute so a forgotten gate cannot hang a scrape slot forever.
+fn wait_at_gate(gate: &Path) {
+    if !gate.exists() {
+        return;
+    }
+    let mut waiting = gate.as_os_str().to_owned();
+    waiting.push(".waiting");
+    let waiting = PathBuf::from(waiting);
+    let _ = std::fs::write(&waiting, b"");
+    for _ in 0..6000 {
+        if !gate.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_file(&waiting);
+}
+
+/// Serves `endpoint` on `listener` until `shutdown` completes. Logs the one
+/// start line (with the real address, so port 0 can be used) and, with
+/// reaping on, reaps every `reap_interval` as well as before each scrape.
+pub async fn serve(
+    listener: TcpListener,
+    endpoint: Endpoint,
+    args: &EndpointArgs,
+    what: &str,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let addr = listener.local_addr()?;
+    tracing::info!(
+        "{what} {} at http://{addr}/metrics (status page http://{addr}/){}",
+        endpoint.dir().display(),
+        if endpoint.config().reap_dead {
+            ", removing live-gauge files of dead processes"
+        } else {
+            ""
+        }
+    );
+    let reaper = endpoint.config().reap_dead.then(|| {
+        let endpoint = endpoint.clone();
+        let interval = args.reap_interval.max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                // Problems are logged by the endpoint.
+                let _ = endpoint.reap().await;
+            }
+        })
+    });
+    let config = ServerConfig {
+        header_read_timeout: args.header_read_timeout,
+        ..ServerConfig::default()
+    };
+    let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
+    if let Some(reaper) = reaper {
+        reaper.abort();
+    }
+    result
+}
+
+/// A multi-threaded runtime with two workers: the scrape work itself runs
+/// on the blocking pool.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("multiprom")
+        .enable_all()
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1h").is_err());
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            resolve_listen("127.0.0.1:9478").unwrap(),
+            ["127.0.0.1:9478".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve_listen("[::1]:0").unwrap(),
+            ["[::1]:0".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            resolve_listen(":9478").unwrap(),
+            ["0.0.0.0:9478".parse::<SocketAddr>().unwrap()]
+        );
+        assert!(resolve_listen("localhost:0").is_ok());
+        for bad in [
+            "",
+            "127.0.0.1",
+            "127.0.0.1:",
+            "127.0.0.1:99999",
+            ":x",
+            "localhost",
+        ] {
+            assert!(
+                matches!(resolve_listen(bad), Err(ListenError::BadAddress(_))),
+                "{bad}"
+            );
+        }
+    }
+}
