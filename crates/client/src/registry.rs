@@ -130,6 +130,8 @@ impl RegistryBuilder {
 /// Cloning is cheap and clones share everything. Registries built for the
 /// same directory and identifier setting in one process share their files
 /// and registrations (two writers on one file would overwrite each other).
+/// As in Python, files and registrations stay open for the life of the
+/// process, even when every registry handle is dropped.
 ///
 /// Registering a name again with the identical definition returns the same
 /// metric; with a different type, help, labels, buckets or gauge mode it is
