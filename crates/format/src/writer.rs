@@ -241,7 +241,12 @@ fn create_atomically(dir: &Path, path: &Path, name: &FileName) -> Result<File, W
             Ok(()) => Ok(Some(())),
             // Someone else created it first: use theirs.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(None),
-            // File systems without hard links: rename is atomic too.
+            // File systems without hard links: rename is atomic too, but it
+            // replaces, so only rename when nothing is there. The window
+            // between the check and the rename is the one race left, and
+            // only on such file systems; a file appearing in it was created
+            // under the same process id, i.e. a misconfiguration.
+            Err(_) if path.exists() => Ok(None),
             Err(_) => std::fs::rename(&tmp, path)
                 .map(Some)
                 .map_err(|e| WriteError::io(path, e)),
