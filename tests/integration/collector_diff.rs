@@ -257,3 +257,119 @@ fn family_splitter_finds_the_first_difference() {
     assert!(report.contains("#1 of 2"), "{report}");
     assert!(report.contains("b 3.0"), "{report}");
 }
+
+/// Keys no Python writer makes but any writer could: `le` spelled every way
+/// `float()` accepts, unsorted and duplicate JSON labels, raw UTF-8, a user
+/// `pid` label, sample names with OpenMetrics-only suffixes or none at all.
+/// Written by multiprom's writer, merged by Python (sorted files) and by
+/// multiprom: equal bytes.
+#[test]
+fn hand_written_keys_merge_like_python() {
+    use multiprom_format::{FileName, FileWriter, GaugeMode, MetricKind};
+
+    let dir = temp_dir();
+    let write = |kind: MetricKind, id: &str, entries: &[(&str, f64)]| {
+        let mut file = FileWriter::open(dir.path(), &FileName::new(kind, id).unwrap()).unwrap();
+        for (key, value) in entries {
+            file.slot(key).unwrap().add(*value);
+        }
+    };
+    let bucket = |le: &str| format!(r#"["h", "h_bucket", {{"le": "{le}", "x": "1"}}, "H."]"#);
+    let buckets_a: Vec<String> = [
+        "1",
+        "1.0",
+        " 2 ",
+        "1_0",
+        "-0.0",
+        "0",
+        "1e3",
+        "+Inf",
+        "infinity",
+        ".5",
+        "5.",
+        "\u{a0}3",
+        "\u{2003}3",
+        "1E3",
+    ]
+    .iter()
+    .map(|le| bucket(le))
+    .collect();
+    let buckets_b: Vec<String> = ["1.00", "0.0", "-inf", "inf", "2", "10.0", "+1e3"]
+        .iter()
+        .map(|le| bucket(le))
+        .collect();
+    let mut histogram_a: Vec<(&str, f64)> = vec![(r#"["h", "h_sum", {"x": "1"}, "H."]"#, 2.5)];
+    histogram_a.extend(
+        buckets_a
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i as f64 + 1.0)),
+    );
+    write(MetricKind::Histogram, "1", &histogram_a);
+    let mut histogram_b: Vec<(&str, f64)> =
+        vec![(r#"["h", "h_sum", {"x": "1"}, "Other help."]"#, 1.0)];
+    histogram_b.extend(buckets_b.iter().map(|k| (k.as_str(), 100.0)));
+    // A label set with buckets only, and a histogram entry without `le` that is not `_sum`.
+    histogram_b.push((r#"["h", "h_bucket", {"le": "1", "x": "2"}, "H."]"#, 1.0));
+    histogram_b.push((r#"["h", "h_count", {"x": "1"}, "H."]"#, 99.0));
+    write(MetricKind::Histogram, "2", &histogram_b);
+    write(
+        MetricKind::Counter,
+        "1",
+        &[
+            (r#"["c", "c_total", {"b": "1", "a": "2"}, "C."]"#, 1.0),
+            (r#"["c", "c_total", {"a": "2", "b": "1"}, "C."]"#, 2.0),
+            (r#"["c", "c_total", {"a": "1", "a": "3"}, "C."]"#, 4.0),
+            (r#"["c", "c_created", {}, "C."]"#, 1.7e9),
+            (r#"["c", "c_gsum", {}, "C."]"#, 1.0),
+            (r#"["c", "c_gcount", {}, "C."]"#, 2.0),
+            (r#"["c", "", {"é": "ü\u2028"}, "C."]"#, 3.0),
+            (
+                "[\"c\", \"c_total\", {\"raw\": \"r\u{e9}sum\u{e9} \u{1F600}\"}, \"C.\"]",
+                5.0,
+            ),
+            (r#"["c", "other:name_total", {"le": "x"}, "C."]"#, 6.0),
+            (r#"["s", "s_count", {"quantile": "0.5"}, "S."]"#, 7.0),
+        ],
+    );
+    for (mode, id) in [(GaugeMode::All, "7"), (GaugeMode::LiveAll, "8")] {
+        write(
+            MetricKind::Gauge(mode),
+            id,
+            &[
+                (r#"["g", "g", {"pid": "user", "a": "1"}, "G."]"#, 1.0),
+                (r#"["g", "g", {"pid": "other", "a": "1"}, "G."]"#, 2.0),
+                (r#"["g", "g_extra", {}, "G."]"#, 3.0),
+            ],
+        );
+    }
+    write(
+        MetricKind::Gauge(GaugeMode::Max),
+        "9",
+        &[
+            (r#"["m", "m", {"pid": "user"}, "M."]"#, f64::NAN),
+            (r#"["m", "m", {}, "M."]"#, 1.0),
+        ],
+    );
+
+    let python: serde_json::Value = serde_json::from_slice(&run_python(
+        "collector_diff.py",
+        &["--reference", dir.path().to_str().unwrap()],
+        &[],
+    ))
+    .unwrap();
+    for (file, format, accumulate) in OUTPUTS {
+        let scrape = DirCollector::with_options(dir.path(), CollectOptions { accumulate })
+            .collect()
+            .unwrap();
+        assert_eq!(scrape.problems().count(), 0, "{:?}", scrape.warnings);
+        let want = python[file].as_str().unwrap();
+        let got = scrape.encode(format);
+        if std::env::var_os("MULTIPROM_DIFF_SHOW").is_some() {
+            eprintln!("{file}:\n{got}");
+        }
+        if let Some(report) = first_difference(want, &got) {
+            panic!("{file}: hand-written keys merge differently from Python: {report}");
+        }
+    }
+}

@@ -1,6 +1,7 @@
 """Randomized differential test, Python side (tests/integration/collector_diff.rs).
 
 usage: collector_diff.py BASE FIRST_SEED COUNT
+       collector_diff.py --reference DIR   (prints the four outputs as JSON)
 
 For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
 
@@ -255,6 +256,13 @@ def generate(base, seed):
     for ident in scenario['dead']:
         mark_process_dead(ident, directory)
 
+    for name, output in reference_outputs(directory).items():
+        with open(os.path.join(ref, name), 'wb') as f:
+            f.write(output)
+
+
+def reference_outputs(directory):
+    """Python's four outputs for `directory`, files merged in name order."""
     files = sorted(glob.glob(os.path.join(directory, '*.db')))
 
     class Merged:
@@ -264,15 +272,18 @@ def generate(base, seed):
         def collect(self):
             return MultiProcessCollector.merge(files, accumulate=self.accumulate)
 
-    for name, encode, accumulate in [('prom.txt', generate_latest, True),
-                                     ('om.txt', generate_latest_om, True),
-                                     ('prom_noacc.txt', generate_latest, False),
-                                     ('om_noacc.txt', generate_latest_om, False)]:
-        with open(os.path.join(ref, name), 'wb') as f:
-            f.write(encode(Merged(accumulate)))
+    return {name: encode(Merged(accumulate))
+            for name, encode, accumulate in [('prom.txt', generate_latest, True),
+                                             ('om.txt', generate_latest_om, True),
+                                             ('prom_noacc.txt', generate_latest, False),
+                                             ('om_noacc.txt', generate_latest_om, False)]}
 
 
 def main():
+    if sys.argv[1] == '--reference':
+        outputs = reference_outputs(sys.argv[2])
+        json.dump({k: v.decode('utf-8') for k, v in outputs.items()}, sys.stdout)
+        return
     base, first, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     seeds = list(range(first, first + count))
     runners = []
@@ -298,4 +309,5 @@ def main():
 if __name__ == '__main__':
     start = time.time()
     main()
-    sys.stderr.write(f'collector_diff.py: {sys.argv[3]} seeds in {time.time() - start:.1f}s\n')
+    if sys.argv[1] != '--reference':
+        sys.stderr.write(f'collector_diff.py: {sys.argv[3]} seeds in {time.time() - start:.1f}s\n')
