@@ -323,6 +323,11 @@ fn read_f64(buf: &[u8], at: usize) -> f64 {
 
 /// Python's `float(str)`: surrounding whitespace allowed, `_` between digits,
 /// `inf`/`infinity`/`nan` in any case with an optional sign.
+///
+/// One known difference: Python also accepts non-ASCII decimal digits
+/// (`float('\u0661') == 1.0`); here they do not parse, so a histogram file
+/// with such an `le` is reported as bad instead of merged. No writer makes
+/// them (Python renders `le` with `floatToGoString`).
 pub(crate) fn parse_python_float(s: &str) -> Option<f64> {
     let s = s.trim_matches(|c: char| c.is_whitespace());
     if s.contains('_') {
