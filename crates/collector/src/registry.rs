@@ -20,9 +20,12 @@
 //!   `+Inf`. `le` is printed before the other labels, and `_count` right after
 //!   `_sum`, as that encoder does.
 //! * **No escaping.** It writes names, help and label values verbatim, so
-//!   this adapter escapes them first exactly as Python's OpenMetrics encoder
-//!   does: names with its `underscores` rule, help and label values with `\\`,
-//!   `\n` and `\"`. An empty label set prints no braces.
+//!   this adapter escapes them first as Python's OpenMetrics encoder does:
+//!   names with its `underscores` rule, help and label values with `\\`,
+//!   `\n` and `\"`. One exception: the crate derives sample names from the
+//!   family name, so a `:` stays in sample names (`ns:x_total`), where Python
+//!   turns it into `_` in sample lines only. An empty label set prints no
+//!   braces.
 //! * Samples whose name does not fit their family's type (for example a
 //!   counter entry not named `<family>_total`, only possible with hand-made
 //!   files) cannot be encoded and are left out and logged.
