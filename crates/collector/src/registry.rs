@@ -381,3 +381,81 @@ fn histogram_groups(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+
+    use super::RegistryCollector;
+
+    fn encoded(dir: &std::path::Path) -> String {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(RegistryCollector::new(dir)));
+        let mut text = String::new();
+        encode(&mut text, &registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn escapes_names_help_and_labels_and_leaves_out_what_it_cannot_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut counter = FileWriter::open(
+            dir.path(),
+            &FileName::new(MetricKind::Counter, "1").unwrap(),
+        )
+        .unwrap();
+        let help = "Line one\nline \"two\" \\";
+        counter
+            .slot(&encode_key(
+                "ns:x",
+                "ns:x_total",
+                [("a-b", "v\n\"\\")],
+                help,
+            ))
+            .unwrap()
+            .add(2.0);
+        // Not expressible by the crate: a counter sample not named _total.
+        counter
+            .slot(&encode_key("ns:x", "ns:x_created", [], help))
+            .unwrap()
+            .set(1.0);
+        let mut histogram = FileWriter::open(
+            dir.path(),
+            &FileName::new(MetricKind::Histogram, "1").unwrap(),
+        )
+        .unwrap();
+        for (labels, le, count) in [
+            ("ok", "1.0", 2.0),
+            ("ok", "+Inf", 1.0),
+            ("half", "1.0", 0.5),
+        ] {
+            let key = |sample: &str, le: Option<&str>| {
+                let mut pairs = vec![("set", labels)];
+                pairs.extend(le.map(|le| ("le", le)));
+                encode_key("h", sample, pairs, "H.")
+            };
+            histogram.slot(&key("h_sum", None)).unwrap().set(1.5);
+            histogram
+                .slot(&key("h_bucket", Some(le)))
+                .unwrap()
+                .set(count);
+        }
+        assert_eq!(
+            encoded(dir.path()),
+            "# HELP ns:x Line one\\nline \\\"two\\\" \\\\\n\
+             # TYPE ns:x counter\n\
+             ns:x_total{a_b=\"v\\n\\\"\\\\\"} 2.0\n\
+             # HELP h H.\n\
+             # TYPE h histogram\n\
+             h_sum{set=\"ok\"} 1.5\n\
+             h_count{set=\"ok\"} 3\n\
+             h_bucket{le=\"1.0\",set=\"ok\"} 2\n\
+             h_bucket{le=\"+Inf\",set=\"ok\"} 3\n\
+             # EOF\n"
+        );
+    }
+}
