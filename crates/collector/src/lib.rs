@@ -10,6 +10,11 @@
 //! order; see `docs/merge.md`). Unlike Python, a bad file never fails the
 //! collection: it is skipped and reported in [`Scrape::warnings`] once per
 //! state, with path, byte offset and reason.
+//!
+//! * [`DirCollector`]: a directory, collected again and again (incrementally).
+//! * [`merge_files`]: given files, once (Python's `MultiProcessCollector.merge`).
+//! * [`RegistryCollector`]: a directory inside a Rust host's
+//!   `prometheus_client::registry::Registry`.
 
 mod collector;
 pub mod exposition;
