@@ -1,1 +1,727 @@
-//! Placeholder: filled in by its issue.
+//! `multiprom serve`: real HTTP round trips against the real binary on
+//! 127.0.0.1, with directories written by the real `prometheus_client`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+use serde_json::Value;
+
+use crate::harness::{multiprom, run_python, temp_dir};
+use crate::http_client::{get, gunzip, request};
+use crate::spawned_server::{Spawned, PATIENCE};
+
+pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// What Prometheus sends when it prefers OpenMetrics.
+pub const PROMETHEUS_ACCEPT: &str =
+    "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
+
+/// The self-metric families, in output order (text 0.0.4 names).
+const SELF_FAMILIES: [&str; 7] = [
+    "multiprom_scrape_duration_seconds",
+    "multiprom_scrape_files",
+    "multiprom_scrape_read_bytes",
+    "multiprom_scrape_series",
+    "multiprom_scrapes_total",
+    "multiprom_reaped_files_total",
+    "multiprom_build_info",
+];
+
+/// A directory written by three real Python worker processes (now dead).
+pub fn fixture() -> tempfile::TempDir {
+    let dir = temp_dir();
+    run_python(
+        "serve_fixture.py",
+        &[],
+        &[("PROMETHEUS_MULTIPROC_DIR", dir.path())],
+    );
+    dir
+}
+
+/// Starts `multiprom serve --dir DIR --listen 127.0.0.1:0 EXTRA...`.
+pub fn serve(dir: &Path, extra: &[&str]) -> (Spawned, SocketAddr) {
+    let mut cmd = multiprom();
+    cmd.arg("serve")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra);
+    let mut server = Spawned::start(cmd);
+    let addr = server.address();
+    (server, addr)
+}
+
+/// Splits an exposition into families (each starts at `# HELP`); `# EOF` is
+/// dropped.
+pub fn split_families(text: &str) -> Vec<String> {
+    let mut families: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if line == "# EOF" {
+            continue;
+        }
+        if line.starts_with("# HELP ") || families.is_empty() {
+            families.push(String::new());
+        }
+        let family = families.last_mut().unwrap();
+        family.push_str(line);
+        family.push('\n');
+    }
+    families
+}
+
+fn family_name(block: &str) -> &str {
+    block
+        .strip_prefix("# HELP ")
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or("")
+}
+
+/// (worker families, self-metric families) of an exposition.
+pub fn partition_self(text: &str) -> (Vec<String>, Vec<String>) {
+    split_families(text)
+        .into_iter()
+        .partition(|f| !family_name(f).starts_with("multiprom_"))
+}
+
+/// Python's parser's view of `body`: `[[name, type, [[sample, labels, value]...]]...]`.
+pub fn python_parse(body: &str, format: &str) -> Value {
+    let dir = temp_dir();
+    let file = dir.path().join("exposition.txt");
+    std::fs::write(&file, body).unwrap();
+    let out = run_python("serve_parse.py", &[file.to_str().unwrap(), format], &[]);
+    serde_json::from_slice(&out).unwrap()
+}
+
+/// The value of the sample `name` with `labels` in a parsed exposition.
+pub fn sample_value(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    parsed.as_array()?.iter().find_map(|family| {
+        family[2].as_array()?.iter().find_map(|s| {
+            let matches = s[0] == name
+                && s[1].as_object().is_some_and(|l| {
+                    l.len() == labels.len()
+                        && labels
+                            .iter()
+                            .all(|(k, v)| l.get(*k) == Some(&Value::from(*v)))
+                });
+            matches.then(|| s[2].as_f64()).flatten()
+        })
+    })
+}
+
+fn db_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".db"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn python_exposition(dir: &Path, format: &str) -> String {
+    String::from_utf8(run_python(
+        "serve_python_exposition.py",
+        &[dir.to_str().unwrap(), format],
+        &[],
+    ))
+    .unwrap()
+}
+
+#[test]
+fn metrics_equal_python_in_both_formats_and_parse() {
+    let dir = fixture();
+    let files = db_files(dir.path()).len();
+    assert_eq!(files, 3 * 13, "fixture: 3 workers x 13 files");
+    let (_server, addr) = serve(dir.path(), &[]);
+    let cases = [
+        ("text", None, PROMETHEUS_CONTENT_TYPE),
+        (
+            "openmetrics",
+            Some(PROMETHEUS_ACCEPT),
+            OPENMETRICS_CONTENT_TYPE,
+        ),
+    ];
+    for (format, accept, content_type) in cases {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        let response = get(addr, "/metrics", &headers);
+        assert_eq!(response.status, 200, "{format}");
+        assert_eq!(response.header("content-type"), Some(content_type));
+        let body = response.text();
+        let python = python_exposition(dir.path(), format);
+
+        // Family by family first (readable failures), then byte for byte.
+        let (workers, own) = partition_self(&body);
+        let theirs = split_families(&python);
+        assert_eq!(workers.len(), 14, "{format}: 14 worker families");
+        assert_eq!(workers.len(), theirs.len(), "{format}");
+        for (ours, theirs) in workers.iter().zip(&theirs) {
+            assert_eq!(ours, theirs, "{format}: family differs from Python's");
+        }
+        let python_body = python.strip_suffix("# EOF\n").unwrap_or(&python);
+        assert!(
+            body.starts_with(python_body),
+            "{format}: not a byte-exact prefix"
+        );
+
+        // Self-metrics after the workers', one # EOF at the very end.
+        let own_names: Vec<&str> = own.iter().map(|f| family_name(f)).collect();
+        let expected_names: Vec<String> = SELF_FAMILIES
+            .iter()
+            .map(|n| match format {
+                "text" => (*n).to_owned(),
+                _ => n
+                    .trim_end_matches("_total")
+                    .trim_end_matches("_info")
+                    .to_owned(),
+            })
+            .collect();
+        assert_eq!(own_names, expected_names, "{format}");
+        if format == "openmetrics" {
+            assert!(body.ends_with("\n# EOF\n"), "{format}");
+            assert_eq!(body.matches("# EOF").count(), 1, "{format}");
+        } else {
+            assert!(!body.contains("# EOF"), "{format}");
+            assert!(!body.contains("# UNIT"), "{format}");
+        }
+
+        // The whole output parses with Python's own parser for the format.
+        let parsed = python_parse(&body, format);
+        let families = parsed.as_array().unwrap();
+        assert_eq!(families.len(), 14 + SELF_FAMILIES.len(), "{format}");
+        assert_eq!(
+            sample_value(&parsed, "multiprom_scrape_files", &[("state", "ok")]),
+            Some(files as f64),
+            "{format}"
+        );
+        assert_eq!(
+            sample_value(&parsed, "multiprom_scrape_files", &[("state", "bad")]),
+            Some(0.0)
+        );
+        // Every worker sample line: 2 counter, 26 gauge, 12 histogram,
+        // 2 summary, 1 unicode counter.
+        let worker_samples: usize = workers
+            .iter()
+            .map(|f| f.lines().filter(|l| !l.starts_with('#')).count())
+            .sum();
+        assert_eq!(worker_samples, 43, "{format}");
+        assert_eq!(
+            sample_value(&parsed, "multiprom_scrape_series", &[]),
+            Some(43.0),
+            "{format}"
+        );
+        assert!(
+            sample_value(&parsed, "multiprom_scrape_read_bytes", &[]).is_some_and(|v| v > 0.0),
+            "{format}"
+        );
+        assert!(
+            sample_value(&parsed, "multiprom_scrape_duration_seconds", &[])
+                .is_some_and(|v| v >= 0.0),
+            "{format}"
+        );
+        assert!(
+            sample_value(&parsed, "multiprom_scrapes_total", &[("result", "ok")])
+                .is_some_and(|v| v >= 1.0)
+        );
+        assert_eq!(
+            sample_value(&parsed, "multiprom_reaped_files_total", &[]),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample_value(
+                &parsed,
+                "multiprom_build_info",
+                &[("version", env!("CARGO_PKG_VERSION"))]
+            ),
+            Some(1.0)
+        );
+    }
+}
+
+#[test]
+fn gzip_head_405_404_and_406() {
+    let dir = fixture();
+    let (_server, addr) = serve(dir.path(), &[]);
+    let plain = get(addr, "/metrics", &[]);
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-encoding"), None);
+    assert_eq!(plain.header("vary"), Some("Accept, Accept-Encoding"));
+    let (workers, _) = partition_self(&plain.text());
+
+    for (accept, encoding, content_type) in [
+        (None, "gzip", PROMETHEUS_CONTENT_TYPE),
+        (
+            Some(PROMETHEUS_ACCEPT),
+            "deflate, gzip;q=0.5",
+            OPENMETRICS_CONTENT_TYPE,
+        ),
+        (None, "*", PROMETHEUS_CONTENT_TYPE),
+    ] {
+        let mut headers = vec![("Accept-Encoding", encoding)];
+        headers.extend(accept.map(|a| ("Accept", a)));
+        let zipped = get(addr, "/metrics", &headers);
+        assert_eq!(zipped.status, 200);
+        assert_eq!(
+            zipped.header("content-encoding"),
+            Some("gzip"),
+            "{encoding}"
+        );
+        assert_eq!(zipped.header("content-type"), Some(content_type));
+        let text = gunzip(&zipped.body);
+        if content_type == PROMETHEUS_CONTENT_TYPE {
+            assert_eq!(partition_self(&text).0, workers);
+        } else {
+            assert!(text.ends_with("# EOF\n"));
+        }
+    }
+    for refused in ["gzip;q=0", "gzip;q=0, *", "identity", "br"] {
+        let response = get(addr, "/metrics", &[("Accept-Encoding", refused)]);
+        assert_eq!(response.status, 200);
+        assert_eq!(response.header("content-encoding"), None, "{refused}");
+        assert_eq!(partition_self(&response.text()).0, workers);
+    }
+
+    // Text preferred by q-value, OpenMetrics refused with q=0.
+    for accept in [
+        "application/openmetrics-text;version=1.0.0;q=0.2,text/plain;version=0.0.4;q=0.9",
+        "application/openmetrics-text;q=0, */*",
+    ] {
+        let response = get(addr, "/metrics", &[("Accept", accept)]);
+        assert_eq!(
+            response.header("content-type"),
+            Some(PROMETHEUS_CONTENT_TYPE),
+            "{accept}"
+        );
+    }
+    let refused = get(
+        addr,
+        "/metrics",
+        &[("Accept", "text/plain;q=0, application/openmetrics-text;q=0")],
+    );
+    assert_eq!(refused.status, 406);
+
+    // HEAD: the headers of GET, no body (the client checks there is none).
+    let head = request(addr, "HEAD", "/metrics", &[]);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some(PROMETHEUS_CONTENT_TYPE));
+    let length: usize = head.header("content-length").unwrap().parse().unwrap();
+    assert!(length > 1000, "{length}");
+    let head_page = request(addr, "HEAD", "/", &[]);
+    assert_eq!(head_page.status, 200);
+    assert_eq!(
+        head_page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+
+    for (method, path) in [
+        ("POST", "/metrics"),
+        ("PUT", "/metrics"),
+        ("DELETE", "/"),
+        ("PATCH", "/"),
+    ] {
+        let response = request(addr, method, path, &[("Content-Length", "0")]);
+        assert_eq!(response.status, 405, "{method} {path}");
+        let allow = response.header("allow").unwrap_or_default();
+        assert!(allow.contains("GET") && allow.contains("HEAD"), "{allow}");
+    }
+    for path in ["/nope", "/metrics/extra", "/metricsx", "/index.html"] {
+        let response = get(addr, path, &[]);
+        assert_eq!(response.status, 404, "{path}");
+        assert!(response.text().contains("/metrics"));
+    }
+}
+
+#[test]
+fn status_page_shows_every_file_escaped() {
+    let dir = fixture();
+    std::fs::write(dir.path().join("counter_99.db"), b"").unwrap();
+    // A valid file whose (custom) id needs escaping.
+    let gauge = db_files(dir.path())
+        .into_iter()
+        .find(|n| n.starts_with("gauge_all_"))
+        .unwrap();
+    std::fs::copy(
+        dir.path().join(&gauge),
+        dir.path().join("gauge_all_<b>&x\".db"),
+    )
+    .unwrap();
+    let (_server, addr) = serve(dir.path(), &[]);
+    let page = get(addr, "/", &[]);
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    let html = page.text();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("<a href=\"/metrics\">/metrics</a>"));
+    assert!(!html.contains("src=") && !html.contains("<script") && !html.contains("<link"));
+    assert_eq!(
+        html.matches("<tr class=").count(),
+        db_files(dir.path()).len()
+    );
+    assert!(html.contains("&lt;b&gt;&amp;x&quot;"), "{html}");
+    assert!(!html.contains("<b>&x"), "{html}");
+    let bad_row = html
+        .lines()
+        .find(|l| l.contains("counter_99.db"))
+        .expect("row of the bad file");
+    assert!(bad_row.starts_with("<tr class=\"bad\">"), "{bad_row}");
+    assert!(bad_row.contains("offset 0: 0-byte file"), "{bad_row}");
+    let livesum_row = html.lines().find(|l| l.contains("gauge_livesum_")).unwrap();
+    // type, gauge mode, pid, process state (the fixture's workers exited).
+    assert!(
+        livesum_row.contains("<td>gauge</td><td>livesum</td>"),
+        "{livesum_row}"
+    );
+    assert!(livesum_row.contains("<td>dead</td>"), "{livesum_row}");
+    assert!(html.contains(&format!(
+        "{} files: {} ok, 1 bad",
+        db_files(dir.path()).len(),
+        db_files(dir.path()).len() - 1
+    )));
+}
+
+/// Waits until `path` exists.
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + PATIENCE;
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn gate_paths(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("gate"), dir.join("gate.waiting"))
+}
+
+#[test]
+fn overload_answers_503_and_recovers() {
+    let dir = fixture();
+    let control = temp_dir();
+    let (gate, waiting) = gate_paths(control.path());
+    std::fs::write(&gate, b"").unwrap();
+    let (_server, addr) = serve(
+        dir.path(),
+        &[
+            "--max-concurrent-scrapes",
+            "1",
+            "--scrape-queue-wait",
+            "100ms",
+            "--test-scrape-gate",
+            gate.to_str().unwrap(),
+        ],
+    );
+    // The first scrape takes the only slot and waits at the gate...
+    let first = std::thread::spawn(move || get(addr, "/metrics", &[]));
+    wait_for_file(&waiting);
+    // ...so the next one waits 100 ms for a slot and gets 503.
+    let busy = get(addr, "/metrics", &[]);
+    assert_eq!(busy.status, 503);
+    assert_eq!(busy.header("retry-after"), Some("1"));
+    assert!(
+        busy.text().contains("too many scrapes at once (limit 1)"),
+        "{}",
+        busy.text()
+    );
+    let busy_page = get(addr, "/", &[]);
+    assert_eq!(busy_page.status, 503);
+    std::fs::remove_file(&gate).unwrap();
+    let first = first.join().unwrap();
+    assert_eq!(first.status, 200);
+    let after = get(addr, "/metrics", &[]).text();
+    assert!(
+        after.contains("multiprom_scrapes_total{result=\"busy\"} 1\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains("multiprom_scrapes_total{result=\"ok\"} 2\n"),
+        "{after}"
+    );
+}
+
+#[test]
+fn overrunning_scrape_answers_503_and_recovers() {
+    let dir = fixture();
+    let control = temp_dir();
+    let (gate, waiting) = gate_paths(control.path());
+    std::fs::write(&gate, b"").unwrap();
+    let (mut server, addr) = serve(
+        dir.path(),
+        &[
+            "--scrape-timeout",
+            "200ms",
+            "--test-scrape-gate",
+            gate.to_str().unwrap(),
+        ],
+    );
+    let timed_out = get(addr, "/metrics", &[]);
+    assert_eq!(timed_out.status, 503);
+    assert!(
+        timed_out.text().contains("scrape timed out after 200ms"),
+        "{}",
+        timed_out.text()
+    );
+    assert!(waiting.exists(), "the scrape is still held at the gate");
+    std::fs::remove_file(&gate).unwrap();
+    let after = get(addr, "/metrics", &[]);
+    assert_eq!(after.status, 200);
+    assert!(after
+        .text()
+        .contains("multiprom_scrapes_total{result=\"timeout\"} 1\n"));
+    server.wait_for_stderr("answering 503: scrape timed out");
+}
+
+#[test]
+fn stalled_client_does_not_block_others_and_is_cut_off() {
+    let dir = fixture();
+    let (_server, addr) = serve(dir.path(), &["--header-read-timeout", "300ms"]);
+    // Half a request, then silence (slowloris).
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .unwrap();
+    let mut idle = TcpStream::connect(addr).unwrap();
+    // Others are served meanwhile.
+    for _ in 0..3 {
+        assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    }
+    // The server closes both connections (after the header timeout) instead
+    // of waiting forever; our read gives up only after PATIENCE.
+    for stream in [&mut stalled, &mut idle] {
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        let mut rest = Vec::new();
+        match stream.read_to_end(&mut rest) {
+            Ok(_) => {}
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+        }
+    }
+}
+
+fn zombie_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].chars().next()
+}
+
+#[test]
+fn reap_dead_removes_live_gauges_of_dead_and_zombie_pids_only() {
+    let dir = fixture();
+    let names = db_files(dir.path());
+    let livesum = names
+        .iter()
+        .find(|n| n.starts_with("gauge_livesum_"))
+        .unwrap();
+    let counter = names.iter().find(|n| n.starts_with("counter_")).unwrap();
+    // A live process and a zombie (exited, not waited for yet).
+    let mut live = Command::new("sleep").arg("120").spawn().unwrap();
+    let mut zombie = Command::new("true").spawn().unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while zombie_state(zombie.id()) != Some('Z') {
+        assert!(Instant::now() < deadline, "child never became a zombie");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for pid in [live.id(), zombie.id()] {
+        std::fs::copy(
+            dir.path().join(livesum),
+            dir.path().join(format!("gauge_livesum_{pid}.db")),
+        )
+        .unwrap();
+        std::fs::copy(
+            dir.path().join(counter),
+            dir.path().join(format!("counter_{pid}.db")),
+        )
+        .unwrap();
+    }
+    let before = db_files(dir.path());
+
+    // Without --reap-dead nothing is removed.
+    let (mut server, addr) = serve(dir.path(), &[]);
+    assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    assert_eq!(db_files(dir.path()), before);
+    server.signal(Signal::TERM);
+    server.wait();
+
+    let (mut server, addr) = serve(dir.path(), &["--reap-dead"]);
+    let body = get(addr, "/metrics", &[]).text();
+    let expected: Vec<String> = before
+        .iter()
+        .filter(|name| {
+            let live_gauge = name.starts_with("gauge_live");
+            let keeps = name.ends_with(&format!("_{}.db", live.id()));
+            !live_gauge || keeps
+        })
+        .cloned()
+        .collect();
+    assert_eq!(db_files(dir.path()), expected);
+    // 3 dead workers x 5 live modes, plus the zombie's file.
+    assert!(body.contains("multiprom_reaped_files_total 16\n"), "{body}");
+    // Only the live process's share of the live gauges is left: the output
+    // equals Python's on the reaped directory.
+    let (workers, _) = partition_self(&body);
+    assert_eq!(
+        workers,
+        split_families(&python_exposition(dir.path(), "text"))
+    );
+    assert!(workers.iter().any(|f| f.contains("# HELP g_livesum ")));
+    let stderr = server.wait_for_stderr(&format!("process {} is gone", zombie.id()));
+    assert!(!stderr.contains(&format!("process {} is gone", live.id())));
+    live.kill().unwrap();
+    live.wait().unwrap();
+    zombie.wait().unwrap();
+}
+
+#[test]
+fn startup_errors_are_one_line_and_exit_2() {
+    let dir = temp_dir();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_addr = taken.local_addr().unwrap().to_string();
+    let missing = dir.path().join("missing");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--dir".into(), missing.to_str().unwrap().into()],
+            "no such directory",
+        ),
+        (
+            vec![
+                "--dir".into(),
+                dir.path().to_str().unwrap().into(),
+                "--listen".into(),
+                "nonsense".into(),
+            ],
+            "invalid --listen address \"nonsense\"",
+        ),
+        (
+            vec![
+                "--dir".into(),
+                dir.path().to_str().unwrap().into(),
+                "--listen".into(),
+                "127.0.0.1:70000".into(),
+            ],
+            "invalid --listen address",
+        ),
+        (
+            vec![
+                "--dir".into(),
+                dir.path().to_str().unwrap().into(),
+                "--listen".into(),
+                taken_addr.clone(),
+            ],
+            "address already in use",
+        ),
+        (
+            vec![],
+            "no directory: pass --dir DIR or set PROMETHEUS_MULTIPROC_DIR",
+        ),
+    ];
+    for (args, message) in cases {
+        let out = multiprom().arg("serve").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_lowercase();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("multiprom serve: "), "{stderr}");
+        assert!(
+            stderr.contains(&message.to_lowercase()),
+            "{args:?}: {stderr}"
+        );
+    }
+    drop(taken);
+}
+
+#[test]
+fn sigint_and_sigterm_shut_down_gracefully_with_exit_0() {
+    let dir = fixture();
+    for (signal, name) in [(Signal::TERM, "SIGTERM"), (Signal::INT, "SIGINT")] {
+        let (mut server, addr) = serve(dir.path(), &[]);
+        assert_eq!(get(addr, "/metrics", &[]).status, 200);
+        server.signal(signal);
+        let (status, stderr) = server.wait();
+        assert_eq!(status.code(), Some(0), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{name}: shutting down")),
+            "{stderr}"
+        );
+        assert!(
+            TcpStream::connect(addr).is_err(),
+            "still listening after {name}"
+        );
+    }
+}
+
+#[test]
+fn listens_on_ipv6_loopback_when_the_machine_has_it() {
+    let dir = fixture();
+    let ipv6 = TcpListener::bind("[::1]:0").is_ok();
+    let mut cmd = multiprom();
+    cmd.arg("serve")
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["--listen", "[::1]:0"]);
+    if ipv6 {
+        let mut server = Spawned::start(cmd);
+        let addr = server.address();
+        assert!(addr.is_ipv6(), "{addr}");
+        assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    } else {
+        // No IPv6 here: the failure must still be one clear line and exit 2.
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on [::1]:0"));
+    }
+}
+
+#[test]
+fn rust_log_filters_and_each_warning_is_logged_once() {
+    let dir = fixture();
+    std::fs::write(dir.path().join("counter_99.db"), b"").unwrap();
+    // Find a free port, then let multiprom take it (RUST_LOG=warn hides the
+    // start line that would tell us a port-0 address).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = multiprom();
+    cmd.env("RUST_LOG", "warn")
+        .arg("serve")
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["--listen", &addr.to_string()]);
+    let mut server = Spawned::start(cmd);
+    let deadline = Instant::now() + PATIENCE;
+    while TcpStream::connect(addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "never listened: {}",
+            server.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for _ in 0..3 {
+        assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    }
+    server.signal(Signal::TERM);
+    let (status, stderr) = server.wait();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(
+        stderr
+            .matches("counter_99.db: offset 0: 0-byte file")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(" INFO "),
+        "RUST_LOG=warn ignored: {stderr}"
+    );
+}

@@ -1,0 +1,132 @@
+//! A running `multiprom serve` / `multiprom run` under test: its stderr is
+//! collected by a thread, the address comes from its start line (so tests
+//! can listen on port 0), and it is killed if a test fails half-way.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rustix::process::{kill_process, Pid, Signal};
+
+/// How long tests wait for anything a server should do promptly (generous:
+/// a loaded CI machine is slow, but a hang must still end).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A spawned multiprom process.
+pub struct Spawned {
+    child: Option<Child>,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spawned {
+    /// Spawns `cmd` with stderr captured (stdout inherited unless set).
+    pub fn start(mut cmd: Command) -> Spawned {
+        cmd.stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn multiprom");
+        let pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                let mut text = sink.lock().unwrap();
+                text.push_str(&line);
+                text.push('\n');
+            }
+        });
+        Spawned {
+            child: Some(child),
+            stderr,
+            reader: Some(reader),
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Everything written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr contains `needle`; panics after [`PATIENCE`] or if
+    /// the process exits first.
+    pub fn wait_for_stderr(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let text = self.stderr();
+            if text.contains(needle) {
+                return text;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                // Give the reader a moment to drain what is left.
+                std::thread::sleep(Duration::from_millis(100));
+                let text = self.stderr();
+                if text.contains(needle) {
+                    return text;
+                }
+                panic!("multiprom exited ({status}) before printing {needle:?}; stderr:\n{text}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {needle:?} on stderr after {PATIENCE:?}; stderr:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// The address from the start line `... at http://ADDR/metrics ...`.
+    pub fn address(&mut self) -> SocketAddr {
+        let text = self.wait_for_stderr("/metrics");
+        let start = text.find("http://").expect("URL in start line") + "http://".len();
+        let end = start + text[start..].find("/metrics").unwrap();
+        text[start..end]
+            .parse()
+            .expect("socket address in start line")
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: Signal) {
+        let pid = Pid::from_raw(self.pid() as i32).unwrap();
+        kill_process(pid, signal).expect("send signal");
+    }
+
+    /// Waits for the process to exit (panics after [`PATIENCE`]); returns its
+    /// status and its whole stderr.
+    pub fn wait(&mut self) -> (ExitStatus, String) {
+        let child = self.child.as_mut().unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "multiprom did not exit within {PATIENCE:?}; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        self.child = None;
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status, self.stderr())
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
