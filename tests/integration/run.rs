@@ -1,1 +1,255 @@
-//! Placeholder: filled in by its issue.
+//! `multiprom run` around real processes: a forking Python launcher using
+//! the real `prometheus_client`, signal forwarding, exit statuses, and the
+//! metrics directory's life cycle.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::harness::{multiprom, python, python_script, temp_dir};
+use crate::http_client::get;
+use crate::serve::{python_parse, sample_value};
+use crate::spawned_server::{Spawned, PATIENCE};
+
+/// `multiprom run --listen 127.0.0.1:0 EXTRA... -- COMMAND...`.
+fn run_cmd(extra: &[&str], command: &[&std::ffi::OsStr]) -> Command {
+    let mut cmd = multiprom();
+    cmd.arg("run")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .arg("--")
+        .args(command);
+    cmd
+}
+
+fn python_cmd(script: &str, args: &[&Path]) -> Vec<std::ffi::OsString> {
+    let mut command = vec![
+        python().as_os_str().to_owned(),
+        python_script(script).into_os_string(),
+    ];
+    command.extend(args.iter().map(|a| a.as_os_str().to_owned()));
+    command
+}
+
+fn wait_for_file(path: &Path) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn scrape(addr: SocketAddr) -> serde_json::Value {
+    let response = get(addr, "/metrics", &[]);
+    assert_eq!(response.status, 200);
+    python_parse(&response.text(), "text")
+}
+
+#[test]
+fn forking_workers_are_merged_dead_ones_reaped_and_the_dir_removed() {
+    let control = temp_dir();
+    let command = python_cmd("run_workers.py", &[control.path(), Path::new("3")]);
+    let command: Vec<&std::ffi::OsStr> = command.iter().map(|s| s.as_os_str()).collect();
+    let mut run = Spawned::start(run_cmd(&[], &command));
+    let addr = run.address();
+    let pids: Vec<u32> = wait_for_file(&control.path().join("ready"))
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let env = wait_for_file(&control.path().join("env"));
+    let (dir, mode) = env.split_once('\n').unwrap();
+    let dir = PathBuf::from(dir);
+    assert_eq!(mode, "700", "private directory");
+    assert!(dir.starts_with(std::env::temp_dir()), "{}", dir.display());
+
+    // Counts from all workers (multiprom's grandchildren).
+    let parsed = scrape(addr);
+    assert_eq!(sample_value(&parsed, "jobs_total", &[]), Some(6.0));
+    assert_eq!(sample_value(&parsed, "busy_workers", &[]), Some(3.0));
+
+    // A worker dies (and stays a zombie): its livesum share goes, its
+    // counter stays.
+    std::fs::write(control.path().join("kill-one"), b"").unwrap();
+    let killed: u32 = wait_for_file(&control.path().join("killed"))
+        .parse()
+        .unwrap();
+    assert_eq!(killed, pids[0]);
+    let parsed = scrape(addr);
+    assert_eq!(sample_value(&parsed, "jobs_total", &[]), Some(6.0));
+    assert_eq!(sample_value(&parsed, "busy_workers", &[]), Some(2.0));
+    assert!(!dir.join(format!("gauge_livesum_{killed}.db")).exists());
+    assert!(dir.join(format!("counter_{killed}.db")).exists());
+    run.wait_for_stderr(&format!("process {killed} is gone"));
+
+    std::fs::write(control.path().join("finish"), b"").unwrap();
+    let (status, stderr) = run.wait();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}
+
+#[test]
+fn exit_status_is_the_commands_or_128_plus_signal() {
+    let py = python().as_os_str();
+    let cases: [(&[&str], i32); 3] = [
+        (&["-c", "import sys; sys.exit(7)"], 7),
+        (&["-c", "pass"], 0),
+        (
+            &[
+                "-c",
+                "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+            ],
+            128 + 9,
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut command = vec![py];
+        command.extend(args.iter().map(std::ffi::OsStr::new));
+        let out = run_cmd(&[], &command).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn commands_that_cannot_start_exit_127_or_126() {
+    let dir = temp_dir();
+    let not_executable = dir.path().join("script.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let missing = dir.path().join("no-such-program");
+    let cases: [(&std::ffi::OsStr, i32, &str); 4] = [
+        (
+            "multiprom-no-such-command".as_ref(),
+            127,
+            "command not found",
+        ),
+        (missing.as_os_str(), 127, "command not found"),
+        (not_executable.as_os_str(), 126, "cannot execute"),
+        (dir.path().as_os_str(), 126, "cannot execute"),
+    ];
+    for (program, code, message) in cases {
+        let out = run_cmd(&[], &[program]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{program:?}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("multiprom run: "))
+            .unwrap_or_else(|| panic!("no error line: {stderr}"));
+        assert!(line.contains(&*program.to_string_lossy()), "{line}");
+        assert!(line.contains(message), "{line}");
+    }
+}
+
+#[test]
+fn signals_are_passed_on_to_the_command() {
+    for (signal, name, number) in [
+        (Signal::INT, "SIGINT", 2),
+        (Signal::TERM, "SIGTERM", 15),
+        (Signal::HUP, "SIGHUP", 1),
+        (Signal::QUIT, "SIGQUIT", 3),
+    ] {
+        let control = temp_dir();
+        let command = python_cmd("run_signals.py", &[control.path()]);
+        let command: Vec<&std::ffi::OsStr> = command.iter().map(|s| s.as_os_str()).collect();
+        let mut run = Spawned::start(run_cmd(&[], &command));
+        wait_for_file(&control.path().join("ready"));
+        run.signal(signal);
+        let (status, stderr) = run.wait();
+        assert_eq!(status.code(), Some(10 + number), "{name}: {stderr}");
+        assert_eq!(wait_for_file(&control.path().join("got")), name);
+    }
+    // A command that does not handle the signal dies of it: 128 + 15.
+    let mut run = Spawned::start(run_cmd(&[], &["sleep".as_ref(), "120".as_ref()]));
+    run.wait_for_stderr("started sleep");
+    run.signal(Signal::TERM);
+    let (status, stderr) = run.wait();
+    assert_eq!(status.code(), Some(128 + 15), "{stderr}");
+}
+
+#[test]
+fn given_dir_is_created_and_stale_files_removed_unless_kept() {
+    let base = temp_dir();
+    let dir = base.path().join("created/by/run");
+    let list = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "ls \"$PROMETHEUS_MULTIPROC_DIR\"".as_ref(),
+    ];
+    let flag = ["--dir", dir.to_str().unwrap()];
+    let out = run_cmd(&flag, &list).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(dir.is_dir());
+
+    for name in ["counter_1.db", "gauge_livesum_2.db", "notes.txt"] {
+        std::fs::write(dir.join(name), b"x").unwrap();
+    }
+    std::fs::create_dir(dir.join("histogram_3.db")).unwrap();
+    let kept = run_cmd(&[flag[0], flag[1], "--keep-files"], &list)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&kept.stdout),
+        "counter_1.db\ngauge_livesum_2.db\nhistogram_3.db\nnotes.txt\n"
+    );
+    let cleaned = run_cmd(&flag, &list).output().unwrap();
+    let stderr = String::from_utf8_lossy(&cleaned.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "removed 2 stale *.db files from {}",
+            dir.display()
+        )),
+        "{stderr}"
+    );
+    // Only regular *.db files go; the directory keeps what it had otherwise,
+    // and with --dir nothing is removed at the end.
+    assert_eq!(
+        String::from_utf8_lossy(&cleaned.stdout),
+        "histogram_3.db\nnotes.txt\n"
+    );
+    assert!(dir.join("notes.txt").exists());
+
+    let out = multiprom()
+        .args(["run", "--keep-files", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "--keep-files needs --dir");
+}
+
+#[test]
+fn busy_port_exits_2_without_starting_the_command() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let control = temp_dir();
+    let marker = control.path().join("started");
+    let touch = format!("touch '{}'", marker.display());
+    let out = multiprom()
+        .args(["run", "--listen", &addr, "--", "sh", "-c", &touch])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("cannot listen on"), "{stderr}");
+    assert!(
+        !marker.exists(),
+        "the command ran although the port was busy"
+    );
+    drop(taken);
+}
