@@ -294,13 +294,13 @@ fn write_table(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
                     .key
                     .labels
                     .iter()
-                    .map(|(k, v)| format!("{}=\"{}\"", printable(k), printable(v)))
+                    .map(|(k, v)| format!("{}=\"{}\"", printable(k), label_value(v)))
                     .collect::<Vec<_>>()
                     .join(",")
             };
             rows.push([
-                printable(&entry.key.family),
-                printable(&entry.key.sample),
+                visible(&entry.key.family),
+                visible(&entry.key.sample),
                 labels,
                 float_to_go_string(entry.value),
                 format_timestamp(entry.timestamp),
@@ -349,6 +349,25 @@ fn printable(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A name for the table: `""` when empty, so the column does not look blank.
+fn visible(name: &str) -> String {
+    if name.is_empty() {
+        "\"\"".to_owned()
+    } else {
+        printable(name)
+    }
+}
+
+/// A label value as the exposition formats escape it (`\\`, `\"`, `\n`),
+/// then made terminal-safe.
+fn label_value(value: &str) -> String {
+    let escaped = value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n");
+    printable(&escaped)
 }
 
 /// `-` for 0 (never set), else the time in UTC with milliseconds.
@@ -412,6 +431,8 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(printable("plain é"), "plain é");
         assert_eq!(printable("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+        assert_eq!(label_value("é\"\\\n\u{1b}"), "é\\\"\\\\\\n\\u{1b}");
+        assert_eq!(visible(""), "\"\"");
     }
 
     #[test]
