@@ -1,1 +1,156 @@
-//! Placeholder: filled in by its issue.
+//! `multiprom demo`: real worker processes, the endpoint, a worker restart
+//! with its live gauges reaped, and a clean stop.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::harness::{multiprom, temp_dir};
+use crate::http_client::get;
+use crate::spawned_server::{Spawned, PATIENCE};
+
+fn start_demo(stdout: &Path, extra: &[&str]) -> Spawned {
+    let mut cmd = multiprom();
+    cmd.args(["demo", "--workers", "2", "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::from(std::fs::File::create(stdout).unwrap()));
+    Spawned::start(cmd)
+}
+
+/// Polls `/metrics` until `pred` holds; returns that body.
+fn metrics_until(addr: std::net::SocketAddr, what: &str, pred: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let body = get(addr, "/metrics", &[]).text();
+        if pred(&body) {
+            return body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {what}; last body:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn worker_pids(body: &str) -> Vec<String> {
+    body.lines()
+        .filter(|l| l.starts_with("demo_worker_start_time_seconds{"))
+        .filter_map(|l| {
+            l.split("pid=\"")
+                .nth(1)?
+                .split('"')
+                .next()
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+#[test]
+fn demo_serves_restarts_a_worker_and_leaves_files_in_dir() {
+    let tmp = temp_dir();
+    let files = tmp.path().join("files");
+    let stdout = tmp.path().join("stdout.txt");
+    let mut demo = start_demo(
+        &stdout,
+        &["--restart-every", "1s", "--dir", files.to_str().unwrap()],
+    );
+    let addr = demo.address();
+
+    let body = metrics_until(addr, "finished requests from the workers", |b| {
+        b.lines()
+            .any(|l| l.starts_with("demo_requests_total{") && !l.ends_with(" 0.0"))
+    });
+    for family in [
+        "# TYPE demo_requests_total counter",
+        "# TYPE demo_generation_tokens_total counter",
+        "# TYPE demo_time_to_first_token_seconds histogram",
+        "# TYPE demo_e2e_request_latency_seconds histogram",
+        "# TYPE demo_requests_running gauge",
+        "# TYPE demo_requests_waiting gauge",
+        "# TYPE demo_kv_cache_usage_ratio gauge",
+        "# TYPE demo_last_request_timestamp_seconds gauge",
+        "# TYPE multiprom_scrape_duration_seconds",
+    ] {
+        assert!(body.contains(family), "missing {family:?} in:\n{body}");
+    }
+    let printed = std::fs::read_to_string(&stdout).unwrap();
+    assert!(
+        printed.contains(&format!("curl -s http://{addr}/metrics")),
+        "{printed}"
+    );
+
+    // A restart: the old worker's live gauges are reaped, its counters stay.
+    let log = demo.wait_for_stderr("restarted worker");
+    let line = log
+        .lines()
+        .find(|l| l.contains("restarted worker"))
+        .unwrap();
+    let old_pid = line
+        .split("(pid ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + PATIENCE;
+    while files.join(format!("gauge_livesum_{old_pid}.db")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "live gauge of dead worker {old_pid} never reaped"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        files.join(format!("counter_{old_pid}.db")).exists(),
+        "counters of dead workers must stay"
+    );
+    let body = metrics_until(addr, "the dead worker gone from liveall", |b| {
+        !worker_pids(b).contains(&old_pid) && worker_pids(b).len() == 2
+    });
+    assert_eq!(worker_pids(&body).len(), 2, "{body}");
+
+    demo.signal(Signal::INT);
+    let (status, stderr) = demo.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let printed = std::fs::read_to_string(&stdout).unwrap();
+    assert!(printed.contains("files left in"), "{printed}");
+    assert!(files.join(format!("counter_{old_pid}.db")).exists());
+}
+
+#[test]
+fn demo_without_dir_removes_its_temporary_dir() {
+    let tmp = temp_dir();
+    let stdout = tmp.path().join("stdout.txt");
+    let mut demo = start_demo(&stdout, &["--restart-every", "0s"]);
+    let addr = demo.address();
+    metrics_until(addr, "worker series", |b| {
+        b.contains("demo_requests_running{")
+    });
+    let printed = std::fs::read_to_string(&stdout).unwrap();
+    let dir = printed
+        .split("workers writing to ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the directory is printed")
+        .to_owned();
+    assert!(Path::new(&dir).is_dir());
+    demo.signal(Signal::TERM);
+    let (status, stderr) = demo.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!Path::new(&dir).exists(), "{dir} left behind");
+}
+
+#[test]
+fn demo_refuses_zero_workers() {
+    let out = multiprom()
+        .args(["demo", "--workers", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod inspect;
 mod logging;
+mod metrics_dir;
 mod multiproc_dir;
 mod run;
 mod scrape;

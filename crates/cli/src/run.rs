@@ -9,7 +9,6 @@
 //! ours, so the pids in the file names are checked, not our children).
 
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
@@ -18,6 +17,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::logging;
+use crate::metrics_dir::MetricsDir;
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, EndpointArgs};
 
@@ -58,27 +58,10 @@ const NOT_FOUND: u8 = 127;
 /// Exit status of the shell for a command that cannot be executed.
 const CANNOT_EXECUTE: u8 = 126;
 
-/// The directory the command writes to.
-enum MetricsDir {
-    /// Ours: removed at the end.
-    Temporary(tempfile::TempDir),
-    /// The user's: left in place.
-    Given(PathBuf),
-}
-
-impl MetricsDir {
-    fn path(&self) -> &Path {
-        match self {
-            MetricsDir::Temporary(dir) => dir.path(),
-            MetricsDir::Given(dir) => dir,
-        }
-    }
-}
-
 /// Runs `multiprom run`.
 pub fn main(args: Args) -> ExitCode {
     logging::init();
-    let dir = match prepare_dir(args.dir.as_deref(), args.keep_files) {
+    let dir = match MetricsDir::prepare(args.dir.as_deref(), args.keep_files, "multiprom-run-") {
         Ok(dir) => dir,
         Err(err) => {
             eprintln!("multiprom run: {err}");
@@ -102,62 +85,10 @@ pub fn main(args: Args) -> ExitCode {
     let code = runtime.block_on(supervise(&args, dir.path(), listener));
     // Stop the blocking pool before removing the directory under it.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    if let MetricsDir::Temporary(temp) = dir {
-        let path = temp.path().to_path_buf();
-        if let Err(err) = temp.close() {
-            eprintln!("multiprom run: cannot remove {}: {err}", path.display());
-        }
+    if let Err(err) = dir.remove_if_temporary() {
+        eprintln!("multiprom run: {err}");
     }
     ExitCode::from(code)
-}
-
-/// Makes the directory: a private temporary one, or `--dir` (created if
-/// missing, stale `*.db` files removed unless `keep_files`).
-fn prepare_dir(dir: Option<&Path>, keep_files: bool) -> Result<MetricsDir, String> {
-    let Some(dir) = dir else {
-        let temp = tempfile::Builder::new()
-            .prefix("multiprom-run-")
-            .tempdir()
-            .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-        // tempfile already makes it 0700; say so explicitly, it is the point.
-        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("{}: {e}", temp.path().display()))?;
-        return Ok(MetricsDir::Temporary(temp));
-    };
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-    if !dir.is_dir() {
-        return Err(format!("{}: not a directory", dir.display()));
-    }
-    if !keep_files {
-        let stale = multiprom_collector::scan_dir(dir)
-            .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
-        let mut removed = 0usize;
-        for path in stale {
-            // Only regular files: a directory named x.db is not ours to delete.
-            let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-            if !is_file {
-                continue;
-            }
-            match std::fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => {
-                    return Err(format!(
-                        "cannot remove stale {}: {e} (pass --keep-files to keep it)",
-                        path.display()
-                    ))
-                }
-            }
-        }
-        if removed > 0 {
-            tracing::info!(
-                "removed {removed} stale *.db file{} from {} (left by an earlier run; --keep-files keeps them)",
-                if removed == 1 { "" } else { "s" },
-                dir.display()
-            );
-        }
-    }
-    Ok(MetricsDir::Given(dir.to_path_buf()))
 }
 
 /// Starts the command and the endpoint; returns the exit status to use.

@@ -1,0 +1,96 @@
+//! The multiprocess directory a launcher (`run`, `demo`) owns: a fresh
+//! private one that is removed at the end, or the user's, cleaned of stale
+//! files at start and left in place.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The directory the workers write to.
+pub enum MetricsDir {
+    /// Ours: removed at the end.
+    Temporary(tempfile::TempDir),
+    /// The user's: left in place.
+    Given(PathBuf),
+}
+
+impl MetricsDir {
+    /// A private temporary directory (mode 0700, named `<prefix>XXXXXX`), or
+    /// `dir`, created if missing, with stale `*.db` files removed unless
+    /// `keep_files`: files left by an earlier run make wrong metrics.
+    pub fn prepare(
+        dir: Option<&Path>,
+        keep_files: bool,
+        prefix: &str,
+    ) -> Result<MetricsDir, String> {
+        let Some(dir) = dir else {
+            let temp = tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir()
+                .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+            // tempfile already makes it 0700; say so explicitly, it is the point.
+            std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("{}: {e}", temp.path().display()))?;
+            return Ok(MetricsDir::Temporary(temp));
+        };
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        if !dir.is_dir() {
+            return Err(format!("{}: not a directory", dir.display()));
+        }
+        if !keep_files {
+            remove_stale_files(dir)?;
+        }
+        Ok(MetricsDir::Given(dir.to_path_buf()))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        match self {
+            MetricsDir::Temporary(dir) => dir.path(),
+            MetricsDir::Given(dir) => dir,
+        }
+    }
+
+    /// Removes the directory if it is ours; leaves a given one alone.
+    pub fn remove_if_temporary(self) -> Result<(), String> {
+        match self {
+            MetricsDir::Temporary(temp) => {
+                let path = temp.path().to_path_buf();
+                temp.close()
+                    .map_err(|e| format!("cannot remove {}: {e}", path.display()))
+            }
+            MetricsDir::Given(_) => Ok(()),
+        }
+    }
+}
+
+fn remove_stale_files(dir: &Path) -> Result<(), String> {
+    let stale = multiprom_collector::scan_dir(dir)
+        .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+    let mut removed = 0usize;
+    for path in stale {
+        // Only regular files: a directory named x.db is not ours to delete.
+        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if !is_file {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(format!(
+                    "cannot remove stale {}: {e} (pass --keep-files to keep it)",
+                    path.display()
+                ))
+            }
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            "removed {removed} stale *.db file{} from {} (left by an earlier run; --keep-files keeps them)",
+            if removed == 1 { "" } else { "s" },
+            dir.display()
+        );
+    }
+    Ok(())
+}
