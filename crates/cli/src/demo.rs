@@ -15,7 +15,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use tokio::process::{Child, Command};
 
 use crate::logging;
-use crate::metrics_dir::MetricsDir;
+use crate::metrics_dir::{Launch, MetricsDir};
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, parse_duration, EndpointArgs};
 use crate::signals;
@@ -55,33 +55,22 @@ pub fn main(args: Args) -> ExitCode {
         return worker::main(index);
     }
     logging::init();
-    let dir = match MetricsDir::prepare(args.dir.as_deref(), false, "multiprom-demo-") {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("multiprom demo: {err}");
-            return ExitCode::from(2);
-        }
+    let prepared = Launch::prepare(
+        "multiprom demo",
+        args.dir.as_deref(),
+        false,
+        "multiprom-demo-",
+        &args.endpoint.listen,
+    );
+    let (launch, listener) = match prepared {
+        Ok(prepared) => prepared,
+        Err(code) => return code,
     };
-    let listener = match serving::bind(&args.endpoint.listen) {
-        Ok(listener) => listener,
-        Err(err) => {
-            eprintln!("multiprom demo: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match serving::runtime() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("multiprom demo: cannot start: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let code = runtime.block_on(supervise(&args, dir.path(), listener));
-    runtime.shutdown_timeout(Duration::from_secs(5));
-    let kept = matches!(dir, MetricsDir::Given(_)).then(|| dir.path().to_path_buf());
-    if let Err(err) = dir.remove_if_temporary() {
-        eprintln!("multiprom demo: {err}");
-    }
+    let code = launch
+        .runtime
+        .block_on(supervise(&args, launch.dir.path(), listener));
+    let kept = matches!(launch.dir, MetricsDir::Given(_)).then(|| launch.dir.path().to_path_buf());
+    launch.finish("multiprom demo");
     if let Some(kept) = kept {
         println!(
             "files left in {} (try: multiprom inspect {})",

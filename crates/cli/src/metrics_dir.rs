@@ -2,8 +2,58 @@
 //! private one that is removed at the end, or the user's, cleaned of stale
 //! files at start and left in place.
 
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::serving;
+
+/// What a launcher (`run`, `demo`) sets up before it starts anything: the
+/// directory and the runtime. [`Launch::prepare`] also binds the listener,
+/// so a busy port fails before any worker starts.
+pub struct Launch {
+    /// The workers' directory.
+    pub dir: MetricsDir,
+    /// The async runtime.
+    pub runtime: tokio::runtime::Runtime,
+}
+
+impl Launch {
+    /// Sets everything up, or prints one line prefixed with `command` and
+    /// returns the exit code (2 for a bad directory or address).
+    pub fn prepare(
+        command: &str,
+        dir: Option<&Path>,
+        keep_files: bool,
+        temp_prefix: &str,
+        listen: &str,
+    ) -> Result<(Launch, TcpListener), ExitCode> {
+        let dir = MetricsDir::prepare(dir, keep_files, temp_prefix).map_err(|err| {
+            eprintln!("{command}: {err}");
+            ExitCode::from(2)
+        })?;
+        let listener = serving::bind(listen).map_err(|err| {
+            eprintln!("{command}: {err}");
+            ExitCode::from(2)
+        })?;
+        let runtime = serving::runtime().map_err(|err| {
+            eprintln!("{command}: cannot start: {err}");
+            ExitCode::FAILURE
+        })?;
+        Ok((Launch { dir, runtime }, listener))
+    }
+
+    /// Stops the runtime (its blocking pool may be reading the directory),
+    /// then removes the directory if it is a temporary one.
+    pub fn finish(self, command: &str) {
+        self.runtime
+            .shutdown_timeout(std::time::Duration::from_secs(5));
+        if let Err(err) = self.dir.remove_if_temporary() {
+            eprintln!("{command}: {err}");
+        }
+    }
+}
 
 /// The directory the workers write to.
 pub enum MetricsDir {

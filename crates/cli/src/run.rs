@@ -17,7 +17,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::logging;
-use crate::metrics_dir::MetricsDir;
+use crate::metrics_dir::Launch;
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, EndpointArgs};
 
@@ -61,33 +61,21 @@ const CANNOT_EXECUTE: u8 = 126;
 /// Runs `multiprom run`.
 pub fn main(args: Args) -> ExitCode {
     logging::init();
-    let dir = match MetricsDir::prepare(args.dir.as_deref(), args.keep_files, "multiprom-run-") {
-        Ok(dir) => dir,
-        Err(err) => {
-            eprintln!("multiprom run: {err}");
-            return ExitCode::from(2);
-        }
+    let prepared = Launch::prepare(
+        "multiprom run",
+        args.dir.as_deref(),
+        args.keep_files,
+        "multiprom-run-",
+        &args.endpoint.listen,
+    );
+    let (launch, listener) = match prepared {
+        Ok(prepared) => prepared,
+        Err(code) => return code,
     };
-    let listener = match serving::bind(&args.endpoint.listen) {
-        Ok(listener) => listener,
-        Err(err) => {
-            eprintln!("multiprom run: {err}");
-            return ExitCode::from(2);
-        }
-    };
-    let runtime = match serving::runtime() {
-        Ok(runtime) => runtime,
-        Err(err) => {
-            eprintln!("multiprom run: cannot start: {err}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let code = runtime.block_on(supervise(&args, dir.path(), listener));
-    // Stop the blocking pool before removing the directory under it.
-    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    if let Err(err) = dir.remove_if_temporary() {
-        eprintln!("multiprom run: {err}");
-    }
+    let code = launch
+        .runtime
+        .block_on(supervise(&args, launch.dir.path(), listener));
+    launch.finish("multiprom run");
     ExitCode::from(code)
 }
 

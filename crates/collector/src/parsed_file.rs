@@ -5,16 +5,13 @@
 //! known offsets. A file replaced under the same name (new inode, or old
 //! entries no longer byte-identical where they were) is parsed from scratch.
 
-use std::fs::{File, Metadata};
-use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
 use multiprom_format::layout::HEADER_LEN;
 use multiprom_format::{
-    open_for_read, parse_header, EntryIter, FileIdentity, FileName, Header, Key, MetricKind,
-    ParseError, ReadErrorKind,
+    open_for_read, read_used_into_with_hint, EntryIter, FileIdentity, FileName, Header, Key,
+    MetricKind, ReadErrorKind,
 };
 
 use crate::intern::{Interner, LabelTuple};
@@ -109,7 +106,7 @@ impl ParsedFile {
             dev: std::os::unix::fs::MetadataExt::dev(&meta),
             ino: std::os::unix::fs::MetadataExt::ino(&meta),
         };
-        let header = read_used(&file, &meta, path, buf, self.header.used as usize)?;
+        let header = read_used_into_with_hint(&file, &meta, path, buf, self.header.used as usize)?;
         drop(file);
         let used = header.used as usize;
         if self.identity != Some(identity) || used < self.parsed_up_to || !self.prefix_matches(buf)
@@ -224,95 +221,6 @@ impl ParsedFile {
             value_offset: value_offset as u32,
         })
     }
-}
-
-/// The smallest first read: a page, as Python's reader does.
-const MIN_FIRST_READ: usize = 4096;
-
-/// Copies the used region of an open file into `buf` (cleared first), like
-/// `multiprom_format::read_used_into`, but with the first `pread` sized from
-/// `used_hint` (what the file used last time) instead of a fresh file's whole
-/// 64 KiB capacity: an unchanged file then costs one read of exactly its used
-/// bytes, which is most of what a warm scrape of thousands of files does.
-fn read_used(
-    file: &File,
-    meta: &Metadata,
-    path: &Path,
-    buf: &mut Vec<u8>,
-    used_hint: usize,
-) -> Result<Header, FileProblem> {
-    let problem = |offset: u64, kind| FileProblem {
-        path: path.to_path_buf(),
-        offset,
-        kind: ProblemKind::Read(kind),
-    };
-    let io_problem = |err: io::Error| {
-        problem(
-            0,
-            if err.kind() == io::ErrorKind::NotFound {
-                ReadErrorKind::Vanished
-            } else {
-                ReadErrorKind::Io(err.to_string())
-            },
-        )
-    };
-    buf.clear();
-    let mut size = meta.len();
-    if size == 0 {
-        return Err(problem(0, ReadErrorKind::Empty));
-    }
-    let first = usize::try_from(size)
-        .unwrap_or(usize::MAX)
-        .min(used_hint.max(MIN_FIRST_READ));
-    read_at_most(file, buf, 0, first).map_err(io_problem)?;
-    let mut header = parse_header(buf, size.max(buf.len() as u64));
-    if let Err(ParseError {
-        kind: ReadErrorKind::UsedPastEnd { .. },
-        ..
-    }) = header
-    {
-        // The writer may have grown the file since we looked.
-        size = file.metadata().map_err(io_problem)?.len();
-        header = parse_header(buf, size);
-    }
-    let mut header = header.map_err(|e| FileProblem::from(e.at(path)))?;
-    header.file_size = size;
-    let used = usize::try_from(header.used).unwrap_or(usize::MAX);
-    if used > buf.len() {
-        let have = buf.len();
-        read_at_most(file, buf, have as u64, used - have).map_err(io_problem)?;
-    }
-    if buf.len() < used {
-        return Err(problem(
-            buf.len() as u64,
-            ReadErrorKind::Truncated {
-                wanted: used as u64,
-                got: buf.len() as u64,
-            },
-        ));
-    }
-    buf.truncate(used);
-    Ok(header)
-}
-
-/// Appends up to `len` bytes read at `offset`, stopping early only at end of file.
-fn read_at_most(file: &File, buf: &mut Vec<u8>, offset: u64, len: usize) -> io::Result<()> {
-    let start = buf.len();
-    buf.resize(start + len, 0);
-    let mut got = 0;
-    let result = loop {
-        if got == len {
-            break Ok(());
-        }
-        match file.read_at(&mut buf[start + got..], offset + got as u64) {
-            Ok(0) => break Ok(()),
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => break Err(e),
-        }
-    };
-    buf.truncate(start + got);
-    result
 }
 
 fn read_f64(buf: &[u8], at: usize) -> f64 {

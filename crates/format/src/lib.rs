@@ -54,7 +54,8 @@ pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr}
 pub use key::{encode_key, push_json_string, Key, KeyError};
 pub use mapping::ValueSlot;
 pub use reader::{
-    open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into, Entry,
-    EntryIter, FileContents, FileIdentity, Header, ParseError, RawEntry, UsedBytes,
+    open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into,
+    read_used_into_with_hint, Entry, EntryIter, FileContents, FileIdentity, Header, ParseError,
+    RawEntry, UsedBytes,
 };
 pub use writer::FileWriter;

@@ -14,8 +14,10 @@ use crate::error::{ReadError, ReadErrorKind};
 use crate::key::Key;
 use crate::layout::{self, RawHeader, ValuePair, HEADER_LEN};
 
-/// How much is read in the first `pread`: a fresh file's whole capacity.
+/// How much is read in the first `pread` by default: a fresh file's whole capacity.
 const FIRST_READ: usize = layout::INITIAL_CAPACITY as usize;
+/// The smallest first read: a page, as Python's reader does.
+const MIN_FIRST_READ: usize = 4096;
 
 /// The header of a file and its size when read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,12 +348,28 @@ pub fn read_used_into(
     path: &Path,
     buf: &mut Vec<u8>,
 ) -> Result<Header, ReadError> {
+    read_used_into_with_hint(file, meta, path, buf, FIRST_READ)
+}
+
+/// [`read_used_into`] with the first `pread` sized from `used_hint` (at least
+/// a page): a caller that knows how much the file used last time reads an
+/// unchanged file in exactly one call of exactly its used bytes, instead of
+/// a fresh file's whole 64 KiB capacity.
+pub fn read_used_into_with_hint(
+    file: &File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+    buf: &mut Vec<u8>,
+    used_hint: usize,
+) -> Result<Header, ReadError> {
     buf.clear();
     let mut size = meta.len();
     if size == 0 {
         return Err(ReadError::new(path, 0, ReadErrorKind::Empty));
     }
-    let first = (size as usize).min(FIRST_READ);
+    let first = usize::try_from(size)
+        .unwrap_or(usize::MAX)
+        .min(used_hint.max(MIN_FIRST_READ));
     read_at_most(file, buf, 0, first).map_err(|e| ReadError::io(path, &e))?;
     let mut header = parse_header(buf, size.max(buf.len() as u64));
     if let Err(ParseError {

@@ -1,6 +1,10 @@
 //! Python's name escaping (`openmetrics/exposition.py`, `underscores` mode)
 //! and value escaping.
 
+use std::sync::Arc;
+
+use multiprom_format::write_float_to_go_string;
+
 /// `_is_legacy_labelname_rune`: letters, `_`, digits except first.
 fn is_label_rune(c: char, i: usize) -> bool {
     c.is_ascii_alphabetic() || c == '_' || (c.is_ascii_digit() && i > 0)
@@ -68,6 +72,27 @@ pub(crate) fn push_escaped(out: &mut String, s: &str, quote: bool) {
         start = i + 1;
     }
     out.push_str(&s[start..]);
+}
+
+/// ` {labels} value\n` after a sample name: labels sorted as given, names
+/// escaped, values backslash-escaped; the same in both formats.
+pub(crate) fn push_labels_and_value(out: &mut String, labels: &[(Arc<str>, Arc<str>)], value: f64) {
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (name, value)) in labels.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_label_name(out, name);
+            out.push_str("=\"");
+            push_escaped(out, value, true);
+            out.push('"');
+        }
+        out.push('}');
+    }
+    out.push(' ');
+    write_float_to_go_string(out, value);
+    out.push('\n');
 }
 
 #[cfg(test)]

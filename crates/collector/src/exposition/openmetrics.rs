@@ -1,8 +1,6 @@
 //! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
 
-use multiprom_format::write_float_to_go_string;
-
-use super::names::{push_escaped, push_label_name, push_metric_name, push_om_sample_name};
+use super::names::{push_escaped, push_labels_and_value, push_metric_name, push_om_sample_name};
 use crate::family::MergedFamily;
 
 /// Appends `families` in OpenMetrics 1.0.0, ending with `# EOF`.
@@ -40,22 +38,7 @@ pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
         out.push('\n');
         for sample in &family.samples {
             push_om_sample_name(out, &sample.name);
-            if !sample.labels.is_empty() {
-                out.push('{');
-                for (i, (name, value)) in sample.labels.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    push_label_name(out, name);
-                    out.push_str("=\"");
-                    push_escaped(out, value, true);
-                    out.push('"');
-                }
-                out.push('}');
-            }
-            out.push(' ');
-            write_float_to_go_string(out, sample.value);
-            out.push('\n');
+            push_labels_and_value(out, &sample.labels, sample.value);
         }
     }
     out.push_str("# EOF\n");

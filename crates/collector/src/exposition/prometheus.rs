@@ -1,8 +1,6 @@
 //! Prometheus text format 0.0.4, as `prometheus_client.exposition.generate_latest`.
 
-use multiprom_format::write_float_to_go_string;
-
-use super::names::{push_escaped, push_label_name, push_metric_name};
+use super::names::{push_escaped, push_labels_and_value, push_metric_name};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 
 /// Suffixes Python moves out of a family into a trailing gauge family.
@@ -80,20 +78,5 @@ fn push_header(out: &mut String, name: &str, help: &str, type_name: &str) {
 
 fn push_sample(out: &mut String, sample: &MergedSample) {
     push_metric_name(out, &sample.name);
-    if !sample.labels.is_empty() {
-        out.push('{');
-        for (i, (name, value)) in sample.labels.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_label_name(out, name);
-            out.push_str("=\"");
-            push_escaped(out, value, true);
-            out.push('"');
-        }
-        out.push('}');
-    }
-    out.push(' ');
-    write_float_to_go_string(out, sample.value);
-    out.push('\n');
+    push_labels_and_value(out, &sample.labels, sample.value);
 }
