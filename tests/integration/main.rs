@@ -8,6 +8,7 @@
 mod harness;
 
 mod bad_files;
+mod client_failures;
 mod client_interop;
 mod collector_conflicts;
 mod collector_diff;

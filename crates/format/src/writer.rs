@@ -232,11 +232,13 @@ fn create_atomically(dir: &Path, path: &Path, name: &FileName) -> Result<File, W
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|e| WriteError::io(&tmp, e))?;
+        .map_err(|e| WriteError::io(path, e))?;
+    // Errors name the file being created, not its temporary name: that is
+    // the one the caller asked for.
     let result = (|| {
-        extend_with_zeros(&file, &tmp, 0, INITIAL_CAPACITY)?;
+        extend_with_zeros(&file, path, 0, INITIAL_CAPACITY)?;
         file.write_all_at(&(HEADER_LEN as i32).to_ne_bytes(), 0)
-            .map_err(|e| WriteError::io(&tmp, e))?;
+            .map_err(|e| WriteError::io(path, e))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => Ok(Some(())),
             // Someone else created it first: use theirs.
