@@ -341,7 +341,7 @@ fn good_files_exit_0_and_check_prints_nothing() {
     let (code, table, _) = inspect(dir.path(), &["counter_101.db"]);
     assert_eq!(code, 0);
     assert!(
-        table.starts_with("counter_101.db: counter, pid 101, 3 entries, size 65536 bytes, used "),
+        table.starts_with("counter_101.db: counter, pid 101, 3 entries, used 368 of 65536 bytes capacity (0.6%), file size 65536 bytes\n"),
         "{table}"
     );
     let (code, _, _) = inspect(dir.path(), &["--json", "."]);

@@ -265,15 +265,18 @@ fn header_line(inspected: &Inspected) -> String {
                 header.used as f64 * 100.0 / header.file_size as f64
             };
             line.push_str(&format!(
-                ", {} entr{}, size {} bytes, used {} bytes ({percent:.1}% of capacity)",
+                // Python sizes the file to the writer's capacity, so the two
+                // are the same number; both are named because both matter.
+                ", {} entr{}, used {} of {} bytes capacity ({percent:.1}%), file size {} bytes",
                 inspected.entries.len(),
                 if inspected.entries.len() == 1 {
                     "y"
                 } else {
                     "ies"
                 },
-                header.file_size,
                 header.used,
+                header.file_size,
+                header.file_size,
             ));
         }
         None => line.push_str(", unreadable"),
