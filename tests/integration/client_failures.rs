@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 use multiprom_client::{GaugeMode, MultiprocessRegistry, DEFAULT_BUCKETS};
 
-use crate::harness::{multiprom, temp_dir};
+use crate::harness::{executable_copy, multiprom, temp_dir};
 
 /// Set in the environment of [`failing_worker_process`].
 const WORKER_ENV: &str = "MULTIPROM_CLIENT_FAILURE_WORKER";
@@ -153,9 +153,10 @@ fn unwritable_directory_is_an_error_from_the_creating_call() {
     // Root ignores permissions, so as root the worker runs as nobody.
     let root = rustix::process::geteuid().is_root();
     let out = if root {
+        let bin = executable_copy(Path::new(worker.get_program()), tmp.path());
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(worker.get_program())
+            .arg(bin)
             .args(worker.get_args())
             .envs(worker.get_envs().filter_map(|(k, v)| Some((k, v?))))
             .output()

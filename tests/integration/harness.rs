@@ -145,3 +145,18 @@ fn venv_has_pinned_prometheus_client() {
         PROMETHEUS_CLIENT_VERSION
     );
 }
+
+/// A copy of the executable `bin` in `dir` (mode 0755), for running it as
+/// another user (`setpriv --reuid=65534`): the build tree may sit below a
+/// directory that user cannot enter (a checkout under `/root`), while `dir`
+/// is made by the test and its mode is the test's to set. `dir` itself must
+/// be traversable (0755) by that user.
+pub fn executable_copy(bin: &Path, dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let name = bin.file_name().expect("an executable has a file name");
+    let copy = dir.join(name);
+    std::fs::copy(bin, &copy).expect("copy executable");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod executable");
+    copy
+}
