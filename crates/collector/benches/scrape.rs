@@ -1,0 +1,553 @@
+//! What a scrape of a 4,000-file multiprocess directory costs: cold (a new
+//! `DirCollector`, every key parsed), warm (the same collector, files
+//! unchanged) and warm + Prometheus text (what a `/metrics` request does).
+//! Figures and the Python reference: docs/benchmarks.md, "Collector".
+//! The `io_floor` group times the per-file system calls alone, and the same
+//! reads with files kept open, to show what changing the I/O could gain.
+//!
+//! `cargo bench -p multiprom-collector --bench scrape`
+//!
+//! Two directories of 4,000 files each, built once per run:
+//!
+//! * `realistic`: 800 pre-fork workers of an LLM server (vLLM-like metric
+//!   names), 5 files each: counters, histograms, and `livesum`, `livemax`
+//!   and `all` gauges, 113 entries per worker, as `prometheus_client` lays
+//!   them out (every histogram bucket and `_sum` exists from the start).
+//! * `tiny`: 1,000 workers with 4 files of 1 to 3 entries each, for contrast:
+//!   the per-file cost with almost nothing in the files.
+//!
+//! They go in a temporary directory, removed at exit. With
+//! `MULTIPROM_BENCH_DIR=<absolute dir>` set they go in `<dir>/realistic` and
+//! `<dir>/tiny` instead and stay, for `tests/python/bench_collect.py` to time
+//! the same files; multiprom's exposition of each is then also written to
+//! `<dir>/<name>.multiprom.prom`, to compare with Python's. Add `-- --list` to
+//! write the directories without running the benchmarks.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use multiprom_collector::{scan_dir, DirCollector, Format};
+use multiprom_format::{
+    encode_key, float_to_go_string, open_for_read, read_used_into_with_hint, FileName, FileWriter,
+    GaugeMode, MetricKind,
+};
+
+/// Files per scenario (the later issue's target is stated for 4,000).
+const FILES: usize = 4000;
+const MODEL: &str = "meta-llama/Llama-3.1-8B-Instruct";
+
+/// One built directory.
+#[derive(Debug)]
+struct Scenario {
+    name: &'static str,
+    dir: PathBuf,
+    files: usize,
+    entries: usize,
+}
+
+#[derive(Debug)]
+struct Dirs {
+    /// Holds the temporary directory (if one is used) until exit.
+    _temp: Option<tempfile::TempDir>,
+    /// Where `MULTIPROM_BENCH_DIR` asked the directories to be kept.
+    kept_in: Option<PathBuf>,
+    scenarios: Vec<Scenario>,
+}
+
+/// Builds both directories on first use (criterion runs every group in one
+/// process, so once per run).
+fn dirs() -> &'static Dirs {
+    static DIRS: OnceLock<Dirs> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let (temp, root, kept_in) = match std::env::var_os("MULTIPROM_BENCH_DIR") {
+            Some(root) => {
+                let root = PathBuf::from(root);
+                // cargo runs benches in the crate's directory, not the caller's.
+                assert!(
+                    root.is_absolute(),
+                    "MULTIPROM_BENCH_DIR must be an absolute path"
+                );
+                (None, root.clone(), Some(root))
+            }
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("multiprom-scrape-bench-")
+                    .tempdir()
+                    .expect("temp dir");
+                let root = temp.path().to_path_buf();
+                (Some(temp), root, None)
+            }
+        };
+        let scenarios = vec![
+            build(&root, "realistic", write_realistic_worker, FILES / 5),
+            build(&root, "tiny", write_tiny_worker, FILES / 4),
+        ];
+        for s in &scenarios {
+            eprintln!(
+                "scrape bench: {}: {} files, {} entries in {}",
+                s.name,
+                s.files,
+                s.entries,
+                s.dir.display()
+            );
+        }
+        Dirs {
+            _temp: temp,
+            kept_in,
+            scenarios,
+        }
+    })
+}
+
+/// Writes `workers` workers' files into `root/name` (emptied of `*.db` first,
+/// so a kept directory can be rebuilt) and checks that they merge cleanly.
+fn build(
+    root: &Path,
+    name: &'static str,
+    write_worker: fn(&Path, u32, &mut Values) -> usize,
+    workers: usize,
+) -> Scenario {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).expect("create scenario dir");
+    for entry in std::fs::read_dir(&dir).expect("list scenario dir") {
+        let path = entry.expect("dir entry").path();
+        if path.extension().is_some_and(|e| e == "db") {
+            std::fs::remove_file(&path).expect("remove old file");
+        }
+    }
+    let mut values = Values(0x9E37_79B9_7F4A_7C15);
+    // Pids as a real pre-fork server's: a block of consecutive numbers.
+    let entries = (0..workers as u32)
+        .map(|i| write_worker(&dir, 41_000 + i, &mut values))
+        .sum();
+    let scrape = DirCollector::new(&dir).collect().expect("collect");
+    assert_eq!(scrape.stats.files_ok, FILES, "{name}: every file merges");
+    assert_eq!(scrape.files.len(), FILES, "{name}: nothing else in the dir");
+    Scenario {
+        name,
+        dir,
+        files: FILES,
+        entries,
+    }
+}
+
+/// Deterministic pseudo-random values (xorshift64), so runs see the same
+/// files and the merge adds real numbers, not zeros.
+#[derive(Debug)]
+struct Values(u64);
+
+impl Values {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A whole number in `0..n`, as a count.
+    fn count(&mut self, n: u64) -> f64 {
+        (self.next() % n) as f64
+    }
+
+    /// A fraction in `[0, 1)`.
+    fn fraction(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// An open file of one worker; `set` writes one entry (values are set, not
+/// added, so rebuilding a kept directory gives the same files).
+struct WorkerFile {
+    writer: FileWriter,
+    entries: usize,
+}
+
+impl WorkerFile {
+    fn open(dir: &Path, kind: MetricKind, pid: u32) -> WorkerFile {
+        let name = FileName::new(kind, pid.to_string()).expect("file name");
+        WorkerFile {
+            writer: FileWriter::open(dir, &name).expect("open worker file"),
+            entries: 0,
+        }
+    }
+
+    fn set(&mut self, family: &str, sample: &str, labels: &[(&str, &str)], help: &str, v: f64) {
+        let key = encode_key(family, sample, labels.iter().copied(), help);
+        self.writer.slot(&key).expect("slot").set(v);
+        self.entries += 1;
+    }
+
+    /// A counter series: family `name`, sample `name_total`, as Python's
+    /// `Counter` writes it.
+    fn counter(&mut self, name: &str, labels: &[(&str, &str)], help: &str, v: f64) {
+        self.set(name, &format!("{name}_total"), labels, help, v);
+    }
+
+    /// A histogram child as Python's `Histogram` creates it: `_sum`, then one
+    /// `_bucket` entry per bound (ending with `+Inf`), each with its own
+    /// (non-cumulative) count.
+    fn histogram(&mut self, name: &str, bounds: &[f64], help: &str, values: &mut Values) {
+        let labels = [("model_name", MODEL)];
+        self.set(name, &format!("{name}_sum"), &labels, help, {
+            values.fraction() * 5000.0
+        });
+        let bucket = format!("{name}_bucket");
+        for &bound in bounds.iter().chain([f64::INFINITY].iter()) {
+            let le = float_to_go_string(bound);
+            let labels = [("model_name", MODEL), ("le", le.as_str())];
+            self.set(name, &bucket, &labels, help, values.count(200));
+        }
+    }
+}
+
+/// The files of one vLLM-like worker: 27 counter entries (10 families),
+/// 76 histogram entries (4 histograms of 15 to 21 buckets), 3 `livesum`,
+/// 2 `livemax` and 5 `all` gauge entries; 113 entries in 5 files.
+fn write_realistic_worker(dir: &Path, pid: u32, values: &mut Values) -> usize {
+    let m = ("model_name", MODEL);
+    let mut counters = WorkerFile::open(dir, MetricKind::Counter, pid);
+    let v = &mut *values;
+    counters.counter(
+        "vllm:prompt_tokens",
+        &[m],
+        "Number of prefill tokens processed.",
+        v.count(1 << 24),
+    );
+    counters.counter(
+        "vllm:generation_tokens",
+        &[m],
+        "Number of generation tokens processed.",
+        v.count(1 << 24),
+    );
+    for reason in ["stop", "length", "abort"] {
+        counters.counter(
+            "vllm:request_success",
+            &[m, ("finished_reason", reason)],
+            "Count of successfully processed requests.",
+            v.count(100_000),
+        );
+    }
+    counters.counter(
+        "vllm:num_preemptions",
+        &[m],
+        "Cumulative number of preemption from the engine.",
+        v.count(100),
+    );
+    counters.counter(
+        "vllm:prefix_cache_queries",
+        &[m],
+        "Prefix cache queries, in terms of number of queried tokens.",
+        v.count(1 << 24),
+    );
+    counters.counter(
+        "vllm:prefix_cache_hits",
+        &[m],
+        "Prefix cache hits, in terms of number of cached tokens.",
+        v.count(1 << 24),
+    );
+    for handler in [
+        "/v1/completions",
+        "/v1/chat/completions",
+        "/v1/models",
+        "/health",
+    ] {
+        for status in ["2xx", "4xx", "5xx"] {
+            counters.counter(
+                "http_requests",
+                &[("handler", handler), ("method", "POST"), ("status", status)],
+                "Total number of requests by method, status and handler.",
+                v.count(100_000),
+            );
+        }
+    }
+    for code in ["400", "408", "429", "500", "503"] {
+        counters.counter(
+            "vllm:request_errors",
+            &[m, ("code", code)],
+            "Requests that failed, by HTTP status code.",
+            v.count(1000),
+        );
+    }
+    counters.counter(
+        "vllm:spec_decode_num_draft_tokens",
+        &[m],
+        "Number of draft tokens.",
+        v.count(1 << 20),
+    );
+    counters.counter(
+        "vllm:spec_decode_num_accepted_tokens",
+        &[m],
+        "Number of accepted tokens.",
+        v.count(1 << 20),
+    );
+
+    let mut histograms = WorkerFile::open(dir, MetricKind::Histogram, pid);
+    histograms.histogram(
+        "vllm:time_to_first_token_seconds",
+        &[
+            0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+            10.0, 20.0, 40.0, 80.0, 160.0,
+        ],
+        "Histogram of time to first token in seconds.",
+        values,
+    );
+    histograms.histogram(
+        "vllm:time_per_output_token_seconds",
+        &[
+            0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
+            10.0, 20.0, 40.0, 80.0,
+        ],
+        "Histogram of time per output token in seconds.",
+        values,
+    );
+    histograms.histogram(
+        "vllm:e2e_request_latency_seconds",
+        &[
+            0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
+        ],
+        "Histogram of end to end request latency in seconds.",
+        values,
+    );
+    // prometheus_client's default buckets.
+    histograms.histogram(
+        "http_request_duration_seconds",
+        &[
+            0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+        ],
+        "Latency of HTTP requests in seconds.",
+        values,
+    );
+
+    let v = &mut *values;
+    let mut live_sum = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::LiveSum), pid);
+    for (name, help) in [
+        (
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+        ),
+        (
+            "vllm:num_requests_swapped",
+            "Number of requests swapped to CPU.",
+        ),
+    ] {
+        live_sum.set(name, name, &[m], help, v.count(64));
+    }
+    let mut live_max = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::LiveMax), pid);
+    for (name, help) in [
+        (
+            "vllm:gpu_cache_usage_perc",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+        ),
+        (
+            "vllm:cpu_cache_usage_perc",
+            "CPU KV-cache usage. 1 means 100 percent usage.",
+        ),
+    ] {
+        live_max.set(name, name, &[m], help, v.fraction());
+    }
+    // `all` keeps one series per pid: these grow the output with the workers.
+    let mut all = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::All), pid);
+    all.set(
+        "vllm:cache_config_info",
+        "vllm:cache_config_info",
+        &[
+            ("block_size", "16"),
+            ("cache_dtype", "auto"),
+            ("gpu_memory_utilization", "0.9"),
+            ("num_cpu_blocks", "2048"),
+            ("num_gpu_blocks", "27910"),
+        ],
+        "Information of the LLMEngine CacheConfig.",
+        1.0,
+    );
+    all.set(
+        "worker_start_time_seconds",
+        "worker_start_time_seconds",
+        &[],
+        "Start time of the worker since unix epoch in seconds.",
+        1.7e9 + v.count(86_400),
+    );
+    for state in ["idle", "prefill", "decode"] {
+        all.set(
+            "worker_state",
+            "worker_state",
+            &[("state", state)],
+            "Whether the worker is in this state (1) or not (0).",
+            v.count(2),
+        );
+    }
+    [counters, histograms, live_sum, live_max, all]
+        .iter()
+        .map(|f| f.entries)
+        .sum()
+}
+
+/// A worker with almost nothing in its files: 3 counter entries, 1 `livesum`,
+/// 2 `livemax` and 1 `all` gauge entry; 7 entries in 4 files.
+fn write_tiny_worker(dir: &Path, pid: u32, values: &mut Values) -> usize {
+    let mut counters = WorkerFile::open(dir, MetricKind::Counter, pid);
+    for code in ["200", "404", "500"] {
+        counters.counter(
+            "requests",
+            &[("code", code)],
+            "Requests.",
+            values.count(1000),
+        );
+    }
+    let mut live_sum = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::LiveSum), pid);
+    live_sum.set("in_flight", "in_flight", &[], "In flight.", values.count(8));
+    let mut live_max = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::LiveMax), pid);
+    live_max.set("queue", "queue", &[], "Queue length.", values.count(100));
+    live_max.set(
+        "memory",
+        "memory",
+        &[],
+        "Memory in use.",
+        values.count(1 << 30),
+    );
+    let mut all = WorkerFile::open(dir, MetricKind::Gauge(GaugeMode::All), pid);
+    all.set("up", "up", &[], "Up.", 1.0);
+    [counters, live_sum, live_max, all]
+        .iter()
+        .map(|f| f.entries)
+        .sum()
+}
+
+fn scrape(c: &mut Criterion) {
+    let dirs = dirs();
+    let mut g = c.benchmark_group("scrape");
+    for s in &dirs.scenarios {
+        let dir = s.dir.as_path();
+        if let Some(root) = &dirs.kept_in {
+            let text = DirCollector::new(dir)
+                .collect()
+                .expect("collect")
+                .encode(Format::Prometheus);
+            let out = root.join(format!("{}.multiprom.prom", s.name));
+            std::fs::write(out, text).expect("write exposition");
+        }
+        let id = |what| BenchmarkId::new(s.name, what);
+        // Every key parsed and interned, every file read; the collector's
+        // creation and drop are included (a one-shot `multiprom scrape`).
+        g.bench_function(id("cold"), |b| {
+            b.iter(|| {
+                DirCollector::new(black_box(dir))
+                    .collect()
+                    .expect("collect")
+            })
+        });
+        // Files unchanged since the last collection: each is opened, stat'ed
+        // and read again, values are taken at known offsets, then merged.
+        let warm = DirCollector::new(dir);
+        warm.collect().expect("collect");
+        g.bench_function(id("warm"), |b| {
+            b.iter(|| black_box(&warm).collect().expect("collect"))
+        });
+        // What a `/metrics` request costs: warm collection + Prometheus text.
+        g.bench_function(id("warm_encode"), |b| {
+            b.iter(|| {
+                black_box(&warm)
+                    .collect()
+                    .expect("collect")
+                    .encode(Format::Prometheus)
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The per-file system calls alone, without parsing or merging: what the
+/// warm path's design costs at least, beside designs that keep files open
+/// across scrapes. Not multiprom code paths (except `list`); they bound what
+/// changing the collector's I/O could gain.
+fn io_floor(c: &mut Criterion) {
+    let dirs = dirs();
+    let mut g = c.benchmark_group("io_floor");
+    for s in &dirs.scenarios {
+        let dir = s.dir.as_path();
+        let paths = scan_dir(dir).expect("list");
+        let id = |what| BenchmarkId::new(s.name, what);
+        // The collector's listing: readdir + one `PathBuf` per file.
+        g.bench_function(id("list"), |b| {
+            b.iter(|| scan_dir(black_box(dir)).expect("list"))
+        });
+        // What a warm scrape does per file today: open, fstat, one pread of
+        // the used bytes (sized from the last read, as the collector does), close.
+        let mut buf = Vec::new();
+        let used: Vec<usize> = paths
+            .iter()
+            .map(|path| {
+                let (file, meta) = open_for_read(path).expect("open");
+                let header =
+                    read_used_into_with_hint(&file, &meta, path, &mut buf, 0).expect("read");
+                header.used as usize
+            })
+            .collect();
+        g.bench_function(id("open_fstat_pread_close"), |b| {
+            b.iter(|| {
+                for (path, &hint) in paths.iter().zip(&used) {
+                    let (file, meta) = open_for_read(path).expect("open");
+                    read_used_into_with_hint(&file, &meta, path, &mut buf, hint).expect("read");
+                }
+            })
+        });
+        // Files kept open across scrapes: one pread each, of the same size.
+        let open: Vec<File> = paths
+            .iter()
+            .map(|p| File::open(p).expect("open (needs 4,000 fds)"))
+            .collect();
+        let mut bytes = vec![0u8; used.iter().copied().max().unwrap_or(0).max(4096)];
+        g.bench_function(id("pread_kept_open"), |b| {
+            b.iter(|| {
+                for (file, &used) in open.iter().zip(&used) {
+                    pread(file, &mut bytes[..used.max(4096)]);
+                }
+            })
+        });
+        // Kept open, reading exactly the used bytes (the collector's first
+        // read is at least a page, like Python's, even for a 300-byte file).
+        g.bench_function(id("pread_used_kept_open"), |b| {
+            b.iter(|| {
+                for (file, &used) in open.iter().zip(&used) {
+                    pread(file, &mut bytes[..used]);
+                }
+            })
+        });
+        // Kept open, plus a stat by path per file to notice a replaced
+        // (re-created, new inode) or removed file.
+        g.bench_function(id("stat_pread_kept_open"), |b| {
+            b.iter(|| {
+                for ((path, file), &used) in paths.iter().zip(&open).zip(&used) {
+                    black_box(std::fs::metadata(path).expect("stat").ino());
+                    pread(file, &mut bytes[..used.max(4096)]);
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+fn pread(file: &File, into: &mut [u8]) {
+    black_box(file.read_at(into, 0).expect("pread"));
+}
+
+criterion_group! {
+    name = benches;
+    // Each iteration is milliseconds to a few hundred: 10 samples in 5 s
+    // keep the whole run to a couple of minutes on 2 cores.
+    config = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    targets = scrape, io_floor
+}
+criterion_main!(benches);
