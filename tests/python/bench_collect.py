@@ -5,14 +5,15 @@ Collector section of docs/benchmarks.md (the Rust side is
 Usage: bench_collect.py DIR [--repeat N] [--output FILE]
 
 Times, on DIR as it is (files unchanged between runs, page cache warm after
-one unmeasured run), best of N (default 5):
+one unmeasured run), N runs of each (default 5):
 
   collect   MultiProcessCollector(registry, path=DIR).collect()
   scrape    generate_latest(registry): collect + Prometheus text, what a
             /metrics request served by prometheus_client costs
 
 Python keeps nothing between scrapes, so there is no cold/warm difference.
-Prints "files N", "entries N", then one line per case: name, seconds.
+Prints "files N", "entries N", then one line per case: name, best seconds,
+and the median.
 With --output, writes the exposition to FILE (to compare with multiprom's;
 sample order may differ: Python merges files in directory order).
 """
@@ -46,14 +47,16 @@ if args.output:
         out.write(text)
 
 
-def best(fn):
+def timed(name, fn):
     times = []
     for _ in range(args.repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return min(times)
+    times.sort()
+    median = times[len(times) // 2]
+    print(f"{name} {times[0]:.4f} s (median {median:.4f} s)")
 
 
-print(f"collect {best(collector.collect):.4f} s")
-print(f"scrape {best(lambda: generate_latest(registry)):.4f} s")
+timed("collect", collector.collect)
+timed("scrape", lambda: generate_latest(registry))
