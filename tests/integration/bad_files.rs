@@ -35,18 +35,7 @@ fn bad_key() -> String {
 
 /// A valid file image holding `keys` (values 1.0), `capacity` bytes long.
 fn image(keys: &[&str], capacity: usize) -> Vec<u8> {
-    let mut out = vec![0u8; 8];
-    for key in keys {
-        out.extend_from_slice(&(key.len() as i32).to_ne_bytes());
-        out.extend_from_slice(key.as_bytes());
-        out.extend(std::iter::repeat(b' ').take(layout::pad_len(key.len())));
-        out.extend_from_slice(&1.0f64.to_ne_bytes());
-        out.extend_from_slice(&0.0f64.to_ne_bytes());
-    }
-    let used = out.len() as i32;
-    out[..4].copy_from_slice(&used.to_ne_bytes());
-    out.resize(capacity.max(out.len()), 0);
-    out
+    layout::file_image(keys.iter().map(|k| (k.as_bytes(), 1.0, 0.0)), capacity)
 }
 
 /// A valid counter image with one `bad_family` entry.

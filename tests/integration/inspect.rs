@@ -35,19 +35,7 @@ fn write(dir: &Path, kind: MetricKind, id: &str, entries: &[TestEntry<'_>]) {
 /// A file image: header + entries (key, value, timestamp), zero-padded to
 /// `capacity`, exactly as Python lays it out.
 fn image(entries: &[(&[u8], f64, f64)], capacity: usize) -> Vec<u8> {
-    let mut out = vec![0u8; 8];
-    for (key, value, ts) in entries {
-        out.extend_from_slice(&(key.len() as i32).to_ne_bytes());
-        out.extend_from_slice(key);
-        let pad = entry_len(key.len()) - 4 - key.len() - 16;
-        out.extend(std::iter::repeat(b' ').take(pad));
-        out.extend_from_slice(&value.to_ne_bytes());
-        out.extend_from_slice(&ts.to_ne_bytes());
-    }
-    let used = out.len() as i32;
-    out[..4].copy_from_slice(&used.to_ne_bytes());
-    out.resize(capacity.max(out.len()), 0);
-    out
+    multiprom_format::layout::file_image(entries.iter().copied(), capacity)
 }
 
 const GOOD_KEY: &[u8] = br#"["jobs", "jobs_total", {}, "Jobs."]"#;

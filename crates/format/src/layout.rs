@@ -66,6 +66,47 @@ pub const fn value_offset(entry_offset: usize, key_len: usize) -> usize {
     entry_offset + 4 + key_len + pad_len(key_len)
 }
 
+/// Appends one entry exactly as Python lays it out: length, key, space
+/// padding, value, timestamp. Keys longer than `i32::MAX` bytes are the
+/// caller's to refuse ([`crate::FileWriter`] does).
+pub fn push_entry(out: &mut Vec<u8>, key: &[u8], value: f64, timestamp: f64) {
+    debug_assert!(
+        i32::try_from(key.len()).is_ok(),
+        "key too long for an entry"
+    );
+    out.reserve(entry_len(key.len()));
+    out.extend_from_slice(&(key.len() as i32).to_ne_bytes());
+    out.extend_from_slice(key);
+    // Python pads with spaces.
+    out.resize(out.len() + pad_len(key.len()), b' ');
+    out.extend_from_slice(bytemuck::bytes_of(&ValuePair { value, timestamp }));
+}
+
+/// A whole file image without a writer: header, `entries` (key, value,
+/// timestamp), zeros up to `capacity`. For tests and fixtures that need
+/// exact bytes, including ones they then damage on purpose.
+///
+/// ```
+/// use multiprom_format::{layout, parse_file};
+/// let image = layout::file_image([(br#"["a", "a_total", {}, ""]"#.as_slice(), 2.0, 0.0)], 4096);
+/// assert_eq!(image.len(), 4096);
+/// assert_eq!(parse_file(&image, 4096).unwrap().entries[0].value, 2.0);
+/// ```
+#[must_use]
+pub fn file_image<'a>(
+    entries: impl IntoIterator<Item = (&'a [u8], f64, f64)>,
+    capacity: usize,
+) -> Vec<u8> {
+    let mut out = vec![0u8; HEADER_LEN];
+    for (key, value, timestamp) in entries {
+        push_entry(&mut out, key, value, timestamp);
+    }
+    let used = out.len() as i32;
+    out[..4].copy_from_slice(&used.to_ne_bytes());
+    out.resize(capacity.max(out.len()), 0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

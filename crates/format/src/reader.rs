@@ -441,18 +441,10 @@ mod tests {
     use crate::layout::entry_len;
 
     fn image(entries: &[(&str, f64, f64)], capacity: usize) -> Vec<u8> {
-        let mut out = vec![0u8; 8];
-        for (key, value, ts) in entries {
-            out.extend_from_slice(&(key.len() as i32).to_ne_bytes());
-            out.extend_from_slice(key.as_bytes());
-            out.extend(std::iter::repeat(b' ').take(layout::pad_len(key.len())));
-            out.extend_from_slice(&value.to_ne_bytes());
-            out.extend_from_slice(&ts.to_ne_bytes());
-        }
-        let used = out.len() as i32;
-        out[..4].copy_from_slice(&used.to_ne_bytes());
-        out.resize(capacity.max(out.len()), 0);
-        out
+        layout::file_image(
+            entries.iter().map(|&(k, v, t)| (k.as_bytes(), v, t)),
+            capacity,
+        )
     }
 
     #[test]

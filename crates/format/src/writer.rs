@@ -168,11 +168,7 @@ impl FileWriter {
             self.grow(needed)?;
         }
         let mut entry = Vec::with_capacity(entry_len);
-        entry.extend_from_slice(&(key_len as i32).to_ne_bytes());
-        entry.extend_from_slice(key.as_bytes());
-        // Python pads with spaces.
-        entry.resize(4 + key_len + layout::pad_len(key_len), b' ');
-        entry.extend_from_slice(&[0u8; layout::VALUE_PAIR_LEN]);
+        layout::push_entry(&mut entry, key.as_bytes(), 0.0, 0.0);
         let offset = self.used;
         self.mapping.write_bytes(offset, &entry);
         self.used += entry_len;
