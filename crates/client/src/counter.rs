@@ -1,10 +1,8 @@
 //! Counters: values that only go up.
 
-use std::fmt;
 use std::sync::Arc;
 
 use crate::error::ClientError;
-use crate::family::sealed;
 use crate::series::Series;
 
 /// A counter (one child, or a plain counter without labels).
@@ -51,20 +49,4 @@ impl Counter {
     }
 }
 
-impl sealed::Member for Counter {
-    fn from_series(series: Arc<Series>) -> Self {
-        Counter { series }
-    }
-
-    fn series(&self) -> &Arc<Series> {
-        &self.series
-    }
-}
-
-impl crate::Metric for Counter {}
-
-impl fmt::Debug for Counter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Counter").field(&self.series).finish()
-    }
-}
+crate::handle_impls!(Counter);

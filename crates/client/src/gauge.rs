@@ -1,13 +1,11 @@
 //! Gauges: values that go up and down, merged across processes by their
 //! [`GaugeMode`].
 
-use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use multiprom_format::GaugeMode;
 
-use crate::family::sealed;
 use crate::series::Series;
 
 /// A gauge in one of the eight modes that allow `inc`/`dec` (every mode but
@@ -156,39 +154,4 @@ fn unix_time() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-impl sealed::Member for Gauge {
-    fn from_series(series: Arc<Series>) -> Self {
-        Gauge { series }
-    }
-
-    fn series(&self) -> &Arc<Series> {
-        &self.series
-    }
-}
-
-impl sealed::Member for MostRecentGauge {
-    fn from_series(series: Arc<Series>) -> Self {
-        MostRecentGauge { series }
-    }
-
-    fn series(&self) -> &Arc<Series> {
-        &self.series
-    }
-}
-
-impl crate::Metric for Gauge {}
-impl crate::Metric for MostRecentGauge {}
-
-impl fmt::Debug for Gauge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Gauge").field(&self.series).finish()
-    }
-}
-
-impl fmt::Debug for MostRecentGauge {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("MostRecentGauge")
-            .field(&self.series)
-            .finish()
-    }
-}
+crate::handle_impls!(Gauge, MostRecentGauge);

@@ -1,9 +1,7 @@
 //! Histograms: observations counted in buckets, plus their sum.
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::family::sealed;
 use crate::series::Series;
 use crate::timer::Timer;
 
@@ -92,20 +90,4 @@ impl Histogram {
     }
 }
 
-impl sealed::Member for Histogram {
-    fn from_series(series: Arc<Series>) -> Self {
-        Histogram { series }
-    }
-
-    fn series(&self) -> &Arc<Series> {
-        &self.series
-    }
-}
-
-impl crate::Metric for Histogram {}
-
-impl fmt::Debug for Histogram {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Histogram").field(&self.series).finish()
-    }
-}
+crate::handle_impls!(Histogram);

@@ -120,6 +120,31 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// What every handle type (a newtype over `Arc<Series>`) implements the
+/// same way: family membership, [`Metric`], and `Debug` showing its series.
+macro_rules! handle_impls {
+    ($($handle:ident),+) => {$(
+        impl crate::family::sealed::Member for $handle {
+            fn from_series(series: std::sync::Arc<crate::series::Series>) -> Self {
+                $handle { series }
+            }
+
+            fn series(&self) -> &std::sync::Arc<crate::series::Series> {
+                &self.series
+            }
+        }
+
+        impl crate::Metric for $handle {}
+
+        impl std::fmt::Debug for $handle {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_tuple(stringify!($handle)).field(&self.series).finish()
+            }
+        }
+    )+};
+}
+pub(crate) use handle_impls;
+
 mod counter;
 mod definition;
 mod error;

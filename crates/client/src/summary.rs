@@ -1,10 +1,8 @@
 //! Summaries: count and sum of observations (no quantiles, as in Python's
 //! multiprocess mode).
 
-use std::fmt;
 use std::sync::Arc;
 
-use crate::family::sealed;
 use crate::series::Series;
 use crate::timer::Timer;
 
@@ -48,20 +46,4 @@ impl Summary {
     }
 }
 
-impl sealed::Member for Summary {
-    fn from_series(series: Arc<Series>) -> Self {
-        Summary { series }
-    }
-
-    fn series(&self) -> &Arc<Series> {
-        &self.series
-    }
-}
-
-impl crate::Metric for Summary {}
-
-impl fmt::Debug for Summary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Summary").field(&self.series).finish()
-    }
-}
+crate::handle_impls!(Summary);
