@@ -14,6 +14,12 @@
 //!   lock-free value updates.
 //! * [`float_to_go_string`]: Python's `floatToGoString`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
+//! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
+//!
+//! `unsafe` code lives in this crate only, in two modules: `mapping` (the
+//! writer's shared mapping and its atomic slots) and [`fork`] (`pthread_atfork`
+//! and a test-only fork helper, because a store through a mapping inherited
+//! across `fork()` would land in the parent's file).
 //!
 //! ```
 //! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
