@@ -147,10 +147,30 @@ fn demo_without_dir_removes_its_temporary_dir() {
 }
 
 #[test]
-fn demo_refuses_zero_workers() {
+fn demo_and_run_refuse_bad_arguments_with_exit_2() {
     let out = multiprom()
         .args(["demo", "--workers", "0"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+
+    let tmp = temp_dir();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    for command in ["demo", "run"] {
+        let mut cmd = multiprom();
+        cmd.args([command, "--listen", "127.0.0.1:0", "--dir"])
+            .arg(&file);
+        if command == "run" {
+            cmd.args(["--", "true"]);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert_eq!(
+            stderr,
+            format!("multiprom {command}: {}: not a directory\n", file.display()),
+            "{command}"
+        );
+    }
 }

@@ -82,11 +82,13 @@ impl MetricsDir {
                 .map_err(|e| format!("{}: {e}", temp.path().display()))?;
             return Ok(MetricsDir::Temporary(temp));
         };
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-        if !dir.is_dir() {
+        // A file in the way is "not a directory", not create_dir_all's
+        // "File exists".
+        if dir.exists() && !dir.is_dir() {
             return Err(format!("{}: not a directory", dir.display()));
         }
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
         if !keep_files {
             remove_stale_files(dir)?;
         }
