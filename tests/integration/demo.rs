@@ -57,7 +57,14 @@ fn demo_serves_restarts_a_worker_and_leaves_files_in_dir() {
     let stdout = tmp.path().join("stdout.txt");
     let mut demo = start_demo(
         &stdout,
-        &["--restart-every", "1s", "--dir", files.to_str().unwrap()],
+        &[
+            "--restart-every",
+            "1s",
+            "--reap-grace",
+            "0s",
+            "--dir",
+            files.to_str().unwrap(),
+        ],
     );
     let addr = demo.address();
 

@@ -12,6 +12,10 @@ use std::sync::OnceLock;
 /// The `prometheus_client` release the interop tests are pinned to.
 pub const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
 
+/// The gunicorn release the `run` tests launch, with its standard
+/// `child_exit` → `mark_process_dead` hook.
+pub const GUNICORN_VERSION: &str = "23.0.0";
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,7 +51,7 @@ pub fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let venv = target_dir().join(format!(
-            "py-venv-prometheus-client-{PROMETHEUS_CLIENT_VERSION}"
+            "py-venv-prometheus-client-{PROMETHEUS_CLIENT_VERSION}-gunicorn-{GUNICORN_VERSION}"
         ));
         let python = venv.join("bin/python");
         if venv.join(".ready").exists() {
@@ -70,8 +74,9 @@ pub fn python() -> &'static Path {
                     "--quiet",
                     "--disable-pip-version-check",
                 ])
-                .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}")),
-            "install prometheus_client into the test venv",
+                .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}"))
+                .arg(format!("gunicorn=={GUNICORN_VERSION}")),
+            "install prometheus_client and gunicorn into the test venv",
         );
         std::fs::write(tmp.join(".ready"), PROMETHEUS_CLIENT_VERSION).expect("mark venv ready");
         if std::fs::rename(&tmp, &venv).is_err() {

@@ -16,6 +16,7 @@ mod collector_registry;
 mod collector_upstream;
 mod demo;
 mod format_interop;
+mod gunicorn;
 mod http_client;
 mod inspect;
 mod run;

@@ -513,8 +513,20 @@ fn zombie_state(pid: u32) -> Option<char> {
     stat[stat.rfind(')')? + 2..].chars().next()
 }
 
+/// The exposition Python serves for `dir` with `leave_out` files removed
+/// (what the directory looks like after `mark_process_dead` ran for them).
+fn python_exposition_without(dir: &Path, leave_out: &[String]) -> String {
+    let copy = temp_dir();
+    for name in db_files(dir) {
+        if !leave_out.contains(&name) {
+            std::fs::copy(dir.join(&name), copy.path().join(&name)).unwrap();
+        }
+    }
+    python_exposition(copy.path(), "text")
+}
+
 #[test]
-fn reap_dead_removes_live_gauges_of_dead_and_zombie_pids_only() {
+fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace() {
     let dir = fixture();
     let names = db_files(dir.path());
     let livesum = names
@@ -543,41 +555,71 @@ fn reap_dead_removes_live_gauges_of_dead_and_zombie_pids_only() {
         .unwrap();
     }
     let before = db_files(dir.path());
-
-    // Without --reap-dead nothing is removed.
-    let (mut server, addr) = serve(dir.path(), &[]);
-    assert_eq!(get(addr, "/metrics", &[]).status, 200);
-    assert_eq!(db_files(dir.path()), before);
-    server.signal(Signal::TERM);
-    server.wait();
-
-    let (mut server, addr) = serve(dir.path(), &["--reap-dead"]);
-    let body = get(addr, "/metrics", &[]).text();
-    let expected: Vec<String> = before
+    let dead_live_gauges: Vec<String> = before
         .iter()
-        .filter(|name| {
-            let live_gauge = name.starts_with("gauge_live");
-            let keeps = name.ends_with(&format!("_{}.db", live.id()));
-            !live_gauge || keeps
-        })
+        .filter(|name| name.starts_with("gauge_live"))
+        .filter(|name| !name.ends_with(&format!("_{}.db", live.id())))
         .cloned()
         .collect();
-    assert_eq!(db_files(dir.path()), expected);
     // 3 dead workers x 5 live modes, plus the zombie's file.
-    assert!(body.contains("multiprom_reaped_files_total 16\n"), "{body}");
-    // Only the live process's share of the live gauges is left: the output
-    // equals Python's on the reaped directory.
-    let (workers, _) = partition_self(&body);
+    assert_eq!(dead_live_gauges.len(), 16);
+    let expected_output = split_families(&python_exposition_without(dir.path(), &dead_live_gauges));
+    assert!(expected_output
+        .iter()
+        .any(|f| f.contains("# HELP g_livesum ")));
+
+    // Without --reap-dead nothing is removed or left out.
+    let (mut server, addr) = serve(dir.path(), &[]);
+    let (workers, _) = partition_self(&get(addr, "/metrics", &[]).text());
     assert_eq!(
         workers,
         split_families(&python_exposition(dir.path(), "text"))
     );
-    assert!(workers.iter().any(|f| f.contains("# HELP g_livesum ")));
+    assert_ne!(workers, expected_output);
+    assert_eq!(db_files(dir.path()), before);
+    server.signal(Signal::TERM);
+    server.wait();
+
+    // With it, the dead processes' live gauges leave the output at once
+    // (the output equals Python's after mark_process_dead), but the files
+    // stay for the grace period, so an application's own hook never finds
+    // them gone under its feet.
+    let (mut server, addr) = serve(dir.path(), &["--reap-dead"]);
+    let body = get(addr, "/metrics", &[]).text();
+    let (workers, _) = partition_self(&body);
+    assert_eq!(workers, expected_output);
+    assert!(body.contains("multiprom_reaped_files_total 0\n"), "{body}");
+    assert_eq!(db_files(dir.path()), before);
+    server.signal(Signal::TERM);
+    server.wait();
+
+    // With no grace, the files of processes that are gone are removed; the
+    // zombie's stays until its parent collects it (that is when gunicorn
+    // runs its child_exit hook), then it goes too.
+    let (mut server, addr) = serve(dir.path(), &["--reap-dead", "--reap-grace", "0s"]);
+    let body = get(addr, "/metrics", &[]).text();
+    assert!(body.contains("multiprom_reaped_files_total 15\n"), "{body}");
+    let zombie_file = format!("gauge_livesum_{}.db", zombie.id());
+    let mut expected_files: Vec<String> = before
+        .iter()
+        .filter(|name| !dead_live_gauges.contains(name) || **name == zombie_file)
+        .cloned()
+        .collect();
+    assert_eq!(db_files(dir.path()), expected_files);
+    let (workers, _) = partition_self(&body);
+    assert_eq!(workers, expected_output);
+
+    zombie.wait().unwrap();
+    let body = get(addr, "/metrics", &[]).text();
+    assert!(body.contains("multiprom_reaped_files_total 16\n"), "{body}");
+    expected_files.retain(|name| *name != zombie_file);
+    assert_eq!(db_files(dir.path()), expected_files);
+    let (workers, _) = partition_self(&body);
+    assert_eq!(workers, expected_output);
     let stderr = server.wait_for_stderr(&format!("process {} is gone", zombie.id()));
     assert!(!stderr.contains(&format!("process {} is gone", live.id())));
     live.kill().unwrap();
     live.wait().unwrap();
-    zombie.wait().unwrap();
 }
 
 #[test]

@@ -92,6 +92,11 @@ impl Spawned {
             .expect("socket address in start line")
     }
 
+    /// The exit status, if the process has exited (without waiting).
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut().unwrap().try_wait().unwrap()
+    }
+
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: Signal) {
         let pid = Pid::from_raw(self.pid() as i32).unwrap();

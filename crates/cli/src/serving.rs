@@ -34,6 +34,12 @@ pub struct EndpointArgs {
     /// Connections whose request headers take longer are closed.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
+    /// With reaping on: how long a worker must have exited before its
+    /// gauge_live* files are removed (they leave the output at once). Long
+    /// enough for any child_exit hook calling mark_process_dead to finish
+    /// first (e.g. 5m, 30s).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub reap_grace: Duration,
     /// How often dead processes' live-gauge files are looked for (besides
     /// before every scrape).
     #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
@@ -128,6 +134,7 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool) -> Endpoint {
         scrape_queue_wait: args.scrape_queue_wait,
         scrape_timeout: args.scrape_timeout,
         reap_dead,
+        reap_grace: args.reap_grace,
     };
     let gate: Option<BeforeCollect> = args.test_scrape_gate.clone().map(|gate| {
         let hook: BeforeCollect = Arc::new(move || wait_at_gate(&gate));
@@ -171,7 +178,7 @@ pub async fn serve(
         "{what} {} at http://{addr}/metrics (status page http://{addr}/){}",
         endpoint.dir().display(),
         if endpoint.config().reap_dead {
-            ", removing live-gauge files of dead processes"
+            ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {
             ""
         }

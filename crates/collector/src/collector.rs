@@ -302,11 +302,29 @@ impl DirCollector {
 
     /// Lists, reads and merges the directory once.
     pub fn collect(&self) -> Result<Scrape, CollectError> {
+        self.collect_without(|_| HashSet::new())
+    }
+
+    /// Lists the directory once, lets `leave_out` pick files from that
+    /// listing to leave out of this collection (as if they were not there),
+    /// then reads and merges the rest.
+    ///
+    /// A reaper uses this to drop exited processes' live-gauge files from
+    /// the output at once, while the files themselves stay on disk for a
+    /// while, without listing the directory twice.
+    pub fn collect_without(
+        &self,
+        leave_out: impl FnOnce(&[PathBuf]) -> HashSet<PathBuf>,
+    ) -> Result<Scrape, CollectError> {
         let start = Instant::now();
-        let paths = scan_dir(&self.dir).map_err(|source| CollectError {
+        let mut paths = scan_dir(&self.dir).map_err(|source| CollectError {
             dir: self.dir.clone(),
             source,
         })?;
+        let left_out = leave_out(&paths);
+        if !left_out.is_empty() {
+            paths.retain(|p| !left_out.contains(p));
+        }
         // A panic elsewhere while holding the lock leaves caches that are
         // still consistent enough to rebuild from; never poison scrapes.
         let mut guard = self

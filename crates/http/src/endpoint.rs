@@ -27,7 +27,8 @@ use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
 use tokio::sync::Semaphore;
 
 use crate::negotiate::{accepts_gzip, choose_format};
-use crate::reap::{process_state, reap_dead, Reaped};
+use crate::process::process_state;
+use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
 use crate::self_metrics::{append_blocks, reserved_names, split_blocks, ScrapeResult, SelfMetrics};
 use crate::status_page::render_status_page;
 
@@ -40,20 +41,26 @@ pub struct EndpointConfig {
     pub scrape_queue_wait: Duration,
     /// How long a request waits for its collection before it gets 503.
     pub scrape_timeout: Duration,
-    /// Remove `gauge_live*` files of dead processes before each collection
-    /// (see [`crate::reap`] for the caveats).
+    /// Leave the `gauge_live*` files of exited processes out of every
+    /// collection, and remove them `reap_grace` after their process is gone
+    /// (see [`crate::reap`] for why this never races the application's own
+    /// `mark_process_dead`, and for the caveats).
     pub reap_dead: bool,
+    /// How long a live-gauge file's process must have been gone before the
+    /// file is removed.
+    pub reap_grace: Duration,
 }
 
 impl Default for EndpointConfig {
     /// 4 at once, 1 s wait, 10 s timeout (Prometheus' default
-    /// `scrape_timeout`), no reaping.
+    /// `scrape_timeout`), no reaping (five minutes' grace when it is on).
     fn default() -> Self {
         EndpointConfig {
             max_concurrent_scrapes: 4,
             scrape_queue_wait: Duration::from_secs(1),
             scrape_timeout: Duration::from_secs(10),
             reap_dead: false,
+            reap_grace: DEFAULT_REAP_GRACE,
         }
     }
 }
@@ -108,6 +115,8 @@ struct Inner {
     permits: Arc<Semaphore>,
     metrics: SelfMetrics,
     before_collect: Option<BeforeCollect>,
+    /// Retires and removes exited processes' live-gauge files, when on.
+    reaper: Option<Mutex<Reaper>>,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
 }
@@ -165,6 +174,9 @@ impl Endpoint {
                 config,
                 metrics: SelfMetrics::new(),
                 before_collect,
+                reaper: config
+                    .reap_dead
+                    .then(|| Mutex::new(Reaper::new(config.reap_grace))),
                 shadowed_reported: Mutex::new(HashSet::new()),
             }),
         }
@@ -212,17 +224,26 @@ impl Endpoint {
         .await
     }
 
-    /// Removes `gauge_live*` files of dead processes now (on the blocking
-    /// pool), logging and counting what was removed. Does nothing unless
+    /// One reaping pass now (on the blocking pool): removes the
+    /// `gauge_live*` files whose process has been gone for the grace period,
+    /// logging and counting what was removed. Does nothing unless
     /// [`EndpointConfig::reap_dead`] is set.
-    pub async fn reap(&self) -> std::io::Result<Reaped> {
-        if !self.inner.config.reap_dead {
-            return Ok(Reaped::default());
+    pub async fn reap(&self) -> std::io::Result<ReapPass> {
+        if self.inner.reaper.is_none() {
+            return Ok(ReapPass::default());
         }
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || inner.reap())
-            .await
-            .map_err(std::io::Error::other)?
+        tokio::task::spawn_blocking(move || {
+            let paths = multiprom_collector::scan_dir(inner.collector.dir()).inspect_err(|e| {
+                tracing::warn!(
+                    "cannot check {} for dead processes: {e}",
+                    inner.collector.dir().display()
+                );
+            })?;
+            Ok(inner.reap(&paths))
+        })
+        .await
+        .map_err(std::io::Error::other)?
     }
 
     async fn bounded<T: Send + 'static>(
@@ -250,11 +271,11 @@ impl Endpoint {
             if let Some(hook) = &inner.before_collect {
                 hook();
             }
-            if inner.config.reap_dead {
-                // A reaping problem is logged; the scrape goes on.
-                let _ = inner.reap();
-            }
-            let scrape = inner.collector.collect()?;
+            // One listing serves both: the reaper picks the exited
+            // processes' live-gauge files to leave out, the rest is merged.
+            let scrape = inner
+                .collector
+                .collect_without(|paths| inner.reap(paths).retired)?;
             for warning in &scrape.warnings {
                 tracing::warn!("{warning}");
             }
@@ -269,21 +290,26 @@ impl Endpoint {
 }
 
 impl Inner {
-    fn reap(&self) -> std::io::Result<Reaped> {
-        let reaped = reap_dead(self.collector.dir()).inspect_err(|e| {
-            tracing::warn!(
-                "cannot check {} for dead processes: {e}",
-                self.collector.dir().display()
-            );
-        })?;
-        for (path, pid) in &reaped.removed {
+    /// One reaping pass over a listing (nothing when reaping is off).
+    fn reap(&self, paths: &[std::path::PathBuf]) -> ReapPass {
+        let Some(reaper) = &self.reaper else {
+            return ReapPass::default();
+        };
+        let mut reaper = reaper
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pass = reaper.pass(paths);
+        // Counted under the lock: a scrape whose pass comes next must see
+        // what this pass removed.
+        self.metrics.count_reaped(pass.removed.len());
+        drop(reaper);
+        for (path, pid) in &pass.removed {
             tracing::info!("removed {}: process {pid} is gone", path.display());
         }
-        for (path, err) in &reaped.failed {
+        for (path, err) in &pass.failed {
             tracing::warn!("cannot remove {} of a dead process: {err}", path.display());
         }
-        self.metrics.count_reaped(reaped.removed.len());
-        Ok(reaped)
+        pass
     }
 
     fn render_metrics(&self, scrape: &Scrape, format: Format) -> String {

@@ -8,7 +8,9 @@
 //! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout and
 //!   graceful shutdown ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
-//! * [`reap`]: `mark_process_dead` for every dead pid in the directory.
+//! * [`reap`]: `mark_process_dead` for every dead pid in the directory, in a
+//!   way that never races the application's own hook.
+//! * [`process`]: process liveness, the pid counter, and who holds a file.
 //!
 //! ```no_run
 //! # async fn host() -> std::io::Result<()> {
@@ -26,6 +28,7 @@
 
 mod endpoint;
 pub mod negotiate;
+pub mod process;
 pub mod reap;
 mod self_metrics;
 mod server;

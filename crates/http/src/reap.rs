@@ -1,263 +1,445 @@
 //! Reaping: what `prometheus_client.multiprocess.mark_process_dead(pid)` does,
-//! for every pid in the directory whose process is gone.
+//! for every pid in the directory whose process has exited, without ever
+//! racing the application's own `mark_process_dead`.
 //!
 //! `mark_process_dead` deletes `gauge_live*_<pid>.db` and nothing else:
 //! counters, histograms, summaries and non-live gauges of dead processes are
 //! kept, so totals never go backwards. Python relies on the application
 //! calling it (gunicorn's `child_exit` hook); a crashed worker is never
-//! marked. Here the pid in the file name is checked instead:
+//! marked. Here the pid in the file name is checked instead.
 //!
-//! * `kill(pid, 0)` failing with `ESRCH`: no such process, dead.
-//! * A zombie (`/proc/<pid>/stat` state `Z` or `X`) is dead too: it has exited
-//!   and only waits for its parent to collect its status.
-//! * `EPERM` means the process exists (another user's): alive.
+//! The hook lists the files with `glob` and then calls `os.remove` on each:
+//! if anyone else removes one of them in between, the hook raises
+//! `FileNotFoundError`, and in gunicorn that exception kills the master and
+//! with it the whole application. So the [`Reaper`] splits reaping in two:
 //!
-//! Caveats (documented in `docs/operations.md`):
-//! * pid namespaces: the pids are the writers' pids in *their* namespace. A
-//!   collector in another namespace (another container without
-//!   `shareProcessNamespace`) sees other processes or none under those
-//!   numbers, and would remove live workers' files. Only reap where the
-//!   workers' pids are visible.
-//! * pid reuse: once a pid is reused by an unrelated process the old file
-//!   looks alive until that process exits too; reaping early (each scrape and
-//!   periodically) keeps the window small. Ids that are not pids (a custom
-//!   `process_identifier`) are never reaped.
+//! 1. **Retire at once.** A live-gauge file whose process has exited (gone or
+//!    a zombie) is left out of the merge from the first scrape that sees it
+//!    dead. The output is exactly what Python serves after the hook ran.
+//! 2. **Remove much later.** The file itself is removed only after its
+//!    process has been *gone* (not a zombie: gunicorn runs `child_exit` right
+//!    after collecting the worker's exit status, so a zombie's hook is still
+//!    to come) for a grace period (five minutes by default), and only if no
+//!    process holds it open or mapped. A hook runs within milliseconds of its
+//!    worker being collected, so by then it has long finished.
+//!
+//! The one way a hook for the same pid could run later is pid reuse: a new
+//! process gets the dead one's pid, and its own hook removes
+//! `gauge_live*_<pid>.db` when it exits. The kernel hands out pids in order,
+//! so the reaper reads the pid counter (`/proc/loadavg`) on every pass and
+//! restarts a file's grace period whenever the counter has passed its pid
+//! ([`crate::process::PidWindow`]). A file is therefore removed only when
+//! no process with its pid can have existed for the whole grace period.
+//!
+//! Ids that are not plain decimal pids (a custom `process_identifier`) are
+//! never reaped. None of this is valid across pid namespaces: reap only where
+//! the workers' pids are visible (`docs/operations.md`).
 
-use std::collections::HashMap;
-use std::io;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-use multiprom_collector::scan_dir;
 use multiprom_format::{FileName, MetricKind};
-use rustix::io::Errno;
-use rustix::process::{test_kill_process, Pid};
 
-/// Whether a process exists, as far as this pid namespace can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProcessState {
-    /// Running (or stopped, or another user's process).
-    Alive,
-    /// Exited but not yet collected by its parent.
-    Zombie,
-    /// No such process.
-    Gone,
-    /// Not a pid that can be checked (0, or above the pid range).
-    Unknown,
-}
+use crate::process::{holders, last_allocated_pid, process_state, FileId, PidWindow, ProcessState};
 
-impl ProcessState {
-    /// Whether the process has exited (gone or a zombie).
-    #[must_use]
-    pub const fn is_dead(self) -> bool {
-        matches!(self, ProcessState::Zombie | ProcessState::Gone)
-    }
+/// How long a live-gauge file's process must have been gone before the file
+/// is removed, by default.
+pub const DEFAULT_REAP_GRACE: Duration = Duration::from_secs(300);
 
-    /// `alive`, `zombie`, `dead` or `unknown`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProcessState::Alive => "alive",
-            ProcessState::Zombie => "zombie",
-            ProcessState::Gone => "dead",
-            ProcessState::Unknown => "unknown",
-        }
-    }
-}
-
-/// Checks whether process `pid` exists in this pid namespace.
-///
-/// ```
-/// use multiprom_http::reap::{process_state, ProcessState};
-/// assert_eq!(process_state(std::process::id()), ProcessState::Alive);
-/// assert_eq!(process_state(0), ProcessState::Unknown);
-/// ```
-#[must_use]
-pub fn process_state(pid: u32) -> ProcessState {
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return ProcessState::Unknown;
-    };
-    match test_kill_process(pid) {
-        Ok(()) | Err(Errno::PERM) => {
-            if is_zombie(pid.as_raw_nonzero().get()) {
-                ProcessState::Zombie
-            } else {
-                ProcessState::Alive
-            }
-        }
-        Err(Errno::SRCH) => ProcessState::Gone,
-        // Anything else: do not guess "dead".
-        Err(_) => ProcessState::Alive,
-    }
-}
-
-/// Whether `/proc/<pid>/stat` shows a zombie (`Z`) or dead (`X`) state. No
-/// `/proc` (or a race with the process going away): not a zombie, so the
-/// next check decides.
-fn is_zombie(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // `pid (comm) S ...`: comm may contain spaces and parentheses, so the
-    // state is the first field after the *last* `)`.
-    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
-        return false;
-    };
-    matches!(stat.get(close + 1..close + 3), Some([b' ', b'Z' | b'X']))
-}
-
-/// The `gauge_live*` files of dead processes that were removed.
+/// What one reaping pass decided.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Reaped {
-    /// Removed files with the pid of the dead process, in name order.
+pub struct ReapPass {
+    /// Live-gauge files of exited processes, still on disk: leave them out
+    /// of the merge, as if `mark_process_dead` had removed them.
+    pub retired: HashSet<PathBuf>,
+    /// Files removed in this pass, with the pid of the dead process, in name
+    /// order.
     pub removed: Vec<(PathBuf, u32)>,
     /// Files that could not be removed, with why.
     pub failed: Vec<(PathBuf, String)>,
 }
 
-/// Removes `gauge_live*_<pid>.db` for every pid in `dir` whose process is
-/// dead, as `mark_process_dead(pid)` would. Never touches any other file.
-pub fn reap_dead(dir: &Path) -> io::Result<Reaped> {
-    reap_dead_with(dir, process_state)
+/// A retired file waiting for its grace period.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    pid: u32,
+    /// When its process was first seen gone (and the pid counter has not
+    /// passed the pid since).
+    since: Instant,
 }
 
-/// [`reap_dead`] with a custom liveness check (for tests and for hosts that
-/// know their workers better).
-pub fn reap_dead_with(
-    dir: &Path,
-    mut state_of: impl FnMut(u32) -> ProcessState,
-) -> io::Result<Reaped> {
-    let mut reaped = Reaped::default();
-    let mut known: HashMap<u32, bool> = HashMap::new();
-    for path in scan_dir(dir)? {
-        let Some(name) = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| FileName::parse(n).ok())
-        else {
-            continue;
-        };
-        let MetricKind::Gauge(mode) = name.kind() else {
-            continue;
-        };
-        if !mode.is_live() {
-            continue;
-        }
-        // Only plain decimal pids: "0042" or "+42" are not what os.getpid()
-        // writes, so they are someone's custom identifier.
-        let Some(pid) = name.pid().filter(|p| p.to_string() == name.id()) else {
-            continue;
-        };
-        let dead = *known.entry(pid).or_insert_with(|| state_of(pid).is_dead());
-        if !dead {
-            continue;
-        }
-        match std::fs::remove_file(&path) {
-            Ok(()) => reaped.removed.push((path, pid)),
-            // Someone else (Python's mark_process_dead) was first.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => reaped.failed.push((path, e.to_string())),
+/// What the reaper needs to know about the system; the real one reads
+/// `/proc`, tests substitute their own.
+pub trait ProcessView {
+    /// Whether `pid` is alive.
+    fn state(&mut self, pid: u32) -> ProcessState;
+    /// The last pid handed out, if known.
+    fn last_allocated_pid(&mut self) -> Option<u32>;
+    /// Which of `files` are open or mapped by some process.
+    fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId>;
+}
+
+/// The running system, through `/proc`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemProcesses;
+
+impl ProcessView for SystemProcesses {
+    fn state(&mut self, pid: u32) -> ProcessState {
+        process_state(pid)
+    }
+
+    fn last_allocated_pid(&mut self) -> Option<u32> {
+        last_allocated_pid()
+    }
+
+    fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId> {
+        // Removing a name never disturbs a process that has the file open
+        // or mapped; this check only keeps a file some process still uses.
+        // Processes that cannot be inspected are taken as not holding it.
+        holders(files).map(|h| h.held).unwrap_or_default()
+    }
+}
+
+/// Retires and, after a grace period, removes the `gauge_live*` files of
+/// exited processes (see the module docs for why it is safe beside an
+/// application's own `mark_process_dead`).
+#[derive(Debug)]
+pub struct Reaper {
+    grace: Duration,
+    waiting: HashMap<PathBuf, Waiting>,
+    last_pid: Option<u32>,
+}
+
+impl Reaper {
+    /// A reaper that removes files `grace` after their process is gone.
+    #[must_use]
+    pub fn new(grace: Duration) -> Self {
+        Reaper {
+            grace,
+            waiting: HashMap::new(),
+            last_pid: None,
         }
     }
-    Ok(reaped)
+
+    /// The grace period.
+    #[must_use]
+    pub fn grace(&self) -> Duration {
+        self.grace
+    }
+
+    /// One pass over `paths` (a listing of the directory), against the
+    /// running system.
+    pub fn pass(&mut self, paths: &[PathBuf]) -> ReapPass {
+        self.pass_with(paths, Instant::now(), &mut SystemProcesses)
+    }
+
+    /// One pass at time `now`, with `view` telling about processes.
+    pub fn pass_with(
+        &mut self,
+        paths: &[PathBuf],
+        now: Instant,
+        view: &mut impl ProcessView,
+    ) -> ReapPass {
+        let mut pass = ReapPass::default();
+        let last_pid = view.last_allocated_pid();
+        let window = match (self.last_pid, last_pid) {
+            (Some(before), Some(after)) => Some(PidWindow { before, after }),
+            _ => None,
+        };
+        if last_pid.is_some() {
+            self.last_pid = last_pid;
+        }
+
+        let mut states: HashMap<u32, ProcessState> = HashMap::new();
+        let mut due = Vec::new();
+        let mut seen = HashSet::new();
+        for path in paths {
+            let Some(pid) = live_gauge_pid(path) else {
+                continue;
+            };
+            let state = *states.entry(pid).or_insert_with(|| view.state(pid));
+            if !state.is_dead() {
+                continue;
+            }
+            seen.insert(path.clone());
+            pass.retired.insert(path.clone());
+            if state != ProcessState::Gone {
+                // A zombie: its parent has not collected it, so its
+                // `child_exit` hook has not run yet. The clock has not started.
+                self.waiting.remove(path);
+                continue;
+            }
+            let waiting = self
+                .waiting
+                .entry(path.clone())
+                .or_insert(Waiting { pid, since: now });
+            if waiting.pid != pid || window.is_some_and(|w| w.may_have_reused(pid)) {
+                // A process with this pid may have lived since we last
+                // looked: its hook may yet run. Start again.
+                *waiting = Waiting { pid, since: now };
+            }
+            if now.saturating_duration_since(waiting.since) >= self.grace {
+                due.push((path.clone(), pid));
+            }
+        }
+        self.waiting.retain(|path, _| seen.contains(path));
+
+        if due.is_empty() {
+            return pass;
+        }
+        let ids: Vec<Option<FileId>> = due.iter().map(|(p, _)| FileId::of(p).ok()).collect();
+        let held = view.held(&ids.iter().flatten().copied().collect());
+        for ((path, pid), id) in due.into_iter().zip(ids) {
+            let Some(id) = id else {
+                // Already gone (someone else removed it).
+                pass.retired.remove(&path);
+                self.waiting.remove(&path);
+                continue;
+            };
+            if held.contains(&id) {
+                continue;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    pass.retired.remove(&path);
+                    self.waiting.remove(&path);
+                    pass.removed.push((path, pid));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    pass.retired.remove(&path);
+                    self.waiting.remove(&path);
+                }
+                Err(e) => pass.failed.push((path, e.to_string())),
+            }
+        }
+        pass.removed.sort();
+        pass
+    }
+}
+
+/// The pid of a `gauge_live*_<pid>.db` file, if `path` is one whose id is a
+/// plain decimal pid ("0042" or "+42" are not what `os.getpid()` writes, so
+/// they are someone's custom identifier and never reaped).
+#[must_use]
+pub fn live_gauge_pid(path: &Path) -> Option<u32> {
+    let name = FileName::parse(path.file_name()?.to_str()?).ok()?;
+    let MetricKind::Gauge(mode) = name.kind() else {
+        return None;
+    };
+    if !mode.is_live() {
+        return None;
+    }
+    name.pid().filter(|p| p.to_string() == name.id())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn removes_only_live_gauges_of_dead_pids() {
-        let dir = tempfile::tempdir().unwrap();
-        let names = [
-            "gauge_livesum_100.db",
-            "gauge_liveall_100.db",
-            "gauge_livemostrecent_100.db",
-            "gauge_livemin_100.db",
-            "gauge_livemax_100.db",
-            "gauge_sum_100.db",
-            "gauge_all_100.db",
-            "counter_100.db",
-            "histogram_100.db",
-            "summary_100.db",
-            "gauge_livesum_200.db",
-            "gauge_livesum_0100.db",
-            "gauge_livesum_worker.db",
-            "gauge_livesum_100.txt",
-            "app.db",
-        ];
-        for name in names {
-            std::fs::write(dir.path().join(name), b"").unwrap();
+    /// A scripted system: pid states, a pid counter, and held files.
+    #[derive(Default)]
+    struct Fake {
+        states: HashMap<u32, ProcessState>,
+        last_pid: Option<u32>,
+        held: HashSet<FileId>,
+    }
+
+    impl ProcessView for Fake {
+        fn state(&mut self, pid: u32) -> ProcessState {
+            self.states
+                .get(&pid)
+                .copied()
+                .unwrap_or(ProcessState::Alive)
         }
-        let reaped = reap_dead_with(dir.path(), |pid| {
-            if pid == 100 {
-                ProcessState::Gone
-            } else {
-                ProcessState::Alive
-            }
-        })
-        .unwrap();
-        let removed: Vec<_> = reaped
-            .removed
-            .iter()
-            .map(|(p, pid)| (p.file_name().unwrap().to_str().unwrap().to_owned(), *pid))
-            .collect();
-        assert_eq!(
-            removed,
-            [
-                ("gauge_liveall_100.db".to_owned(), 100),
-                ("gauge_livemax_100.db".to_owned(), 100),
-                ("gauge_livemin_100.db".to_owned(), 100),
-                ("gauge_livemostrecent_100.db".to_owned(), 100),
-                ("gauge_livesum_100.db".to_owned(), 100),
-            ]
-        );
-        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        fn last_allocated_pid(&mut self) -> Option<u32> {
+            self.last_pid
+        }
+        fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId> {
+            files.intersection(&self.held).copied().collect()
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut left: Vec<_> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         left.sort();
-        assert_eq!(
-            left,
-            [
-                "app.db",
-                "counter_100.db",
-                "gauge_all_100.db",
-                "gauge_livesum_0100.db",
-                "gauge_livesum_100.txt",
-                "gauge_livesum_200.db",
-                "gauge_livesum_worker.db",
-                "gauge_sum_100.db",
-                "histogram_100.db",
-                "summary_100.db",
-            ]
-        );
+        left
     }
 
+    fn listing(dir: &Path) -> Vec<PathBuf> {
+        names(dir).into_iter().map(|n| dir.join(n)).collect()
+    }
+
+    const GRACE: Duration = Duration::from_secs(300);
+
     #[test]
-    fn zombies_count_as_dead() {
-        // A child that exits and is not waited for is a zombie.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        let mut state = process_state(pid);
-        for _ in 0..500 {
-            if state != ProcessState::Alive {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            state = process_state(pid);
+    fn retires_at_once_and_removes_only_live_gauges_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let all = [
+            "app.db",
+            "counter_100.db",
+            "gauge_all_100.db",
+            "gauge_liveall_100.db",
+            "gauge_livemax_100.db",
+            "gauge_livemin_100.db",
+            "gauge_livemostrecent_100.db",
+            "gauge_livesum_0100.db",
+            "gauge_livesum_100.db",
+            "gauge_livesum_100.txt",
+            "gauge_livesum_200.db",
+            "gauge_livesum_worker.db",
+            "gauge_sum_100.db",
+            "histogram_100.db",
+            "summary_100.db",
+        ];
+        for name in all {
+            std::fs::write(dir.path().join(name), b"").unwrap();
         }
-        assert_eq!(state, ProcessState::Zombie);
-        assert!(state.is_dead());
-        child.wait().unwrap();
-        assert_eq!(process_state(pid), ProcessState::Gone);
+        let live_100 = [
+            "gauge_liveall_100.db",
+            "gauge_livemax_100.db",
+            "gauge_livemin_100.db",
+            "gauge_livemostrecent_100.db",
+            "gauge_livesum_100.db",
+        ];
+        let mut fake = Fake::default();
+        fake.states.insert(100, ProcessState::Gone);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+
+        let first = reaper.pass_with(&listing(dir.path()), t0, &mut fake);
+        let retired: HashSet<PathBuf> = live_100.iter().map(|n| dir.path().join(n)).collect();
+        assert_eq!(first.retired, retired);
+        assert!(first.removed.is_empty());
+        assert_eq!(names(dir.path()), all, "nothing removed before the grace");
+
+        let early = reaper.pass_with(&listing(dir.path()), t0 + GRACE / 2, &mut fake);
+        assert_eq!(early.retired, retired);
+        assert!(early.removed.is_empty());
+
+        let due = reaper.pass_with(&listing(dir.path()), t0 + GRACE, &mut fake);
+        assert!(due.retired.is_empty());
+        let removed: Vec<_> = due
+            .removed
+            .iter()
+            .map(|(p, pid)| (p.file_name().unwrap().to_str().unwrap(), *pid))
+            .collect();
+        assert_eq!(removed, live_100.map(|n| (n, 100)));
+        let left: Vec<&str> = all.into_iter().filter(|n| !live_100.contains(n)).collect();
+        assert_eq!(names(dir.path()), left);
     }
 
     #[test]
-    fn unknown_pids_are_never_dead() {
-        assert_eq!(process_state(0), ProcessState::Unknown);
-        assert_eq!(process_state(u32::MAX), ProcessState::Unknown);
-        assert!(!ProcessState::Unknown.is_dead());
-        // pid 1 exists in every namespace (and may be another user's: EPERM).
-        assert_eq!(process_state(1), ProcessState::Alive);
+    fn the_clock_starts_when_a_zombie_is_collected() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livesum_7.db");
+        std::fs::write(&file, b"").unwrap();
+        let mut fake = Fake::default();
+        fake.states.insert(7, ProcessState::Zombie);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t0, &mut fake);
+        assert!(
+            pass.retired.contains(&file),
+            "a zombie's gauges leave at once"
+        );
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE * 2, &mut fake);
+        assert!(pass.removed.is_empty(), "a zombie's hook is still to come");
+        fake.states.insert(7, ProcessState::Gone);
+        let t1 = t0 + GRACE * 3;
+        assert!(reaper
+            .pass_with(std::slice::from_ref(&file), t1, &mut fake)
+            .removed
+            .is_empty());
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t1 + GRACE, &mut fake);
+        assert_eq!(pass.removed, [(file.clone(), 7)]);
+        assert!(!file.exists());
+    }
+
+    #[test]
+    fn a_pid_counter_passing_the_pid_restarts_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livesum_500.db");
+        std::fs::write(&file, b"").unwrap();
+        let mut fake = Fake {
+            last_pid: Some(400),
+            ..Fake::default()
+        };
+        fake.states.insert(500, ProcessState::Gone);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+        reaper.pass_with(std::slice::from_ref(&file), t0, &mut fake);
+        // Pids up to 450 were handed out: 500 cannot have been reused.
+        fake.last_pid = Some(450);
+        reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE / 2, &mut fake);
+        // Now the counter passes 500: a process with pid 500 may have lived
+        // and died in between, with its hook still running.
+        fake.last_pid = Some(520);
+        let t1 = t0 + GRACE;
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t1, &mut fake);
+        assert!(pass.removed.is_empty());
+        assert!(pass.retired.contains(&file));
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t1 + GRACE, &mut fake);
+        assert_eq!(pass.removed, [(file.clone(), 500)]);
+    }
+
+    #[test]
+    fn a_file_still_held_open_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livemax_9.db");
+        std::fs::write(&file, b"").unwrap();
+        let mut fake = Fake::default();
+        fake.states.insert(9, ProcessState::Gone);
+        fake.held.insert(FileId::of(&file).unwrap());
+        let mut reaper = Reaper::new(Duration::ZERO);
+        let now = Instant::now();
+        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        assert!(pass.removed.is_empty());
+        assert!(pass.retired.contains(&file));
+        fake.held.clear();
+        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        assert_eq!(pass.removed, [(file.clone(), 9)]);
+    }
+
+    #[test]
+    fn a_process_that_comes_back_is_merged_again() {
+        // A pid reused by a new worker that opens the same file name.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livesum_42.db");
+        std::fs::write(&file, b"").unwrap();
+        let mut fake = Fake::default();
+        fake.states.insert(42, ProcessState::Gone);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+        assert!(reaper
+            .pass_with(std::slice::from_ref(&file), t0, &mut fake)
+            .retired
+            .contains(&file));
+        fake.states.insert(42, ProcessState::Alive);
+        assert!(reaper
+            .pass_with(std::slice::from_ref(&file), t0 + GRACE / 2, &mut fake)
+            .retired
+            .is_empty());
+        // It exits again: the clock starts over.
+        fake.states.insert(42, ProcessState::Gone);
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE, &mut fake);
+        assert!(pass.removed.is_empty());
+        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE * 2, &mut fake);
+        assert_eq!(pass.removed, [(file, 42)]);
+    }
+
+    #[test]
+    fn a_file_someone_else_removed_is_no_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_liveall_3.db");
+        let mut fake = Fake::default();
+        fake.states.insert(3, ProcessState::Gone);
+        let mut reaper = Reaper::new(Duration::ZERO);
+        // Listed, then removed by the application's hook before we act.
+        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        assert_eq!(pass, ReapPass::default());
     }
 }

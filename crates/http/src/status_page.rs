@@ -6,7 +6,7 @@ use std::path::Path;
 
 use multiprom_collector::{FileState, Scrape};
 
-use crate::reap::ProcessState;
+use crate::process::ProcessState;
 
 /// Escapes text for HTML element content and double-quoted attributes.
 ///

@@ -1,0 +1,352 @@
+//! What `/proc` says about the processes behind a directory's files: whether
+//! a pid is alive, how far the kernel's pid counter has moved, and which
+//! processes hold a file open or mapped.
+//!
+//! All of it describes *this* pid namespace. A collector in another namespace
+//! (another container without `shareProcessNamespace`) sees other processes
+//! or none under the writers' pids, so nothing here may be trusted there; the
+//! callers only act where the writers' pids are visible.
+
+use std::collections::HashSet;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+
+use rustix::io::Errno;
+use rustix::process::{test_kill_process, Pid};
+
+/// Whether a process exists, as far as this pid namespace can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    /// Running (or stopped, or another user's process).
+    Alive,
+    /// Exited but not yet collected by its parent.
+    Zombie,
+    /// No such process.
+    Gone,
+    /// Not a pid that can be checked (0, or above the pid range).
+    Unknown,
+}
+
+impl ProcessState {
+    /// Whether the process has exited (gone or a zombie).
+    #[must_use]
+    pub const fn is_dead(self) -> bool {
+        matches!(self, ProcessState::Zombie | ProcessState::Gone)
+    }
+
+    /// `alive`, `zombie`, `dead` or `unknown`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProcessState::Alive => "alive",
+            ProcessState::Zombie => "zombie",
+            ProcessState::Gone => "dead",
+            ProcessState::Unknown => "unknown",
+        }
+    }
+}
+
+/// Checks whether process `pid` exists in this pid namespace.
+///
+/// * `kill(pid, 0)` failing with `ESRCH`: no such process, gone.
+/// * A zombie (`/proc/<pid>/stat` state `Z` or `X`) has exited and only waits
+///   for its parent to collect its status.
+/// * `EPERM` means the process exists (another user's): alive.
+///
+/// ```
+/// use multiprom_http::process::{process_state, ProcessState};
+/// assert_eq!(process_state(std::process::id()), ProcessState::Alive);
+/// assert_eq!(process_state(0), ProcessState::Unknown);
+/// ```
+#[must_use]
+pub fn process_state(pid: u32) -> ProcessState {
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return ProcessState::Unknown;
+    };
+    match test_kill_process(pid) {
+        Ok(()) | Err(Errno::PERM) => {
+            if is_zombie(pid.as_raw_nonzero().get()) {
+                ProcessState::Zombie
+            } else {
+                ProcessState::Alive
+            }
+        }
+        Err(Errno::SRCH) => ProcessState::Gone,
+        // Anything else: do not guess "dead".
+        Err(_) => ProcessState::Alive,
+    }
+}
+
+/// Whether `/proc/<pid>/stat` shows a zombie (`Z`) or dead (`X`) state. No
+/// `/proc` (or a race with the process going away): not a zombie, so the
+/// next check decides.
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) S ...`: comm may contain spaces and parentheses, so the
+    // state is the first field after the *last* `)`.
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    matches!(stat.get(close + 1..close + 3), Some([b' ', b'Z' | b'X']))
+}
+
+/// The pid most recently handed out in this pid namespace (the last field of
+/// `/proc/loadavg`), or `None` where `/proc` does not say.
+///
+/// The kernel hands out pids in increasing order and wraps at `pid_max`, so
+/// between two readings `a` and `b` exactly the pids in `PidWindow { a, b }`
+/// can have been given to new processes (unless more than `pid_max` processes
+/// were created in between).
+#[must_use]
+pub fn last_allocated_pid() -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_ascii_whitespace().nth(4)?.parse().ok()
+}
+
+/// The pids the kernel may have handed out between two readings of
+/// [`last_allocated_pid`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidWindow {
+    /// The earlier reading.
+    pub before: u32,
+    /// The later reading.
+    pub after: u32,
+}
+
+impl PidWindow {
+    /// Whether a process created between the two readings may have `pid`.
+    ///
+    /// ```
+    /// use multiprom_http::process::PidWindow;
+    /// let moved = PidWindow { before: 100, after: 200 };
+    /// assert!(moved.may_have_reused(150) && moved.may_have_reused(200));
+    /// assert!(!moved.may_have_reused(100) && !moved.may_have_reused(201));
+    /// let wrapped = PidWindow { before: 4_000_000, after: 500 };
+    /// assert!(wrapped.may_have_reused(4_100_000) && wrapped.may_have_reused(400));
+    /// assert!(!wrapped.may_have_reused(600));
+    /// assert!(!PidWindow { before: 7, after: 7 }.may_have_reused(7));
+    /// ```
+    #[must_use]
+    pub fn may_have_reused(self, pid: u32) -> bool {
+        if self.after >= self.before {
+            self.before < pid && pid <= self.after
+        } else {
+            pid > self.before || pid <= self.after
+        }
+    }
+}
+
+/// A file's identity: device and inode, as `stat` gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+impl FileId {
+    /// The identity of what `path` names now (following symbolic links).
+    pub fn of(path: &std::path::Path) -> io::Result<FileId> {
+        let meta = std::fs::metadata(path)?;
+        Ok(FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+}
+
+/// Which of `files` some process has open or mapped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Holders {
+    /// The files that are open (`/proc/*/fd`) or mapped (`/proc/*/maps`) by a
+    /// process that could be inspected.
+    pub held: HashSet<FileId>,
+    /// Processes whose fds or maps could not be read (another user's, without
+    /// the privilege to look): they might hold any of the files.
+    pub uninspectable: usize,
+}
+
+/// Looks through every process's open files and memory maps for `files`.
+///
+/// This costs a directory listing per process and a read of its maps, so it
+/// is meant for the few files about to be removed or folded, not for every
+/// scrape. A process that exits while being looked at holds nothing.
+pub fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
+    let mut found = Holders::default();
+    if files.is_empty() {
+        return Ok(found);
+    }
+    let me = std::process::id();
+    for entry in std::fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            // Our own reads are short-lived preads, never a writer's hold.
+            continue;
+        }
+        match process_holds(pid, files, &mut found.held) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {} // exited meanwhile
+            Err(_) => found.uninspectable += 1,
+        }
+        if found.held.len() == files.len() {
+            break;
+        }
+    }
+    Ok(found)
+}
+
+fn process_holds(pid: u32, files: &HashSet<FileId>, held: &mut HashSet<FileId>) -> io::Result<()> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
+    for line in maps.lines() {
+        if let Some(id) = mapped_file(line) {
+            if files.contains(&id) {
+                held.insert(id);
+            }
+        }
+    }
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let Ok(fd) = fd else { continue };
+        // `stat` through the magic link reaches the open file itself, even
+        // one whose name was removed.
+        if let Ok(id) = FileId::of(&fd.path()) {
+            if files.contains(&id) {
+                held.insert(id);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The file behind one `/proc/<pid>/maps` line:
+/// `start-end perms offset MAJOR:MINOR INODE [path]` (hex device numbers).
+fn mapped_file(line: &str) -> Option<FileId> {
+    let mut fields = line.split_ascii_whitespace();
+    let dev = fields.nth(3)?;
+    let ino: u64 = fields.next()?.parse().ok()?;
+    if ino == 0 {
+        return None; // anonymous memory
+    }
+    let (major, minor) = dev.split_once(':')?;
+    let major = u32::from_str_radix(major, 16).ok()?;
+    let minor = u32::from_str_radix(minor, 16).ok()?;
+    Some(FileId {
+        dev: rustix::fs::makedev(major, minor),
+        ino,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zombies_count_as_dead() {
+        // A child that exits and is not waited for is a zombie.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let mut state = process_state(pid);
+        for _ in 0..500 {
+            if state != ProcessState::Alive {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            state = process_state(pid);
+        }
+        assert_eq!(state, ProcessState::Zombie);
+        assert!(state.is_dead());
+        child.wait().unwrap();
+        assert_eq!(process_state(pid), ProcessState::Gone);
+    }
+
+    #[test]
+    fn unknown_pids_are_never_dead() {
+        assert_eq!(process_state(0), ProcessState::Unknown);
+        assert_eq!(process_state(u32::MAX), ProcessState::Unknown);
+        assert!(!ProcessState::Unknown.is_dead());
+        // pid 1 exists in every namespace (and may be another user's: EPERM).
+        assert_eq!(process_state(1), ProcessState::Alive);
+    }
+
+    #[test]
+    fn the_pid_counter_moves_when_a_process_starts() {
+        let before = last_allocated_pid().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let after = last_allocated_pid().unwrap();
+        assert!(PidWindow { before, after }.may_have_reused(pid));
+    }
+
+    #[test]
+    fn finds_a_file_another_process_maps_or_holds_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let mapped = dir.path().join("mapped");
+        let open = dir.path().join("open");
+        let idle = dir.path().join("idle");
+        for f in [&mapped, &open, &idle] {
+            std::fs::write(f, [0u8; 4096]).unwrap();
+        }
+        let ids: HashSet<FileId> = [&mapped, &open, &idle]
+            .iter()
+            .map(|f| FileId::of(f).unwrap())
+            .collect();
+        // python3 maps one file and keeps the other open, then waits.
+        let script = "import mmap,sys,time\n\
+            f=open(sys.argv[1],'r+b'); m=mmap.mmap(f.fileno(),4096); f.close()\n\
+            g=open(sys.argv[2],'rb')\n\
+            print('ready',flush=True); sys.stdin.read()";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(&mapped)
+            .arg(&open)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+        let found = holders(&ids).unwrap();
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        let expected: HashSet<FileId> = [&mapped, &open]
+            .iter()
+            .map(|f| FileId::of(f).unwrap())
+            .collect();
+        assert_eq!(found.held, expected);
+        assert!(holders(&ids).unwrap().held.is_empty());
+    }
+
+    #[test]
+    fn maps_lines() {
+        let id = mapped_file(
+            "7f1c2a000000-7f1c2a010000 rw-s 00000000 00:1a 1234567    /dev/shm/counter_1.db",
+        );
+        assert_eq!(
+            id,
+            Some(FileId {
+                dev: rustix::fs::makedev(0, 0x1a),
+                ino: 1_234_567
+            })
+        );
+        assert_eq!(
+            mapped_file("7ffd1000-7ffd2000 rw-p 00000000 00:00 0    [stack]"),
+            None
+        );
+        assert_eq!(mapped_file("garbage"), None);
+    }
+}

@@ -1,0 +1,197 @@
+//! `multiprom run` around real gunicorn with prometheus_client's standard
+//! `child_exit` hook (`mark_process_dead`), under worker churn.
+//!
+//! The hook lists a dead worker's `gauge_live*_<pid>.db` files and removes
+//! each; if one vanishes in between, it raises `FileNotFoundError` in the
+//! gunicorn master, which then stops every worker and exits. multiprom's own
+//! reaping must never remove such a file while a hook may still be running.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use crate::harness::{multiprom, python, workspace_root};
+use crate::http_client::get;
+use crate::serve::{python_parse, sample_value};
+use crate::spawned_server::{Spawned, PATIENCE};
+
+/// How long workers churn. Before reaping waited for a grace period, this
+/// setup brought gunicorn down within a few seconds in every run; the test
+/// runs well past that.
+const CHURN: Duration = Duration::from_secs(20);
+
+/// A free loopback port for gunicorn (closed again before gunicorn binds it).
+fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// `GET path` on `addr`; `true` if it answered 200. Failures (a worker
+/// restarting, a server gone) are counted by the caller, never fatal here, so
+/// the test reports what went down rather than a connection error.
+fn answers_200(addr: SocketAddr, path: &str) -> bool {
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(10)));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    response.starts_with(b"HTTP/1.1 200")
+}
+
+/// The `pid` labels of `app_worker_up` in a parsed exposition.
+fn worker_pids(parsed: &serde_json::Value) -> Vec<String> {
+    let Some(families) = parsed.as_array() else {
+        return Vec::new();
+    };
+    families
+        .iter()
+        .filter(|f| f[0] == "app_worker_up")
+        .flat_map(|f| f[2].as_array().cloned().unwrap_or_default())
+        .filter_map(|s| s[1]["pid"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Sets a flag when dropped, so worker threads stop even when the test
+/// thread panics half-way.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn reaping_never_races_gunicorns_mark_process_dead_hook() {
+    let app_dir = workspace_root().join("tests/python/gunicorn_app");
+    let app = free_port();
+    let mut cmd = multiprom();
+    cmd.arg("run")
+        .args(["--listen", "127.0.0.1:0"])
+        // Reap as eagerly as possible: every few milliseconds and before
+        // every scrape. Only the grace period keeps it off the hook's files.
+        .args(["--reap-interval", "5ms", "--reap-grace", "2s"])
+        .arg("--")
+        .arg(python())
+        .args(["-m", "gunicorn", "--chdir"])
+        .arg(&app_dir)
+        .args(["-c"])
+        .arg(app_dir.join("gunicorn.conf.py"))
+        .args(["-w", "4", "--max-requests", "1", "-b"])
+        .arg(app.to_string())
+        .arg("app:app");
+    let mut run = Spawned::start(cmd);
+    let metrics = run.address();
+    let deadline = Instant::now() + PATIENCE;
+    while !answers_200(app, "/") {
+        assert!(
+            Instant::now() < deadline,
+            "gunicorn never answered; stderr:\n{}",
+            run.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let stop = AtomicBool::new(false);
+    let ok = AtomicU64::new(1); // the request above
+    let failed = AtomicU64::new(0);
+    let scrapes = AtomicU64::new(0);
+    let bad_scrapes = AtomicU64::new(0);
+    let started = Instant::now();
+    let exited_early = std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..3 {
+            s.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    if answers_200(app, "/") {
+                        ok.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                scrapes.fetch_add(1, Ordering::SeqCst);
+                if !answers_200(metrics, "/metrics") {
+                    bad_scrapes.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        // Watch the launcher: if the gunicorn master dies, `run` exits.
+        while started.elapsed() < CHURN {
+            if let Some(status) = run.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    });
+    let stderr = run.stderr();
+    assert_eq!(
+        exited_early,
+        None,
+        "gunicorn went down under churn after {:?}; stderr:\n{stderr}",
+        started.elapsed()
+    );
+    assert!(
+        !stderr.contains("FileNotFoundError") && !stderr.contains("Traceback"),
+        "{stderr}"
+    );
+    let ok = ok.load(Ordering::SeqCst);
+    assert!(
+        ok >= 100,
+        "too little churn to test anything: {ok} requests"
+    );
+    assert_eq!(bad_scrapes.load(Ordering::SeqCst), 0);
+    assert!(scrapes.load(Ordering::SeqCst) >= 20);
+
+    // Exact totals: every answered request counted once, across all the
+    // workers that came and went. Requests that failed on the client side
+    // may or may not have reached a worker.
+    let parsed = python_parse(&get(metrics, "/metrics", &[]).text(), "text");
+    let counted = sample_value(&parsed, "app_requests_total", &[]).unwrap();
+    let failed = failed.load(Ordering::SeqCst);
+    assert!(
+        counted >= ok as f64 && counted <= (ok + failed) as f64,
+        "counted {counted}, answered {ok}, failed {failed}"
+    );
+    // The dead workers' live gauges are out of the output at once: once the
+    // churn stops, `app_worker_up` (liveall: one sample per pid) lists
+    // exactly the 4 running workers.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let parsed = python_parse(&get(metrics, "/metrics", &[]).text(), "text");
+        let pids = worker_pids(&parsed);
+        let all_alive = pids
+            .iter()
+            .all(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if pids.len() == 4 && all_alive {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "app_worker_up never settled on the 4 live workers: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    run.signal(Signal::TERM);
+    let (status, stderr) = run.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("Traceback"), "{stderr}");
+}
