@@ -6,7 +6,8 @@
 //! and gauge-mode conflicts, pid reuse, forks, `mark_process_dead`), runs it in
 //! real forked processes, and writes Python's reference outputs:
 //! `generate_latest` and OpenMetrics `generate_latest` of
-//! `MultiProcessCollector.merge(sorted(files), accumulate=True/False)`.
+//! `MultiProcessCollector.merge(glob(DIR/*.db), accumulate=True/False)`: with
+//! `accumulate=True`, exactly what `MultiProcessCollector(path=DIR)` serves.
 //! multiprom reads each directory in-process with `DirCollector` (and, for a
 //! few seeds, with the real `multiprom scrape` binary) and must print exactly
 //! the same bytes.
@@ -192,6 +193,36 @@ fn run_block(base: &Path, first: u64, count: u64, binary_seeds: usize) -> Vec<St
     failures
 }
 
+/// Where the seed directories go: the fixed block on tmpfs (`/dev/shm`, as
+/// most deployments keep the directory), the clock-derived block on a disk
+/// file system (under `target/`). Directory listing order differs between
+/// them (tmpfs: creation order; ext4: name-hash order), and Python merges in
+/// that order, so both must match.
+fn seed_bases() -> [tempfile::TempDir; 2] {
+    let shm = tempfile::Builder::new()
+        .prefix("multiprom-diff-")
+        .tempdir_in("/dev/shm")
+        .expect("a directory on /dev/shm (tmpfs)");
+    let disk_root = crate::harness::target_dir().join("tmp");
+    std::fs::create_dir_all(&disk_root).unwrap();
+    let disk = tempfile::Builder::new()
+        .prefix("multiprom-diff-")
+        .tempdir_in(&disk_root)
+        .unwrap();
+    assert!(is_tmpfs(shm.path()), "/dev/shm is not tmpfs");
+    assert!(
+        !is_tmpfs(disk.path()),
+        "{} is on tmpfs; the test needs a disk file system there",
+        disk.path().display()
+    );
+    [shm, disk]
+}
+
+fn is_tmpfs(path: &Path) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    rustix::fs::statfs(path).unwrap().f_type as i64 == TMPFS_MAGIC
+}
+
 #[test]
 fn merge_and_exposition_equal_python_on_random_directories() {
     let base = temp_dir();
@@ -221,12 +252,13 @@ fn merge_and_exposition_equal_python_on_random_directories() {
             vec![(0, FIXED_SEEDS), (first, RANDOM_SEEDS)]
         }
     };
+    let bases = seed_bases();
     let mut failures = Vec::new();
     let mut seeds = 0;
     for (i, (first, count)) in blocks.into_iter().enumerate() {
         seeds += count;
         failures.extend(run_block(
-            base.path(),
+            bases[i % 2].path(),
             first,
             count,
             if i == 0 { BINARY_SEEDS } else { 0 },

@@ -2,9 +2,9 @@
 
 Usage: client_collect.py DIR [--text]
 
-Merges the directory's *.db files in name order (Python's collector takes raw
-directory order; multiprom documents name order, and this makes the output
-comparable byte for byte) with MultiProcessCollector.merge(accumulate=True).
+Merges the directory's *.db files in glob's (the directory's listing) order,
+as MultiProcessCollector.collect() does, with
+MultiProcessCollector.merge(accumulate=True).
 Prints the samples as JSON ([[name, {labels}, repr(value)], ...]), or with
 --text the Prometheus text exposition (generate_latest).
 """
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 directory = sys.argv[1]
-files = sorted(glob.glob(os.path.join(directory, "*.db")))
+files = glob.glob(os.path.join(directory, "*.db"))
 metrics = list(MultiProcessCollector.merge(files, accumulate=True))
 
 

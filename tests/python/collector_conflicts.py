@@ -1,6 +1,7 @@
 """Real worker processes write families whose files disagree, for
 tests/integration/collector_conflicts.rs; then the parent prints Python's
-generate_latest of MultiProcessCollector.merge(sorted(files)).
+generate_latest of MultiProcessCollector.merge(glob(DIR/*.db)), as
+MultiProcessCollector.collect() does.
 
 usage: collector_conflicts.py help-and-mode|type   (PROMETHEUS_MULTIPROC_DIR set)
 
@@ -72,5 +73,5 @@ class Merged:
 
 if __name__ == '__main__':
     {'help-and-mode': help_and_mode, 'type': type_conflict}[sys.argv[1]]()
-    files = sorted(glob.glob(os.path.join(os.environ['PROMETHEUS_MULTIPROC_DIR'], '*.db')))
+    files = glob.glob(os.path.join(os.environ['PROMETHEUS_MULTIPROC_DIR'], '*.db'))
     sys.stdout.write(generate_latest(Merged(files)).decode())

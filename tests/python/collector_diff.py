@@ -7,14 +7,15 @@ For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
 
 1. builds a random scenario from the seed alone (families of every type and all
    ten gauge modes, unicode/escape-heavy names, labels and help, NaN, +-Inf,
-   -0.0, 1e6..1e16, tiny values, custom and negative buckets, help and gauge
+   -0.0, 1e6..1e16, +-9e15 with fractions (sums depend on file order), tiny values, custom and negative buckets, help and gauge
    mode conflicts, pid reuse, forks inside a worker, mark_process_dead);
 2. runs it with REAL forked processes writing BASE/seed-N/ through the real
    prometheus_client (process identifiers come from the scenario, so a seed
    replays to the same file names);
 3. writes the reference outputs next to it, in BASE/seed-N.ref/:
    prom.txt, om.txt            generate_latest / openmetrics generate_latest of
-                               MultiProcessCollector.merge(sorted(files))
+                               MultiProcessCollector.merge(glob(DIR/*.db)),
+                               i.e. MultiProcessCollector(path=DIR).collect()
    prom_noacc.txt, om_noacc.txt  the same with accumulate=False
    scenario.json               the scenario, for people debugging a seed
 
@@ -75,8 +76,12 @@ def random_value(rng, non_negative=False):
     r = rng.random()
     if r < 0.35:
         v = rng.choice(SPECIAL)
-    elif r < 0.55:
+    elif r < 0.45:
         v = 10 ** rng.uniform(6, 16)
+    elif r < 0.55:
+        # Large values with a fraction: summed over several files (either
+        # sign), the last digits depend on the order of the additions.
+        v = rng.uniform(1e15, 9.2e15) + rng.random()
     elif r < 0.7:
         v = float(rng.randint(0, 10 ** rng.randint(1, 12)))
     elif r < 0.8:
@@ -262,8 +267,9 @@ def generate(base, seed):
 
 
 def reference_outputs(directory):
-    """Python's four outputs for `directory`, files merged in name order."""
-    files = sorted(glob.glob(os.path.join(directory, '*.db')))
+    """Python's four outputs for `directory`, files merged in the order
+    MultiProcessCollector.collect() takes them: glob's, the directory's."""
+    files = glob.glob(os.path.join(directory, '*.db'))
 
     class Merged:
         def __init__(self, accumulate):

@@ -36,7 +36,7 @@ if __name__ == '__main__':
         p.join()
         assert p.exitcode == 0
 
-    files = sorted(glob.glob(os.path.join(os.environ['PROMETHEUS_MULTIPROC_DIR'], '*.db')))
+    files = glob.glob(os.path.join(os.environ['PROMETHEUS_MULTIPROC_DIR'], '*.db'))
 
     class Merged:
         def __init__(self, accumulate):

@@ -1,6 +1,11 @@
 """Prints what Python itself serves for a directory: MultiProcessCollector's
-merge + generate_latest, with the files in sorted (name) order as multiprom
-takes them. Usage: serve_python_exposition.py DIR text|openmetrics
+merge + generate_latest, with the files in glob's order (the directory's
+listing order), exactly as MultiProcessCollector.collect() takes them.
+
+Usage: serve_python_exposition.py DIR text|openmetrics [EXCLUDED_NAME ...]
+
+EXCLUDED_NAMEs are left out of the listing, as if mark_process_dead had
+removed them (removing names does not reorder the others).
 """
 
 import glob
@@ -13,19 +18,21 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
 
-class SortedMultiProcessCollector:
-    def __init__(self, path):
+class ListedMultiProcessCollector:
+    def __init__(self, path, excluded):
         self._path = path
+        self._excluded = set(excluded)
 
     def collect(self):
-        files = sorted(glob.glob(os.path.join(self._path, "*.db")))
+        files = [f for f in glob.glob(os.path.join(self._path, "*.db"))
+                 if os.path.basename(f) not in self._excluded]
         return MultiProcessCollector.merge(files, accumulate=True)
 
 
 def main():
-    path, fmt = sys.argv[1], sys.argv[2]
+    path, fmt, excluded = sys.argv[1], sys.argv[2], sys.argv[3:]
     registry = CollectorRegistry()
-    registry.register(SortedMultiProcessCollector(path))
+    registry.register(ListedMultiProcessCollector(path, excluded))
     encode = generate_latest if fmt == "text" else generate_openmetrics
     sys.stdout.buffer.write(encode(registry))
 

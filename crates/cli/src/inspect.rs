@@ -105,7 +105,11 @@ fn expand(paths: &[PathBuf]) -> (Vec<PathBuf>, bool) {
                 Ok(found) if found.is_empty() => {
                     eprintln!("multiprom inspect: {}: no *.db files", path.display());
                 }
-                Ok(found) => files.extend(found),
+                Ok(mut found) => {
+                    // For people: name order (the merge takes listing order).
+                    found.sort();
+                    files.extend(found);
+                }
                 Err(err) => {
                     eprintln!("multiprom inspect: {}: cannot list: {err}", path.display());
                     missing = true;

@@ -115,7 +115,7 @@ pub struct ScrapeStats {
 pub struct Scrape {
     /// Merged families, in output order.
     pub families: Vec<MergedFamily>,
-    /// Every `*.db` file seen, sorted by name.
+    /// Every `*.db` file seen, in merge (directory listing) order.
     pub files: Vec<FileReport>,
     /// Problems first seen in this collection (each file state and each
     /// conflict is reported once, not on every scrape).
@@ -133,7 +133,7 @@ impl Scrape {
         out
     }
 
-    /// Every skipped file's problem (bad and vanished), in name order.
+    /// Every skipped file's problem (bad and vanished), in merge order.
     pub fn problems(&self) -> impl Iterator<Item = &FileProblem> {
         self.files.iter().filter_map(|f| f.problem.as_ref())
     }
@@ -219,15 +219,14 @@ struct State {
 ///
 /// A histogram written by two processes (Python stores per-bucket counts and
 /// no `_count`; the merge accumulates them), in OpenMetrics, and raw with
-/// `accumulate: false`. A gauge in `liveall` mode keeps one series per
-/// process, labelled with the `pid` from the file name:
+/// `accumulate: false`:
 ///
 /// ```
 /// use multiprom_collector::{CollectOptions, DirCollector, Format};
-/// use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
+/// use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 ///
 /// let dir = tempfile::tempdir()?;
-/// for (pid, value) in [("10", 0.3), ("11", 4.0)] {
+/// for (pid, value) in [("10", 0.5), ("11", 4.0)] {
 ///     let mut file = FileWriter::open(dir.path(), &FileName::new(MetricKind::Histogram, pid)?)?;
 ///     file.slot(&encode_key("wait", "wait_sum", [], "Wait \"time\"."))?.add(value);
 ///     for le in ["0.5", "+Inf"] {
@@ -236,20 +235,13 @@ struct State {
 ///             slot.add(1.0);
 ///         }
 ///     }
-///     let gauge = FileName::new(MetricKind::Gauge(GaugeMode::LiveAll), pid)?;
-///     let mut file = FileWriter::open(dir.path(), &gauge)?;
-///     file.slot(&encode_key("busy", "busy", [], "Busy."))?.set(1.0);
 /// }
 ///
 /// let scrape = DirCollector::new(dir.path()).collect()?;
 /// assert_eq!(scrape.encode(Format::OpenMetrics), "\
-/// ## HELP busy Busy.
-/// ## TYPE busy gauge
-/// busy{pid=\"10\"} 1.0
-/// busy{pid=\"11\"} 1.0
 /// ## HELP wait Wait \\\"time\\\".
 /// ## TYPE wait histogram
-/// wait_sum 4.3
+/// wait_sum 4.5
 /// wait_bucket{le=\"0.5\"} 1.0
 /// wait_bucket{le=\"+Inf\"} 2.0
 /// wait_count 2.0
@@ -257,13 +249,33 @@ struct State {
 /// ");
 ///
 /// let raw = DirCollector::with_options(dir.path(), CollectOptions { accumulate: false });
-/// assert!(raw.collect()?.encode(Format::Prometheus).ends_with("\
+/// assert_eq!(raw.collect()?.encode(Format::Prometheus), "\
 /// ## HELP wait Wait \"time\".
 /// ## TYPE wait histogram
-/// wait_sum 4.3
+/// wait_sum 4.5
 /// wait_bucket{le=\"0.5\"} 1.0
 /// wait_bucket{le=\"+Inf\"} 1.0
-/// "));
+/// ");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// A gauge in `liveall` mode keeps one series per process, labelled with the
+/// `pid` from the file name; processes appear in the order the directory
+/// lists their files, as in Python:
+///
+/// ```
+/// use multiprom_collector::{DirCollector, Format};
+/// use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
+///
+/// let dir = tempfile::tempdir()?;
+/// for pid in ["10", "11"] {
+///     let gauge = FileName::new(MetricKind::Gauge(GaugeMode::LiveAll), pid)?;
+///     let mut file = FileWriter::open(dir.path(), &gauge)?;
+///     file.slot(&encode_key("busy", "busy", [], "Busy."))?.set(1.0);
+/// }
+/// let text = DirCollector::new(dir.path()).collect()?.encode(Format::Prometheus);
+/// assert!(text.starts_with("# HELP busy Busy.\n# TYPE busy gauge\n"));
+/// assert!(text.contains("busy{pid=\"10\"} 1.0\n") && text.contains("busy{pid=\"11\"} 1.0\n"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
@@ -335,10 +347,10 @@ impl DirCollector {
     }
 }
 
-/// Reads and merges the given files once, as Python's
-/// `MultiProcessCollector.merge(files, accumulate)` does, except that the
-/// files are taken in path order (sorted, duplicates dropped) whatever order
-/// they are given in, and bad files are skipped and reported.
+/// Reads and merges the given files once, in the order given, as Python's
+/// `MultiProcessCollector.merge(files, accumulate)` does (a file given twice
+/// is merged twice, as there), except that bad files are skipped and
+/// reported.
 ///
 /// Files that do not exist are reported as [vanished](FileState::Vanished),
 /// never as errors: Python's upstream test `test_missing_gauge_file_during_merge`
@@ -357,16 +369,14 @@ pub fn merge_files<P: AsRef<Path>>(
     options: CollectOptions,
 ) -> Scrape {
     let start = Instant::now();
-    let mut paths: Vec<PathBuf> = files
+    let paths: Vec<PathBuf> = files
         .into_iter()
         .map(|p| p.as_ref().to_path_buf())
         .collect();
-    paths.sort();
-    paths.dedup();
     collect_paths(&mut State::default(), &paths, options, start)
 }
 
-/// Reads `paths` (sorted by name) into `state` and merges the good ones.
+/// Reads `paths` (in merge order) into `state` and merges the good ones.
 fn collect_paths(
     state: &mut State,
     paths: &[PathBuf],

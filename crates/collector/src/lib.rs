@@ -6,8 +6,8 @@
 //! functions of [`MergedFamily`] values.
 //!
 //! The output equals Python's `MultiProcessCollector` + `generate_latest`
-//! byte for byte, with files taken in name order (Python takes directory
-//! order; see `docs/merge.md`). Unlike Python, a bad file never fails the
+//! byte for byte: files are merged in the order the directory lists them, as
+//! Python's `glob` returns them (see `docs/merge.md`). Unlike Python, a bad file never fails the
 //! collection: it is skipped and reported in [`Scrape::warnings`] once per
 //! state, with path, byte offset and reason.
 //!

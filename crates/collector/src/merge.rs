@@ -1,10 +1,7 @@
 //! The merge: `MultiProcessCollector._read_metrics` + `_accumulate_metrics`,
-//! over files in name order.
-//!
-//! Python walks files in directory order, so where files disagree its output
-//! depends on that order. multiprom walks them sorted by name and otherwise
-//! follows Python step by step: its output equals Python's `merge()` given the
-//! same files in that order (the differential tests check exactly this).
+//! over files in the order given (a directory's listing order, as Python's
+//! `glob`), step by step: the output equals Python's `merge()` given the same
+//! files in the same order (the differential tests check exactly this).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -158,7 +155,7 @@ fn family_type(kind: MetricKind) -> FamilyType {
     }
 }
 
-/// Merges `files` (good files, sorted by name) into families.
+/// Merges `files` (good files, in merge order) into families.
 pub(crate) fn merge<'a>(
     files: impl IntoIterator<Item = (&'a Path, &'a ParsedFile)>,
     accumulate: bool,

@@ -75,7 +75,7 @@ impl From<ReadError> for FileProblem {
 /// order; multiprom's rule is documented with each variant.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum Conflict {
-    /// Two types for one family: the first file (in name order) wins, entries
+    /// Two types for one family: the first file (in merge order) wins, entries
     /// from files of other types are dropped.
     #[error("family {family:?} is a {kept} in {kept_file} but a {dropped} in {dropped_file}: the {dropped} entries are dropped")]
     Type {
@@ -90,7 +90,7 @@ pub enum Conflict {
         /// A file whose entries were dropped.
         dropped_file: String,
     },
-    /// Two help texts: the first entry (in file-name order) wins, as in Python.
+    /// Two help texts: the first entry (in merge order) wins, as in Python.
     #[error(
         "family {family:?} has help {kept:?} and also {other:?} (in {other_file}): using the first"
     )]
@@ -104,13 +104,13 @@ pub enum Conflict {
         /// A file with the other text.
         other_file: String,
     },
-    /// Two or more gauge modes: the last file (in name order) wins for the
+    /// Two or more gauge modes: the last file (in merge order) wins for the
     /// whole family, as Python's last-processed file does.
     #[error("gauge {family:?} is written with modes {modes}: merging all of it as {used}")]
     GaugeMode {
         /// Family name.
         family: String,
-        /// The modes seen, in file-name order.
+        /// The modes seen, in merge order.
         modes: String,
         /// The mode used.
         used: &'static str,

@@ -5,8 +5,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Every `*.db` name in `dir` (case-sensitive; dotfiles excluded, as glob
-/// does), sorted by name bytes. Directories and other non-files are listed
-/// too: reading them reports them as bad files instead of hiding them.
+/// does), in the order the directory lists them (`readdir`), which is the
+/// order Python's `glob` returns and so the order its collector merges in.
+/// Directories and other non-files are listed too: reading them reports them
+/// as bad files instead of hiding them.
 pub fn scan_dir(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -22,8 +24,5 @@ pub fn scan_dir(dir: &Path) -> io::Result<Vec<PathBuf>> {
             names.push(name);
         }
     }
-    // Sort the bare names: comparing paths would re-split them into
-    // components on every comparison.
-    names.sort_unstable();
     Ok(names.into_iter().map(|name| dir.join(name)).collect())
 }
