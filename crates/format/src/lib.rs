@@ -8,18 +8,21 @@
 //! * [`FileName`]: `counter_<id>.db`, `gauge_<mode>_<id>.db`, ...
 //! * [`encode_key`] / [`Key::decode`]: entry keys, byte-identical to Python's
 //!   `json.dumps(..., sort_keys=True)`.
-//! * [`read_file`], [`EntryIter`]: reading with `pread` (never `mmap`), with a
-//!   typed [`ReadError`] carrying path and byte offset for every kind of damage.
+//! * [`read_file`], [`EntryIter`]: reading with `pread`, with a typed
+//!   [`ReadError`] carrying path and byte offset for every kind of damage.
+//! * [`read_map`]: reading through read-only maps, safe against truncation.
 //! * [`FileWriter`], [`ValueSlot`]: atomic creation, Python's growth policy,
 //!   lock-free value updates.
 //! * [`float_to_go_string`]: Python's `floatToGoString`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
 //!
-//! `unsafe` code lives in this crate only, in two modules: `mapping` (the
-//! writer's shared mapping and its atomic slots) and [`fork`] (`pthread_atfork`
-//! and a test-only fork helper, because a store through a mapping inherited
-//! across `fork()` would land in the parent's file).
+//! `unsafe` code lives in this crate only, in three modules: `mapping` (the
+//! writer's shared mapping and its atomic slots), [`read_map`] (read-only
+//! mappings for collectors, with a SIGBUS guard so a file shrunk under a map
+//! is an error, not a crash) and [`fork`] (`pthread_atfork` and a test-only
+//! fork helper, because a store through a mapping inherited across `fork()`
+//! would land in the parent's file).
 //!
 //! ```
 //! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
@@ -51,6 +54,7 @@ pub mod fork;
 mod key;
 pub mod layout;
 mod mapping;
+pub mod read_map;
 mod reader;
 mod writer;
 

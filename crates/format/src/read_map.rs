@@ -1,0 +1,393 @@
+//! Read-only shared mappings of `*.db` files that a shrinking file cannot
+//! crash.
+//!
+//! A collector that keeps every file mapped reads values with plain memory
+//! loads: no system call per file per scrape. The hazard is truncation:
+//! prometheus_client never shrinks its files, but people and tools do (a
+//! stray `truncate`, a file rewritten in place, a full tmpfs), and a load
+//! from a mapped page that now lies past the end of the file raises SIGBUS,
+//! which kills the process.
+//!
+//! So every load goes through [`ReadMap::read`], which runs the reads with a
+//! guard set on the current thread, and a process-wide SIGBUS handler that
+//! recognises a fault inside the guarded mapping: it maps an anonymous zero
+//! page over the faulting page (so the load completes, reading zeros),
+//! records the fault, and returns. `read` then reports [`Shrunk`] and the
+//! mapping is never read again. A SIGBUS anywhere else (not on a guarded
+//! thread, or outside the guarded mapping) goes to whatever handler was
+//! installed before (Rust's own stack-overflow handler, a host's handler, or
+//! the default action), exactly as if this module did not exist.
+//!
+//! The handler is (re)installed by [`guard_sigbus`] (a host may replace it
+//! after us, e.g. Python's `faulthandler.enable()`); callers check it before
+//! reading through maps and fall back to `pread` when it cannot be had.
+//!
+//! The handler only reads two thread-local cells, calls `mmap(2)` (a raw
+//! system call) and writes a thread-local flag: nothing that allocates, locks
+//! or unwinds.
+#![allow(unsafe_code)]
+
+use std::cell::Cell;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use memmap2::{Mmap, MmapOptions};
+
+thread_local! {
+    /// The address range `[start, end)` being read on this thread, or empty.
+    static GUARDED: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    /// Set by the handler when a guarded read faulted.
+    static FAULTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The page size, read once before the handler is installed.
+static PAGE_SIZE: AtomicUsize = AtomicUsize::new(0);
+/// The SIGBUS action in force before ours (leaked, never freed: the handler
+/// may be reading it on another thread at any time).
+static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises installation.
+static INSTALL: Mutex<()> = Mutex::new(());
+
+/// A guarded read found that the file had shrunk under the mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shrunk;
+
+impl fmt::Display for Shrunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("file shrank under its memory map")
+    }
+}
+
+impl std::error::Error for Shrunk {}
+
+/// Makes sure the SIGBUS handler that guarded reads rely on is in force,
+/// installing it (again) if another handler replaced it. Returns whether it
+/// is; reads through maps must not be attempted when it is not.
+///
+/// Costs one `sigaction(2)` when the handler is already ours.
+pub fn guard_sigbus() -> bool {
+    let handler = on_sigbus as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+        as libc::sighandler_t;
+    // SAFETY: querying the current action with a null new action only writes
+    // into `current`, a zeroed sigaction we own.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) } != 0 {
+        return false;
+    }
+    if current.sa_sigaction == handler {
+        return true;
+    }
+    let _lock = INSTALL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if PAGE_SIZE.load(Ordering::Relaxed) == 0 {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let Ok(page) = usize::try_from(page) else {
+            return false;
+        };
+        if !page.is_power_of_two() {
+            return false;
+        }
+        PAGE_SIZE.store(page, Ordering::Relaxed);
+    }
+    // SAFETY: as above; re-read under the lock so two installers cannot
+    // record our own handler as the previous one.
+    if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) } != 0 {
+        return false;
+    }
+    if current.sa_sigaction == handler {
+        return true;
+    }
+    // Publish the previous action before ours can run.
+    PREVIOUS.store(Box::into_raw(Box::new(current)), Ordering::Release);
+    // SAFETY: a zeroed sigaction is a valid starting point; we set the
+    // handler, flags and an empty mask, then install it. The handler has the
+    // three-argument signature SA_SIGINFO requires.
+    let mut ours: libc::sigaction = unsafe { std::mem::zeroed() };
+    ours.sa_sigaction = handler;
+    ours.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+    unsafe { libc::sigemptyset(&mut ours.sa_mask) };
+    unsafe { libc::sigaction(libc::SIGBUS, &ours, std::ptr::null_mut()) == 0 }
+}
+
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
+    // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let (start, end) = GUARDED.with(Cell::get);
+    let page = PAGE_SIZE.load(Ordering::Relaxed);
+    if start <= addr && addr < end && page != 0 {
+        let base = addr & !(page - 1);
+        // SAFETY: `base` is a page inside a mapping this thread is reading
+        // and owns (a `ReadMap`, which is never read again after a fault and
+        // unmaps its whole range when dropped). Replacing that page with an
+        // anonymous zero page lets the faulting load complete.
+        let mapped = unsafe {
+            libc::mmap(
+                base as *mut libc::c_void,
+                page,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if mapped != libc::MAP_FAILED {
+            FAULTED.with(|f| f.set(true));
+            return;
+        }
+    }
+    // Not ours: hand it to the previous disposition.
+    let previous = PREVIOUS.load(Ordering::Acquire);
+    if previous.is_null() {
+        reset_to_default(sig);
+        return;
+    }
+    // SAFETY: `previous` points to a leaked, never-freed sigaction.
+    let previous = unsafe { &*previous };
+    let action = previous.sa_sigaction;
+    if action == libc::SIG_DFL || action == libc::SIG_IGN {
+        // Returning re-runs the faulting load, which faults again and now
+        // gets the default action (a core dump), as without us.
+        reset_to_default(sig);
+    } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: an SA_SIGINFO handler has this signature.
+        let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(action) };
+        handler(sig, info, context);
+    } else {
+        // SAFETY: a plain handler has this signature.
+        let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(action) };
+        handler(sig);
+    }
+}
+
+fn reset_to_default(sig: libc::c_int) {
+    // SAFETY: installing SIG_DFL with an empty mask; sigaction is
+    // async-signal-safe.
+    unsafe {
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut default.sa_mask);
+        libc::sigaction(sig, &default, std::ptr::null_mut());
+    }
+}
+
+/// A read-only, shared mapping of the first bytes of a file.
+pub struct ReadMap {
+    map: Mmap,
+    /// A guarded read faulted: the mapping holds zero pages now.
+    poisoned: Cell<bool>,
+}
+
+impl fmt::Debug for ReadMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadMap")
+            .field("len", &self.map.len())
+            .field("poisoned", &self.poisoned.get())
+            .finish()
+    }
+}
+
+impl ReadMap {
+    /// Maps the first `len` bytes of `file` read-only (`len` > 0). The file
+    /// may be closed afterwards.
+    pub fn new(file: &File, len: usize) -> io::Result<ReadMap> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
+        }
+        // SAFETY: memmap2 requires that the file is not modified while a
+        // *reference* to the mapped bytes exists. None is ever made: every
+        // access goes through `MapView`, which copies bytes out with raw
+        // pointer reads inside a SIGBUS guard (see the module docs).
+        let map = unsafe { MmapOptions::new().len(len).map(file)? };
+        Ok(ReadMap {
+            map,
+            poisoned: Cell::new(false),
+        })
+    }
+
+    /// Mapped length in bytes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the mapping is empty (never: see [`ReadMap::new`]).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Runs `read` with a view of the mapping, guarded against the file
+    /// shrinking under it. Call [`guard_sigbus`] (once per batch of reads)
+    /// before: without the handler a shrunk file still raises SIGBUS.
+    ///
+    /// After a fault the mapping stays poisoned: every later call returns
+    /// `Err(Shrunk)` without reading.
+    pub fn read<R>(&self, read: impl FnOnce(&MapView<'_>) -> R) -> Result<R, Shrunk> {
+        if self.poisoned.get() {
+            return Err(Shrunk);
+        }
+        let start = self.map.as_ptr() as usize;
+        let previous = GUARDED.with(|g| g.replace((start, start + self.map.len())));
+        let faulted_before = FAULTED.with(|f| f.replace(false));
+        let result = read(&MapView { map: self });
+        let faulted = FAULTED.with(|f| f.replace(faulted_before));
+        GUARDED.with(|g| g.set(previous));
+        if faulted {
+            self.poisoned.set(true);
+            return Err(Shrunk);
+        }
+        Ok(result)
+    }
+}
+
+/// Reads from a [`ReadMap`] inside [`ReadMap::read`]: bounds-checked, copying,
+/// never handing out a reference into the shared bytes (another process
+/// writes them concurrently).
+#[derive(Debug)]
+pub struct MapView<'a> {
+    map: &'a ReadMap,
+}
+
+impl MapView<'_> {
+    fn ptr(&self, offset: usize, len: usize, align: usize) -> Option<*const u8> {
+        let end = offset.checked_add(len)?;
+        if end > self.map.map.len() || offset % align != 0 {
+            return None;
+        }
+        // SAFETY: `offset + len <= map.len()`, so the pointer stays inside
+        // the mapping.
+        Some(unsafe { self.map.map.as_ptr().add(offset) })
+    }
+
+    /// The 4-byte little-endian word at `offset` (4-aligned), with acquire
+    /// ordering: the header's `used`, after which every byte up to it is
+    /// written.
+    #[must_use]
+    pub fn u32_acquire(&self, offset: usize) -> Option<u32> {
+        let ptr = self.ptr(offset, 4, 4)?;
+        // SAFETY: in bounds and 4-aligned (the mapping is page-aligned);
+        // an atomic load is the right access to memory other processes write.
+        Some(unsafe { AtomicU32::from_ptr(ptr as *mut u32) }.load(Ordering::Acquire))
+    }
+
+    /// The 8-byte float at `offset` (8-aligned), as writers store it.
+    #[must_use]
+    pub fn f64_at(&self, offset: usize) -> Option<f64> {
+        let ptr = self.ptr(offset, 8, 8)?;
+        // SAFETY: in bounds and 8-aligned; writers (Python's struct.pack_into
+        // of an aligned double, the Rust writer's atomics) store whole words.
+        Some(f64::from_bits(
+            unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Appends `len` bytes at `offset` to `out`; `false` if out of bounds.
+    pub fn copy_to(&self, offset: usize, len: usize, out: &mut Vec<u8>) -> bool {
+        let Some(ptr) = self.ptr(offset, len, 1) else {
+            return false;
+        };
+        out.reserve(len);
+        // SAFETY: `len` bytes from `ptr` lie in the mapping; `out` has room
+        // for them past its length and cannot overlap a shared mapping.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr().add(out.len()), len);
+            out.set_len(out.len() + len);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn reads_and_survives_a_file_shrinking_under_the_map() {
+        assert!(guard_sigbus());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("counter_1.db");
+        let mut file = File::create(&path).unwrap();
+        let mut bytes = vec![0u8; 3 * 4096];
+        bytes[..4].copy_from_slice(&24u32.to_le_bytes());
+        bytes[8192..8200].copy_from_slice(&2.5f64.to_bits().to_le_bytes());
+        file.write_all(&bytes).unwrap();
+        let map = ReadMap::new(&File::open(&path).unwrap(), bytes.len()).unwrap();
+        let read = map
+            .read(|view| (view.u32_acquire(0), view.f64_at(8192), view.f64_at(8191)))
+            .unwrap();
+        assert_eq!(read, (Some(24), Some(2.5), None));
+
+        // Someone truncates the file: the page at 8192 is past the end now.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        assert_eq!(map.read(|view| view.f64_at(8192)), Err(Shrunk));
+        // Poisoned for good, even for pages still backed.
+        assert_eq!(map.read(|view| view.u32_acquire(0)), Err(Shrunk));
+
+        // A fresh map of what is left reads fine.
+        let again = ReadMap::new(&File::open(&path).unwrap(), 100).unwrap();
+        assert_eq!(again.read(|view| view.u32_acquire(0)), Ok(Some(24)));
+    }
+
+    #[test]
+    fn copies_are_bounds_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        std::fs::write(&path, b"0123456789abcdef").unwrap();
+        let map = ReadMap::new(&File::open(&path).unwrap(), 16).unwrap();
+        let mut out = b"<".to_vec();
+        let copied = map
+            .read(|view| (view.copy_to(4, 6, &mut out), view.copy_to(10, 7, &mut out)))
+            .unwrap();
+        assert_eq!(copied, (true, false));
+        assert_eq!(out, b"<456789");
+    }
+
+    #[test]
+    fn a_fault_outside_any_guard_is_not_swallowed() {
+        // The fault must kill a process, so the test runs itself again as a
+        // child (selected by an environment variable) and checks how it died.
+        const CHILD: &str = "MULTIPROM_READ_MAP_UNGUARDED_FAULT";
+        if let Some(path) = std::env::var_os(CHILD) {
+            assert!(guard_sigbus());
+            let file = File::open(&path).unwrap();
+            let map = unsafe { Mmap::map(&file) }.unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+            // SAFETY (test): a deliberate load past the end of the file,
+            // with no guard active.
+            let byte = unsafe { std::ptr::read_volatile(map.as_ptr().add(4096)) };
+            std::process::exit(i32::from(byte));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        std::fs::write(&path, vec![1u8; 8192]).unwrap();
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "read_map::tests::a_fault_outside_any_guard_is_not_swallowed",
+                "--nocapture",
+            ])
+            .env(CHILD, &path)
+            .output()
+            .unwrap()
+            .status;
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGBUS), "{status:?}");
+    }
+}
