@@ -175,7 +175,7 @@ fn sample(name: &str, labels: Labels<'_>, value: f64) -> PlainSample {
     (name.to_string(), labels, value)
 }
 
-fn collect(collector: &DirCollector) -> Scrape {
+fn collect(collector: &DirCollector) -> std::sync::Arc<Scrape> {
     let scrape = collector.collect().unwrap();
     assert_eq!(
         scrape.problems().count(),

@@ -126,6 +126,20 @@ pub fn multiprom() -> Command {
     cmd
 }
 
+/// Writes `bytes` to `path` and dates the file an hour back. A file a writer
+/// is still creating (0 bytes, or `used` = 0) is read as empty, and only
+/// reported as bad once it has stayed so for a while (10 s from its
+/// modification time); tests of such bad files write them aged.
+pub fn write_aged(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).expect("write file");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("reopen file");
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        .expect("date the file back");
+}
+
 /// A fresh temporary directory, removed on drop.
 pub fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()

@@ -186,9 +186,10 @@ fn bad_files(dir: &Path) {
         f(&mut b);
         b
     };
-    put("counter_201.db", b"");
+    // Aged: a fresh one might be a file a writer is creating.
+    crate::harness::write_aged(&dir.join("counter_201.db"), b"");
     put("counter_202.db", &[8, 0, 0, 0]);
-    put("counter_203.db", &[0; 64]);
+    crate::harness::write_aged(&dir.join("counter_203.db"), &[0; 64]);
     put("counter_204.db", &with(&|b| set_used(b, 4)));
     put("counter_205.db", &with(&|b| set_used(b, 1 << 20)));
     put("counter_206.db", &with(&|b| set_used(b, used + 4)));
@@ -301,8 +302,10 @@ fn golden_table_json_and_check() {
     assert_eq!(code, 1);
     assert_eq!(stderr, "");
     golden("check.txt", &check);
-    // Every kind made above is reported, one line each, as `path: offset N: reason`.
-    assert_eq!(check.lines().count(), 19, "{check}");
+    // Every bad kind made above is reported, one line each, as
+    // `path: offset N: reason` (the name that is not UTF-8 is not bad: it
+    // merges, as in Python).
+    assert_eq!(check.lines().count(), 18, "{check}");
     for line in check.lines() {
         assert!(
             line.starts_with("./") && line.contains(": offset "),

@@ -22,4 +22,5 @@ mod inspect;
 mod run;
 mod scrape;
 mod serve;
+mod shrinking;
 mod spawned_server;

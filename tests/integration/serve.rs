@@ -340,7 +340,7 @@ fn gzip_head_405_404_and_406() {
 #[test]
 fn status_page_shows_every_file_escaped() {
     let dir = fixture();
-    std::fs::write(dir.path().join("counter_99.db"), b"").unwrap();
+    crate::harness::write_aged(&dir.path().join("counter_99.db"), b"");
     // A valid file whose (custom) id needs escaping.
     let gauge = db_files(dir.path())
         .into_iter()
@@ -720,7 +720,7 @@ fn listens_on_ipv6_loopback_when_the_machine_has_it() {
 #[test]
 fn rust_log_filters_and_each_warning_is_logged_once() {
     let dir = fixture();
-    std::fs::write(dir.path().join("counter_99.db"), b"").unwrap();
+    crate::harness::write_aged(&dir.path().join("counter_99.db"), b"");
     // Find a free port, then let multiprom take it (RUST_LOG=warn hides the
     // start line that would tell us a port-0 address).
     let port = TcpListener::bind("127.0.0.1:0")

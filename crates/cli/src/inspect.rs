@@ -62,10 +62,10 @@ impl Inspected {
 }
 
 fn inspect_file(path: &Path) -> Inspected {
+    // As the collector reads names: bytes that are not UTF-8 become U+FFFD.
     let name = path
         .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| FileName::parse(n).ok());
+        .and_then(|n| FileName::parse(&n.to_string_lossy()).ok());
     let mut inspected = Inspected {
         path: path.to_path_buf(),
         name,

@@ -2,18 +2,21 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use multiprom_format::read_map::guard_sigbus;
 use multiprom_format::{FileName, ReadErrorKind};
 
 use crate::exposition::Format;
 use crate::family::MergedFamily;
 use crate::intern::Interner;
-use crate::merge::{merge, MergeCache};
-use crate::parsed_file::ParsedFile;
+use crate::keys::KeyTable;
+use crate::plan::{Accumulators, Plan, PlanCache, PlanInput};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
+use crate::tracked::{Refreshed, TrackedFile, Trouble};
+use crate::watch::{Changes, DirWatch};
 
 /// How to merge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +111,11 @@ pub struct ScrapeStats {
     pub series: usize,
     /// Time spent listing, reading and merging.
     pub duration: Duration,
+    /// Which collection of its collector this is (1, 2, ...; 0 for
+    /// [`merge_files`]). Callers that share one collection (see
+    /// [`DirCollector::collect`]) see the same number, so they can tell
+    /// whether its warnings were already reported.
+    pub collection: u64,
 }
 
 /// The result of one collection.
@@ -171,27 +179,19 @@ impl FileStamp {
     }
 }
 
-#[derive(Debug, Default)]
-struct TrackedFile {
-    parsed: Option<ParsedFile>,
-    last_problem: Option<ProblemState>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    files: HashMap<PathBuf, TrackedFile>,
-    interner: Interner,
-    merge_cache: MergeCache,
-    reported_conflicts: HashSet<Conflict>,
-    buf: Vec<u8>,
-}
-
-/// Collects a multiprocess directory: lists `*.db` files, reads each (only
-/// new entries are parsed; an unchanged file costs one `pread`), skips and
-/// reports bad files, and merges exactly like `prometheus_client`.
+/// Collects a multiprocess directory: lists `*.db` files in the directory's
+/// order, reads each, skips and reports bad files, and merges exactly like
+/// `prometheus_client`.
 ///
-/// Thread-safe; concurrent `collect` calls run one at a time (they share the
-/// parse cache).
+/// It keeps state between collections so that a warm one is cheap: files
+/// stay mapped (reads of values are plain loads, with no system call per
+/// file; see [`multiprom_format::read_map`] for why a file shrunk under a map
+/// is an error and not a crash), each distinct key is decoded once, only new
+/// entries are parsed, and the merge plan (which entry feeds which output
+/// series) is reused until files or keys change.
+///
+/// Thread-safe. Concurrent `collect` calls cost one collection: a call that
+/// arrives while another is running waits for it and shares its result.
 ///
 /// ```
 /// use multiprom_collector::{DirCollector, Format};
@@ -202,7 +202,7 @@ struct State {
 ///     let mut file = FileWriter::open(dir.path(), &FileName::new(MetricKind::Counter, pid)?)?;
 ///     file.slot(&encode_key("requests", "requests_total", [("code", "200")], "Requests."))?.add(n);
 /// }
-/// std::fs::write(dir.path().join("counter_3.db"), b"")?; // a worker killed at birth
+/// std::fs::write(dir.path().join("counter_3.db"), b"not a metrics file")?; // damaged
 ///
 /// let collector = DirCollector::new(dir.path());
 /// let scrape = collector.collect()?;
@@ -278,11 +278,75 @@ struct State {
 /// assert!(text.contains("busy{pid=\"10\"} 1.0\n") && text.contains("busy{pid=\"11\"} 1.0\n"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+/// A `*.db` name the collector has seen, with what it knows of the file.
+#[derive(Debug)]
+struct Known {
+    path: PathBuf,
+    /// The parsed name (`None`: not a metrics file name).
+    file: Option<TrackedFile>,
+    /// Why it contributes nothing now, if it does not.
+    problem: Option<FileProblem>,
+    /// The problem last reported, so each is reported once.
+    last_problem: Option<ProblemState>,
+    /// Listed in the current collection (for sweeping).
+    seen: bool,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    known: Vec<Option<Known>>,
+    by_path: HashMap<PathBuf, usize>,
+    free: Vec<usize>,
+    keys: KeyTable,
+    interner: Interner,
+    plan_cache: PlanCache,
+    plan: Plan,
+    /// The plan must be rebuilt before the next use.
+    replan: bool,
+    accumulators: Accumulators,
+    scratch: Vec<u8>,
+    reported_conflicts: HashSet<Conflict>,
+    maps: usize,
+    collections: u64,
+    /// The directory watch, when one could be set.
+    watch: Option<DirWatch>,
+    /// When setting a watch last failed (it is tried again after a while).
+    watch_failed: Option<Instant>,
+    /// The listing as of the last change, in listing order.
+    listing: Option<Vec<PathBuf>>,
+    /// When every file was last looked at.
+    last_full_look: Option<Instant>,
+}
+
+/// How often every file is looked at even when no event said it changed, as
+/// a guard against anything a watch can miss.
+const RESYNC: Duration = Duration::from_secs(60);
+
+/// The last collection, shared with callers that arrived while it ran.
+#[derive(Debug)]
+struct Finished {
+    at: Instant,
+    scrape: Arc<Scrape>,
+}
+
 #[derive(Debug)]
 pub struct DirCollector {
     dir: PathBuf,
     options: CollectOptions,
+    map_files: bool,
+    map_limit: usize,
     state: Mutex<State>,
+    last: Mutex<Option<Finished>>,
+}
+
+/// Maps a collector may hold: half of `vm.max_map_count` (the rest is the
+/// host's), at most 32,768. Past it, files are read with `pread`.
+fn map_limit() -> usize {
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(65_530);
+    (max / 2).min(32_768)
 }
 
 impl DirCollector {
@@ -296,8 +360,21 @@ impl DirCollector {
         DirCollector {
             dir: dir.into(),
             options,
+            map_files: true,
+            map_limit: map_limit(),
             state: Mutex::new(State::default()),
+            last: Mutex::new(None),
         }
+    }
+
+    /// Whether files are kept mapped between collections (the default), or
+    /// read with `pread` each time: cheaper for a single collection (no maps
+    /// to set up and tear down), and for hosts that must not have a SIGBUS
+    /// handler installed.
+    #[must_use]
+    pub fn map_files(mut self, map: bool) -> Self {
+        self.map_files = map;
+        self
     }
 
     /// The directory.
@@ -313,7 +390,7 @@ impl DirCollector {
     }
 
     /// Lists, reads and merges the directory once.
-    pub fn collect(&self) -> Result<Scrape, CollectError> {
+    pub fn collect(&self) -> Result<Arc<Scrape>, CollectError> {
         self.collect_without(|_| HashSet::new())
     }
 
@@ -324,26 +401,146 @@ impl DirCollector {
     /// A reaper uses this to drop exited processes' live-gauge files from
     /// the output at once, while the files themselves stay on disk for a
     /// while, without listing the directory twice.
+    ///
+    /// A call that arrives while another collection runs waits for it and
+    /// returns its result (`leave_out` is then not called).
     pub fn collect_without(
         &self,
         leave_out: impl FnOnce(&[PathBuf]) -> HashSet<PathBuf>,
-    ) -> Result<Scrape, CollectError> {
+    ) -> Result<Arc<Scrape>, CollectError> {
+        let arrived = Instant::now();
+        // A panic elsewhere while holding a lock leaves state that is still
+        // consistent enough to go on from; never poison scrapes.
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        {
+            let last = self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(last) = last.as_ref().filter(|last| last.at >= arrived) {
+                return Ok(Arc::clone(&last.scrape));
+            }
+        }
         let start = Instant::now();
-        let mut paths = scan_dir(&self.dir).map_err(|source| CollectError {
-            dir: self.dir.clone(),
-            source,
-        })?;
+        let mut paths = if self.map_files {
+            self.changed_listing(&mut state, start)?
+        } else {
+            scan_dir(&self.dir).map_err(|source| CollectError {
+                dir: self.dir.clone(),
+                source,
+            })?
+        };
         let left_out = leave_out(&paths);
         if !left_out.is_empty() {
             paths.retain(|p| !left_out.contains(p));
         }
-        // A panic elsewhere while holding the lock leaves caches that are
-        // still consistent enough to rebuild from; never poison scrapes.
-        let mut guard = self
-            .state
+        let map = self.map_files && guard_sigbus();
+        state.collections += 1;
+        let mut scrape = collect_paths(
+            &mut state,
+            &paths,
+            self.options,
+            map.then_some(self.map_limit),
+            start,
+        );
+        scrape.stats.collection = state.collections;
+        let scrape = Arc::new(scrape);
+        *self
+            .last
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Ok(collect_paths(&mut guard, &paths, self.options, start))
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Finished {
+            at: Instant::now(),
+            scrape: Arc::clone(&scrape),
+        });
+        Ok(scrape)
+    }
+}
+
+impl DirCollector {
+    /// The listing, from the watch's events when nothing changed, else from
+    /// the directory; marks files touched since the last collection.
+    fn changed_listing(
+        &self,
+        state: &mut State,
+        now: Instant,
+    ) -> Result<Vec<PathBuf>, CollectError> {
+        let changes = match &state.watch {
+            Some(watch) => watch.take(),
+            None => Changes {
+                everything: true,
+                ..Changes::default()
+            },
+        };
+        if changes.everything {
+            // Events were lost or the directory went away: start a new watch
+            // (before listing, so nothing between the two is missed).
+            state.watch = None;
+            let retry = state.watch_failed.map_or(true, |failed| {
+                now.saturating_duration_since(failed) >= RESYNC
+            });
+            if retry {
+                match DirWatch::new(&self.dir) {
+                    Ok(watch) => {
+                        state.watch = Some(watch);
+                        state.watch_failed = None;
+                    }
+                    Err(_) => state.watch_failed = Some(now),
+                }
+            }
+        }
+        let full_look = changes.everything
+            || state
+                .last_full_look
+                .map_or(true, |at| now.saturating_duration_since(at) >= RESYNC);
+        let listing = match state.listing.take() {
+            Some(listing) if !full_look && !changes.relist => listing,
+            _ => match scan_dir(&self.dir) {
+                Ok(listing) => listing,
+                Err(source) => {
+                    state.watch = None;
+                    return Err(CollectError {
+                        dir: self.dir.clone(),
+                        source,
+                    });
+                }
+            },
+        };
+        if full_look {
+            tracing::debug!(
+                "{}: looking at every file ({})",
+                self.dir.display(),
+                if state.watch.is_none() {
+                    "no directory watch"
+                } else if changes.everything {
+                    "events may have been missed"
+                } else {
+                    "periodic resync"
+                }
+            );
+            state.last_full_look = Some(now);
+            for known in state.known.iter_mut().flatten() {
+                if let Some(file) = &mut known.file {
+                    file.touch_if_changed(&known.path);
+                }
+            }
+        } else {
+            for name in &changes.touched {
+                let path = self.dir.join(name);
+                if let Some(&index) = state.by_path.get(&path) {
+                    if let Some(Some(Known {
+                        file: Some(file), ..
+                    })) = state.known.get_mut(index)
+                    {
+                        file.touched();
+                    }
+                }
+            }
+        }
+        state.listing = Some(listing.clone());
+        Ok(listing)
     }
 }
 
@@ -373,88 +570,228 @@ pub fn merge_files<P: AsRef<Path>>(
         .into_iter()
         .map(|p| p.as_ref().to_path_buf())
         .collect();
-    collect_paths(&mut State::default(), &paths, options, start)
+    if has_duplicates(&paths) {
+        // Each occurrence is merged again, as Python reads it again.
+        return merge_with_duplicates(&paths, options, start);
+    }
+    collect_paths(&mut State::default(), &paths, options, None, start)
 }
 
-/// Reads `paths` (in merge order) into `state` and merges the good ones.
+fn has_duplicates(paths: &[PathBuf]) -> bool {
+    let mut seen = HashSet::with_capacity(paths.len());
+    paths.iter().any(|p| !seen.insert(p))
+}
+
+/// `merge_files` for a list naming some file more than once.
+fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Instant) -> Scrape {
+    // Read every distinct file once, then plan over the occurrences.
+    let mut state = State::default();
+    let mut distinct: Vec<PathBuf> = Vec::new();
+    let mut seen = HashSet::new();
+    for path in paths {
+        if seen.insert(path) {
+            distinct.push(path.clone());
+        }
+    }
+    let mut scrape = collect_paths(&mut state, &distinct, options, None, start);
+    let order: Vec<usize> = paths
+        .iter()
+        .filter_map(|p| state.by_path.get(p).copied())
+        .collect();
+    let inputs = order.iter().filter_map(|&index| {
+        let known = state.known.get(index)?.as_ref()?;
+        known.problem.is_none().then_some(())?;
+        Some(PlanInput {
+            index,
+            path: known.path.as_path(),
+            file: known.file.as_ref()?,
+        })
+    });
+    let plan = Plan::build(
+        inputs,
+        &state.keys,
+        options.accumulate,
+        &mut state.interner,
+        &mut state.plan_cache,
+    );
+    let mut accumulators = Accumulators::default();
+    if apply(&state.known, &plan, &mut accumulators).is_ok() {
+        scrape.families = accumulators.finish(&plan);
+        scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();
+    }
+    scrape
+}
+
+/// Applies `plan` to the values of its files. `Err(index)`: that file shrank
+/// under its map.
+fn apply(
+    known: &[Option<Known>],
+    plan: &Plan,
+    accumulators: &mut Accumulators,
+) -> Result<(), usize> {
+    accumulators.start(plan);
+    let mut ops = plan.ops.as_slice();
+    for planned in &plan.files {
+        let (file_ops, rest) = ops.split_at(planned.entries.min(ops.len()));
+        ops = rest;
+        let Some(file) = known
+            .get(planned.index)
+            .and_then(Option::as_ref)
+            .and_then(|k| k.file.as_ref())
+        else {
+            continue;
+        };
+        file.apply_values(file_ops, accumulators)
+            .map_err(|_| planned.index)?;
+    }
+    Ok(())
+}
+
+/// One collection of `paths` (in merge order) into `state`. `map_limit`:
+/// files may be mapped, up to this many maps.
 fn collect_paths(
     state: &mut State,
     paths: &[PathBuf],
     options: CollectOptions,
+    map_limit: Option<usize>,
     start: Instant,
 ) -> Scrape {
+    let now = Instant::now();
     let mut warnings = Vec::new();
-    let mut reports = Vec::with_capacity(paths.len());
     let mut stats = ScrapeStats::default();
 
-    let present: HashSet<&PathBuf> = paths.iter().collect();
-    state.files.retain(|path, _| present.contains(path));
-
+    for known in state.known.iter_mut().flatten() {
+        known.seen = false;
+    }
+    let mut order: Vec<usize> = Vec::with_capacity(paths.len());
     for path in paths {
-        // Look up before inserting: cloning every path on every scrape is
-        // measurable with thousands of files.
-        if !state.files.contains_key(path) {
-            state.files.insert(path.clone(), TrackedFile::default());
-        }
-        let Some(tracked) = state.files.get_mut(path) else {
+        let index = match state.by_path.get(path) {
+            Some(&index) => index,
+            None => {
+                let known = Known {
+                    path: path.clone(),
+                    file: file_name(path).map(TrackedFile::new),
+                    problem: None,
+                    last_problem: None,
+                    seen: false,
+                };
+                let index = match state.free.pop() {
+                    Some(index) => {
+                        state.known[index] = Some(known);
+                        index
+                    }
+                    None => {
+                        state.known.push(Some(known));
+                        state.known.len() - 1
+                    }
+                };
+                state.by_path.insert(path.clone(), index);
+                state.replan = true;
+                index
+            }
+        };
+        order.push(index);
+    }
+    // Forget files no longer listed.
+    let listed: HashSet<usize> = order.iter().copied().collect();
+    for index in 0..state.known.len() {
+        if listed.contains(&index) {
             continue;
-        };
-        let problem = match refresh(path, tracked, &mut state.buf, &mut state.interner) {
-            Ok(bytes) => {
-                stats.bytes_read += bytes as u64;
-                None
-            }
-            Err(problem) => Some(problem),
-        };
-        let problem_state = problem.as_ref().map(|problem| ProblemState {
-            problem: problem.clone(),
-            stamp: FileStamp::of(path),
-        });
-        if problem_state != tracked.last_problem {
-            if let Some(p) = &problem {
-                warnings.push(Warning::File(p.clone()));
-            }
-            tracked.last_problem = problem_state;
         }
-        let parsed = tracked.parsed.as_ref().filter(|_| problem.is_none());
-        let report = FileReport {
-            path: path.clone(),
-            name: parsed.map(|p| p.name.clone()).or_else(|| {
-                path.file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| FileName::parse(n).ok())
-            }),
-            file_size: parsed.map_or(0, |p| p.header.file_size),
-            used: parsed.map_or(0, |p| p.header.used),
-            entries: parsed.map_or(0, |p| p.entries.len()),
-            problem,
-        };
-        match report.state() {
-            FileState::Ok => stats.files_ok += 1,
-            FileState::Bad => stats.files_bad += 1,
-            FileState::Vanished => stats.files_vanished += 1,
+        if let Some(mut known) = state.known[index].take() {
+            if let Some(file) = &mut known.file {
+                if file.is_mapped() {
+                    state.maps -= 1;
+                }
+                file.reset(&mut state.keys);
+            }
+            state.by_path.remove(&known.path);
+            state.free.push(index);
+            state.replan = true;
         }
-        reports.push(report);
     }
 
-    let mut conflicts = HashSet::new();
-    let good = paths.iter().filter_map(|path| {
-        let tracked = state.files.get(path)?;
-        if tracked.last_problem.is_some() {
-            return None;
+    for &index in &order {
+        let Some(known) = state.known[index].as_mut() else {
+            continue;
+        };
+        known.seen = true;
+        let was_bad = known.problem.is_some();
+        let problem = match &mut known.file {
+            None => Some(name_problem(&known.path)),
+            Some(file) => {
+                let was_mapped = file.is_mapped();
+                let may_map = map_limit.is_some_and(|limit| was_mapped || state.maps < limit);
+                let result = file.refresh(
+                    &known.path,
+                    may_map,
+                    &mut state.keys,
+                    &mut state.interner,
+                    &mut state.scratch,
+                    now,
+                );
+                match (was_mapped, file.is_mapped()) {
+                    (false, true) => state.maps += 1,
+                    (true, false) => state.maps -= 1,
+                    _ => {}
+                }
+                match result {
+                    Ok(Refreshed::Unchanged) => None,
+                    Ok(Refreshed::Changed) => {
+                        state.replan = true;
+                        None
+                    }
+                    Err(trouble) => Some(file_problem(&known.path, trouble)),
+                }
+            }
+        };
+        if was_bad || problem.is_some() {
+            state.replan = true;
         }
-        tracked.parsed.as_ref().map(|p| (path.as_path(), p))
-    });
-    let families = merge(
-        good,
-        options.accumulate,
-        &mut state.interner,
-        &mut state.merge_cache,
-        &mut conflicts,
-    );
-    let mut new_conflicts: Vec<Conflict> = conflicts
-        .into_iter()
-        .filter(|c| !state.reported_conflicts.contains(c))
+        set_problem(known, problem, &mut warnings);
+    }
+
+    let mut families = Vec::new();
+    // At most twice: a file that shrank under its map is dropped and the
+    // plan rebuilt without it.
+    for _ in 0..3 {
+        if state.replan || !same_files(&state.plan, &order, &state.known) {
+            state.plan = build_plan(state, &order, options);
+            state.replan = false;
+        }
+        match apply(&state.known, &state.plan, &mut state.accumulators) {
+            Ok(()) => {
+                families = state.accumulators.finish(&state.plan);
+                break;
+            }
+            Err(index) => {
+                if let Some(known) = state.known[index].as_mut() {
+                    if let Some(file) = &mut known.file {
+                        if file.is_mapped() {
+                            state.maps -= 1;
+                        }
+                        file.reset(&mut state.keys);
+                    }
+                    let trouble = Trouble {
+                        offset: 0,
+                        kind: ProblemKind::Read(ReadErrorKind::Io(
+                            "the file shrank under its memory map".into(),
+                        )),
+                    };
+                    let problem = file_problem(&known.path, trouble);
+                    set_problem(known, Some(problem), &mut warnings);
+                }
+                state.replan = true;
+            }
+        }
+    }
+
+    let mut new_conflicts: Vec<Conflict> = state
+        .plan
+        .conflicts
+        .iter()
+        .filter(|c| !state.reported_conflicts.contains(*c))
+        .cloned()
         .collect();
     new_conflicts.sort_by_key(ToString::to_string);
     if state.reported_conflicts.len() > 10_000 {
@@ -465,8 +802,40 @@ fn collect_paths(
         warnings.push(Warning::Conflict(conflict));
     }
 
+    let mut reports = Vec::with_capacity(order.len());
+    for &index in &order {
+        let Some(known) = state.known[index].as_ref() else {
+            continue;
+        };
+        let good = known.problem.is_none();
+        let file = known.file.as_ref().filter(|_| good);
+        let report = FileReport {
+            path: known.path.clone(),
+            name: known.file.as_ref().map(|f| f.name.clone()),
+            file_size: file.map_or(0, |f| f.file_size),
+            used: file.map_or(0, |f| f.used),
+            entries: file.map_or(0, |f| f.entries.len()),
+            problem: known.problem.clone(),
+        };
+        match report.state() {
+            FileState::Ok => {
+                stats.files_ok += 1;
+                stats.bytes_read += report.used;
+            }
+            FileState::Bad => stats.files_bad += 1,
+            FileState::Vanished => stats.files_vanished += 1,
+        }
+        reports.push(report);
+    }
+
+    // Give back memory a big file or a burst of keys left behind.
+    if state.scratch.capacity() > SCRATCH_KEEP {
+        state.scratch = Vec::new();
+    }
     if state.interner.wants_sweep() {
-        state.merge_cache.clear();
+        state.plan_cache.clear();
+        state.plan = Plan::default();
+        state.replan = true;
         state.interner.sweep();
     }
     stats.series = families.iter().map(|f| f.samples.len()).sum();
@@ -479,36 +848,108 @@ fn collect_paths(
     }
 }
 
-fn refresh(
-    path: &Path,
-    tracked: &mut TrackedFile,
-    buf: &mut Vec<u8>,
-    interner: &mut Interner,
-) -> Result<usize, FileProblem> {
-    let problem = |kind| FileProblem {
-        path: path.to_path_buf(),
-        offset: 0,
-        kind,
-    };
+/// The read buffer kept between collections; a bigger one is freed.
+const SCRATCH_KEEP: usize = 1 << 20;
+
+/// Whether `plan` covers exactly the good files of `order` with their
+/// current entry counts.
+fn same_files(plan: &Plan, order: &[usize], known: &[Option<Known>]) -> bool {
+    let mut planned = plan.files.iter();
+    for &index in order {
+        let Some(known) = known.get(index).and_then(Option::as_ref) else {
+            continue;
+        };
+        let Some(file) = known.file.as_ref().filter(|_| known.problem.is_none()) else {
+            continue;
+        };
+        match planned.next() {
+            Some(p) if p.index == index && p.entries == file.entries.len() => {}
+            _ => return false,
+        }
+    }
+    planned.next().is_none()
+}
+
+fn build_plan(state: &mut State, order: &[usize], options: CollectOptions) -> Plan {
+    let inputs = order.iter().filter_map(|&index| {
+        let known = state.known.get(index)?.as_ref()?;
+        if known.problem.is_some() {
+            return None;
+        }
+        Some(PlanInput {
+            index,
+            path: known.path.as_path(),
+            file: known.file.as_ref()?,
+        })
+    });
+    Plan::build(
+        inputs,
+        &state.keys,
+        options.accumulate,
+        &mut state.interner,
+        &mut state.plan_cache,
+    )
+}
+
+/// Records `problem` as the file's current one and queues a warning when it
+/// differs from the last one reported.
+fn set_problem(known: &mut Known, problem: Option<FileProblem>, warnings: &mut Vec<Warning>) {
+    let problem_state = problem.as_ref().map(|problem| ProblemState {
+        problem: problem.clone(),
+        stamp: FileStamp::of(&known.path),
+    });
+    if problem_state != known.last_problem {
+        if let Some(p) = &problem {
+            warnings.push(Warning::File(p.clone()));
+        }
+        known.last_problem = problem_state;
+    }
+    known.problem = problem;
+}
+
+/// The file name as Python reads it: by its text, with bytes that are not
+/// UTF-8 replaced (Python's `glob` returns them as lone surrogates and
+/// merges the file all the same; only a gauge in an `all` mode shows the
+/// id, as the `pid` label).
+fn file_name(path: &Path) -> Option<FileName> {
+    let name = path.file_name()?.to_string_lossy();
+    FileName::parse(&name).ok()
+}
+
+/// Why a file whose name is not a metrics file name is skipped.
+fn name_problem(path: &Path) -> FileProblem {
     let name = path
         .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| problem(ProblemKind::NonUtf8Name))?;
-    let name = FileName::parse(name)
-        .map_err(|e| problem(ProblemKind::Read(ReadErrorKind::BadFileName(e))))?;
-    let parsed = tracked.parsed.get_or_insert_with(|| ParsedFile::new(name));
-    parsed.refresh(path, buf, interner).map_err(|problem| {
-        // Opening a symbolic link whose target is missing also says "not
-        // found", but unlike a reaped worker's file it stays: damage, not a race.
-        let dangling = problem.is_vanished()
-            && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-        if dangling {
-            FileProblem {
-                kind: ProblemKind::DanglingSymlink,
-                ..problem
-            }
-        } else {
-            problem
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Only called for names that did not parse; parse again for the reason.
+    let kind = match FileName::parse(&name) {
+        Err(e) => ReadErrorKind::BadFileName(e),
+        Ok(_) => ReadErrorKind::Io("not a metrics file name".into()),
+    };
+    FileProblem {
+        path: path.to_path_buf(),
+        offset: 0,
+        kind: ProblemKind::Read(kind),
+    }
+}
+
+fn file_problem(path: &Path, trouble: Trouble) -> FileProblem {
+    let problem = FileProblem {
+        path: path.to_path_buf(),
+        offset: trouble.offset,
+        kind: trouble.kind,
+    };
+    // Opening a symbolic link whose target is missing also says "not found",
+    // but unlike a reaped worker's file it stays: damage, not a race.
+    let dangling = problem.is_vanished()
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if dangling {
+        FileProblem {
+            kind: ProblemKind::DanglingSymlink,
+            ..problem
         }
-    })
+    } else {
+        problem
+    }
 }

@@ -20,11 +20,14 @@ mod collector;
 pub mod exposition;
 mod family;
 mod intern;
-mod merge;
-mod parsed_file;
+mod keys;
+mod parse;
+mod plan;
 mod problem;
 mod registry;
 mod scan;
+mod tracked;
+mod watch;
 
 pub use collector::{
     merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape,

@@ -20,9 +20,6 @@ pub enum ProblemKind {
     /// An entry with an empty family name (Python refuses to build the metric).
     #[error("entry has an empty metric name")]
     EmptyFamilyName,
-    /// A file name that is not UTF-8.
-    #[error("file name is not valid UTF-8")]
-    NonUtf8Name,
     /// A symbolic link whose target does not exist (it will not go away by
     /// itself, unlike a file that vanished because its worker was reaped).
     #[error("dangling symbolic link")]

@@ -50,7 +50,7 @@ use prometheus_client::metrics::MetricType;
 use crate::collector::{CollectOptions, DirCollector};
 use crate::exposition::names::{push_escaped, push_label_name, push_metric_name};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
-use crate::parsed_file::parse_python_float;
+use crate::parse::parse_python_float;
 
 /// Largest integer up to which every `f64` integer is exact.
 const MAX_EXACT_COUNT: f64 = 9_007_199_254_740_992.0;

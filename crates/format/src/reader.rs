@@ -166,6 +166,8 @@ pub fn parse_header(bytes: &[u8], file_size: u64) -> Result<Header, ParseError> 
 #[derive(Debug, Clone)]
 pub struct EntryIter<'a> {
     bytes: &'a [u8],
+    /// The file offset of `bytes[0]`.
+    base: usize,
     pos: usize,
     used: usize,
     failed: bool,
@@ -177,8 +179,37 @@ impl<'a> EntryIter<'a> {
     pub fn new(bytes: &'a [u8], start: usize, used: usize) -> Self {
         EntryIter {
             bytes,
+            base: 0,
             pos: start.max(HEADER_LEN),
             used: used.min(bytes.len()),
+            failed: false,
+        }
+    }
+
+    /// Entries in a window of a file: `window` holds the file's bytes from
+    /// offset `start` on, and entries are walked from `start` up to `used`
+    /// (clamped to the window's end). Offsets in the results and errors are
+    /// file offsets. `start` must be 8 or the end of an earlier entry.
+    ///
+    /// ```
+    /// use multiprom_format::{layout, EntryIter};
+    /// let key: &[u8] = br#"["a", "a", {}, ""]"#;
+    /// let image = layout::file_image([(key, 1.0, 0.0), (key, 2.0, 0.0)], 4096);
+    /// let second = 8 + layout::entry_len(key.len());
+    /// let used = second + layout::entry_len(key.len());
+    /// let entries: Vec<_> = EntryIter::window(&image[second..used], second, used)
+    ///     .map(|e| e.map(|e| (e.offset, e.value)))
+    ///     .collect();
+    /// assert_eq!(entries, [Ok((second as u64, 2.0))]);
+    /// ```
+    #[must_use]
+    pub fn window(window: &'a [u8], start: usize, used: usize) -> Self {
+        let start = start.max(HEADER_LEN);
+        EntryIter {
+            bytes: window,
+            base: start,
+            pos: start,
+            used: used.min(start.saturating_add(window.len())),
             failed: false,
         }
     }
@@ -210,12 +241,9 @@ impl<'a> Iterator for EntryIter<'a> {
             return None;
         }
         let pos = self.pos;
+        let at = pos - self.base;
         let used = self.used as u64;
-        let Some(len_bytes) = self
-            .bytes
-            .get(pos..pos + 4)
-            .filter(|_| pos + 4 <= self.used)
-        else {
+        let Some(len_bytes) = self.bytes.get(at..at + 4).filter(|_| pos + 4 <= self.used) else {
             return self.fail(pos, ReadErrorKind::UsedNotOnBoundary { used });
         };
         let key_len = i64::from(i32::from_ne_bytes([
@@ -238,12 +266,13 @@ impl<'a> Iterator for EntryIter<'a> {
                 },
             );
         }
-        let key_bytes = &self.bytes[pos + 4..pos + 4 + key_len];
+        let key_bytes = &self.bytes[at + 4..at + 4 + key_len];
         let key = match std::str::from_utf8(key_bytes) {
             Ok(key) => key,
             Err(e) => return self.fail(pos + 4 + e.valid_up_to(), ReadErrorKind::InvalidUtf8),
         };
-        let pair: ValuePair = bytemuck::pod_read_unaligned(&self.bytes[end - 16..end]);
+        let end_at = end - self.base;
+        let pair: ValuePair = bytemuck::pod_read_unaligned(&self.bytes[end_at - 16..end_at]);
         self.pos = end;
         Some(Ok(RawEntry {
             offset: pos as u64,

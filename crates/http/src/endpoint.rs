@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -117,6 +118,8 @@ struct Inner {
     before_collect: Option<BeforeCollect>,
     /// Retires and removes exited processes' live-gauge files, when on.
     reaper: Option<Mutex<Reaper>>,
+    /// The last collection whose warnings were logged.
+    logged_collection: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
 }
@@ -177,6 +180,7 @@ impl Endpoint {
                 reaper: config
                     .reap_dead
                     .then(|| Mutex::new(Reaper::new(config.reap_grace))),
+                logged_collection: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
             }),
         }
@@ -208,7 +212,7 @@ impl Endpoint {
     /// appended: exactly the `/metrics` body.
     pub async fn metrics(&self, format: Format) -> Result<String, ScrapeFailure> {
         let result = self
-            .bounded(move |inner, scrape| inner.render_metrics(&scrape, format))
+            .bounded(move |inner, scrape| inner.render_metrics(scrape, format))
             .await;
         if let Err(failure) = &result {
             self.inner.metrics.count_scrape(failure.result());
@@ -219,7 +223,7 @@ impl Endpoint {
     /// One bounded collection, as the `GET /` HTML page.
     pub async fn status_page(&self) -> Result<String, ScrapeFailure> {
         self.bounded(|inner, scrape| {
-            render_status_page(inner.collector.dir(), &scrape, process_state)
+            render_status_page(inner.collector.dir(), scrape, process_state)
         })
         .await
     }
@@ -248,7 +252,7 @@ impl Endpoint {
 
     async fn bounded<T: Send + 'static>(
         &self,
-        finish: impl FnOnce(&Inner, Scrape) -> T + Send + 'static,
+        finish: impl FnOnce(&Inner, &Scrape) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
         let inner = self.inner.clone();
         let config = inner.config;
@@ -276,10 +280,18 @@ impl Endpoint {
             let scrape = inner
                 .collector
                 .collect_without(|paths| inner.reap(paths).retired)?;
-            for warning in &scrape.warnings {
-                tracing::warn!("{warning}");
+            // A collection shared by concurrent requests is reported once.
+            let collection = scrape.stats.collection;
+            if inner
+                .logged_collection
+                .fetch_max(collection, Ordering::Relaxed)
+                < collection
+            {
+                for warning in &scrape.warnings {
+                    tracing::warn!("{warning}");
+                }
             }
-            Ok::<T, CollectError>(finish(&inner, scrape))
+            Ok::<T, CollectError>(finish(&inner, &scrape))
         });
         match tokio::time::timeout(config.scrape_timeout, task).await {
             Err(_) => Err(ScrapeFailure::Timeout(config.scrape_timeout)),

@@ -357,6 +357,7 @@ mod tests {
             bytes_read: 4096,
             series: 17,
             duration: Duration::from_millis(1500),
+            collection: 1,
         }
     }
 

@@ -1,0 +1,680 @@
+//! The merge plan: Python's `MultiProcessCollector._read_metrics` and
+//! `_accumulate_metrics`, worked out once for the files and keys a directory
+//! holds, then applied to fresh values on every scrape.
+//!
+//! Which output series an entry feeds, how (add, set, min, max, most
+//! recent, histogram bucket), and in which order families and samples come
+//! out depend only on the files (in merge order), their types and gauge
+//! modes, and their keys: not on the values. So the plan is rebuilt only
+//! when one of those changes, and a warm scrape is a walk over the values
+//! applying one precomputed operation each. The one exception is a gauge in
+//! `mostrecent`/`livemostrecent` mode, whose samples appear in the order
+//! they were first set by a newer timestamp: its order is worked out from
+//! the values at apply time, as Python does.
+//!
+//! The building follows Python step by step (see `docs/merge.md`); the
+//! differential tests compare the result with the real `prometheus_client`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use multiprom_format::{float_to_go_string, GaugeMode, MetricKind};
+
+use crate::family::{FamilyType, LabelSet, MergedFamily, MergedSample};
+use crate::intern::{addr, ByPtr, Interner, LabelTuple, Pairs};
+use crate::keys::{KeyInfo, KeyTable};
+use crate::problem::Conflict;
+use crate::tracked::TrackedFile;
+
+/// Caches that outlive one plan: exposed label sets, bucket and pid tuples,
+/// suffixed names. Cleared before the interner is swept.
+#[derive(Debug, Default)]
+pub(crate) struct PlanCache {
+    exposed: HashMap<ByPtr<Pairs>, LabelSet>,
+    bucket_tuples: HashMap<(ByPtr<Pairs>, u64), LabelTuple>,
+    pid_tuples: HashMap<(ByPtr<Pairs>, ByPtr<str>), LabelTuple>,
+    suffixed: HashMap<(ByPtr<str>, &'static str), Arc<str>>,
+}
+
+impl PlanCache {
+    pub(crate) fn clear(&mut self) {
+        self.exposed.clear();
+        self.bucket_tuples.clear();
+        self.pid_tuples.clear();
+        self.suffixed.clear();
+    }
+
+    /// `dict(labels)` sorted by name: the last of repeated names wins.
+    fn exposed(&mut self, tuple: &LabelTuple) -> LabelSet {
+        self.exposed
+            .entry(ByPtr(Arc::clone(tuple)))
+            .or_insert_with(|| {
+                let mut pairs: Vec<(Arc<str>, Arc<str>)> = Vec::with_capacity(tuple.len());
+                for (name, value) in tuple.iter() {
+                    match pairs.iter_mut().find(|(n, _)| n == name) {
+                        Some(pair) => pair.1 = Arc::clone(value),
+                        None => pairs.push((Arc::clone(name), Arc::clone(value))),
+                    }
+                }
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+                Arc::from(pairs)
+            })
+            .clone()
+    }
+
+    /// `labels + (('le', floatToGoString(bound)),)`.
+    fn bucket_tuple(
+        &mut self,
+        interner: &mut Interner,
+        without_le: &LabelTuple,
+        bound: f64,
+    ) -> LabelTuple {
+        self.bucket_tuples
+            .entry((ByPtr(Arc::clone(without_le)), bound.to_bits()))
+            .or_insert_with(|| {
+                let mut pairs = without_le.to_vec();
+                pairs.push((
+                    interner.string("le"),
+                    interner.string(&float_to_go_string(bound)),
+                ));
+                interner.tuple(pairs)
+            })
+            .clone()
+    }
+
+    /// `labels_key + (('pid', pid),)` for a gauge file.
+    fn with_pid(
+        &mut self,
+        interner: &mut Interner,
+        labels: &LabelTuple,
+        pid: &Arc<str>,
+    ) -> LabelTuple {
+        self.pid_tuples
+            .entry((ByPtr(Arc::clone(labels)), ByPtr(Arc::clone(pid))))
+            .or_insert_with(|| {
+                let mut pairs = labels.to_vec();
+                pairs.push((interner.string("pid"), Arc::clone(pid)));
+                interner.tuple(pairs)
+            })
+            .clone()
+    }
+
+    fn suffixed(
+        &mut self,
+        interner: &mut Interner,
+        family: &Arc<str>,
+        suffix: &'static str,
+    ) -> Arc<str> {
+        self.suffixed
+            .entry((ByPtr(Arc::clone(family)), suffix))
+            .or_insert_with(|| interner.string(&format!("{family}{suffix}")))
+            .clone()
+    }
+}
+
+/// What one entry does to its output series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Left out (an entry of a type other than its family's).
+    Skip,
+    /// `+= value` (counters, summaries, histogram `_sum` and buckets, gauges
+    /// in `sum` modes).
+    Add(u32),
+    /// `= value` (gauges in `all` modes).
+    Set(u32),
+    /// `setdefault`, then keep the smaller.
+    Min(u32),
+    /// `setdefault`, then keep the larger.
+    Max(u32),
+    /// Keep the value with the newest timestamp.
+    MostRecent(u32),
+}
+
+/// Where an output sample's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// A slot's value.
+    Slot(u32),
+    /// A bucket slot's running total over its histogram's buckets.
+    Cumulative(u32),
+    /// The total of a histogram label set's buckets (`_count`).
+    Count(u32),
+}
+
+#[derive(Debug, Clone)]
+struct PlanSample {
+    name: Arc<str>,
+    labels: LabelSet,
+    source: Source,
+}
+
+#[derive(Debug, Clone)]
+struct PlanFamily {
+    name: Arc<str>,
+    help: Arc<str>,
+    family_type: FamilyType,
+    gauge_mode: Option<GaugeMode>,
+    /// Samples in output order (empty for a most-recent family).
+    samples: Vec<PlanSample>,
+    /// A most-recent family: its candidate series, each with the index of
+    /// its label set (the output order is decided at apply time).
+    most_recent: Vec<(PlanSample, u32)>,
+}
+
+/// A file of the plan, in merge order, with how many entries it has.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlannedFile {
+    pub index: usize,
+    pub entries: usize,
+}
+
+/// The plan for one set of files.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// Files in merge order.
+    pub files: Vec<PlannedFile>,
+    /// One operation per entry of `files`, in order.
+    pub ops: Vec<Op>,
+    slot_count: usize,
+    /// Bucket slots of each histogram label set, in ascending bound order.
+    bucket_sets: Vec<Vec<u32>>,
+    families: Vec<PlanFamily>,
+    /// Conflicts between the files.
+    pub conflicts: HashSet<Conflict>,
+}
+
+/// One series being accumulated.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    value: f64,
+    timestamp: f64,
+    /// When it was first set (`u32::MAX`: not set), for `setdefault` and for
+    /// the order of most-recent samples.
+    first_set: u32,
+}
+
+const UNSET: u32 = u32::MAX;
+
+/// Per-scrape working memory, kept between scrapes to avoid reallocating.
+#[derive(Debug, Default)]
+pub(crate) struct Accumulators {
+    slots: Vec<Slot>,
+    cumulative: Vec<f64>,
+    counts: Vec<f64>,
+    sequence: u32,
+}
+
+impl Accumulators {
+    /// Starts a scrape of `plan`.
+    pub(crate) fn start(&mut self, plan: &Plan) {
+        self.slots.clear();
+        self.slots.resize(
+            plan.slot_count,
+            Slot {
+                value: 0.0,
+                timestamp: 0.0,
+                first_set: UNSET,
+            },
+        );
+        self.sequence = 0;
+    }
+
+    /// Applies `op` with an entry's value and timestamp.
+    #[inline]
+    pub(crate) fn apply(&mut self, op: Op, value: f64, timestamp: f64) {
+        match op {
+            Op::Skip => {}
+            // A new sample starts at 0.0 (`defaultdict(float)`), then `+=`.
+            Op::Add(slot) => self.slot(slot).value += value,
+            Op::Set(slot) => self.slot(slot).value = value,
+            Op::Min(slot) => {
+                let slot = self.slot(slot);
+                if slot.first_set == UNSET {
+                    slot.value = value;
+                    slot.first_set = 0;
+                } else if value < slot.value {
+                    slot.value = value;
+                }
+            }
+            Op::Max(slot) => {
+                let slot = self.slot(slot);
+                if slot.first_set == UNSET {
+                    slot.value = value;
+                    slot.first_set = 0;
+                } else if value > slot.value {
+                    slot.value = value;
+                }
+            }
+            Op::MostRecent(index) => {
+                let sequence = self.sequence;
+                let slot = self.slot(index);
+                // `float(timestamp or 0)`; a series never set by a newer
+                // timestamp than 0.0 is not printed.
+                if slot.timestamp < timestamp {
+                    slot.value = value;
+                    slot.timestamp = timestamp;
+                    if slot.first_set == UNSET {
+                        slot.first_set = sequence;
+                        self.sequence += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn slot(&mut self, index: u32) -> &mut Slot {
+        // Slot indexes come from the plan that sized `slots`.
+        &mut self.slots[index as usize]
+    }
+
+    /// Finishes the scrape: the merged families, in output order.
+    pub(crate) fn finish(&mut self, plan: &Plan) -> Vec<MergedFamily> {
+        self.cumulative.clear();
+        self.cumulative.resize(plan.slot_count, 0.0);
+        self.counts.clear();
+        for set in &plan.bucket_sets {
+            let mut acc = 0.0;
+            for &slot in set {
+                acc += self.slots[slot as usize].value;
+                self.cumulative[slot as usize] = acc;
+            }
+            self.counts.push(acc);
+        }
+        let value = |source: Source| match source {
+            Source::Slot(slot) => self.slots[slot as usize].value,
+            Source::Cumulative(slot) => self.cumulative[slot as usize],
+            Source::Count(set) => self.counts[set as usize],
+        };
+        plan.families
+            .iter()
+            .map(|family| {
+                let samples = if family.most_recent.is_empty() {
+                    family
+                        .samples
+                        .iter()
+                        .map(|s| MergedSample {
+                            name: Arc::clone(&s.name),
+                            labels: Arc::clone(&s.labels),
+                            value: value(s.source),
+                        })
+                        .collect()
+                } else {
+                    self.most_recent_samples(family)
+                };
+                MergedFamily {
+                    name: Arc::clone(&family.name),
+                    help: Arc::clone(&family.help),
+                    family_type: family.family_type,
+                    gauge_mode: family.gauge_mode,
+                    samples,
+                }
+            })
+            .collect()
+    }
+
+    /// A most-recent family's samples: label sets in the order their first
+    /// sample was set, samples within a label set in the order they were set
+    /// (Python's dict insertion order).
+    fn most_recent_samples(&self, family: &PlanFamily) -> Vec<MergedSample> {
+        let mut set: Vec<(u32, u32, &PlanSample, f64)> = family
+            .most_recent
+            .iter()
+            .filter_map(|(sample, group)| {
+                let Source::Slot(slot) = sample.source else {
+                    return None;
+                };
+                let slot = self.slots[slot as usize];
+                (slot.first_set != UNSET).then_some((*group, slot.first_set, sample, slot.value))
+            })
+            .collect();
+        let mut group_first: HashMap<u32, u32> = HashMap::new();
+        for (group, first, _, _) in &set {
+            let entry = group_first.entry(*group).or_insert(*first);
+            *entry = (*entry).min(*first);
+        }
+        set.sort_by_key(|(group, first, _, _)| (group_first[group], *first));
+        set.into_iter()
+            .map(|(_, _, sample, value)| MergedSample {
+                name: Arc::clone(&sample.name),
+                labels: Arc::clone(&sample.labels),
+                value,
+            })
+            .collect()
+    }
+}
+
+/// A file the plan is built from: its place in the tracked files, path (for
+/// conflict messages) and entries.
+pub(crate) struct PlanInput<'a> {
+    pub index: usize,
+    pub path: &'a Path,
+    pub file: &'a TrackedFile,
+}
+
+/// One family while the files are walked (`_read_metrics`).
+struct FamilyAcc<'a> {
+    name: Arc<str>,
+    help: Arc<str>,
+    family_type: FamilyType,
+    first_file: &'a Path,
+    help_conflict: bool,
+    dropped_types: Vec<FamilyType>,
+    modes: Vec<GaugeMode>,
+    /// (op index, key, pid of the file).
+    members: Vec<(usize, &'a KeyInfo, Arc<str>)>,
+}
+
+/// Samples of one label set, in insertion order (a Python dict).
+#[derive(Default)]
+struct Group {
+    samples: Vec<(Arc<str>, LabelTuple, Source)>,
+}
+
+impl Group {
+    fn find(&self, name: &Arc<str>, labels: &LabelTuple) -> Option<usize> {
+        self.samples
+            .iter()
+            .position(|(n, l, _)| Arc::ptr_eq(n, name) && Arc::ptr_eq(l, labels))
+    }
+
+    /// The slot of a sample, inserting it (with a new slot) if new.
+    fn slot(&mut self, name: &Arc<str>, labels: &LabelTuple, slots: &mut usize) -> u32 {
+        if let Some(i) = self.find(name, labels) {
+            if let Source::Slot(slot) = self.samples[i].2 {
+                return slot;
+            }
+        }
+        let slot = *slots as u32;
+        *slots += 1;
+        self.samples
+            .push((Arc::clone(name), Arc::clone(labels), Source::Slot(slot)));
+        slot
+    }
+
+    /// `samples[(name, labels)] = source`: replaces in place, or appends.
+    fn set(&mut self, name: &Arc<str>, labels: &LabelTuple, source: Source) {
+        match self.find(name, labels) {
+            Some(i) => self.samples[i].2 = source,
+            None => self
+                .samples
+                .push((Arc::clone(name), Arc::clone(labels), source)),
+        }
+    }
+}
+
+/// Insertion-ordered groups keyed by label tuple.
+#[derive(Default)]
+struct Groups {
+    list: Vec<Group>,
+    index: HashMap<usize, usize>,
+}
+
+impl Groups {
+    fn get(&mut self, labels: &LabelTuple) -> &mut Group {
+        let list = &mut self.list;
+        let i = *self.index.entry(addr(labels)).or_insert_with(|| {
+            list.push(Group::default());
+            list.len() - 1
+        });
+        &mut self.list[i]
+    }
+}
+
+fn family_type(kind: MetricKind) -> FamilyType {
+    match kind {
+        MetricKind::Counter => FamilyType::Counter,
+        MetricKind::Gauge(_) => FamilyType::Gauge,
+        MetricKind::Histogram => FamilyType::Histogram,
+        MetricKind::Summary => FamilyType::Summary,
+    }
+}
+
+impl Plan {
+    /// Works out the merge of `files` (good files, in merge order).
+    pub(crate) fn build<'a>(
+        files: impl IntoIterator<Item = PlanInput<'a>>,
+        keys: &'a KeyTable,
+        accumulate: bool,
+        interner: &mut Interner,
+        cache: &mut PlanCache,
+    ) -> Plan {
+        let mut plan = Plan::default();
+        let mut families: Vec<FamilyAcc<'a>> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for input in files {
+            let kind = input.file.name.kind();
+            let ftype = family_type(kind);
+            let pid = interner.string(input.file.name.id());
+            plan.files.push(PlannedFile {
+                index: input.index,
+                entries: input.file.entries.len(),
+            });
+            for entry in &input.file.entries {
+                let op_index = plan.ops.len();
+                plan.ops.push(Op::Skip);
+                let key = keys.get(entry.key);
+                let i = *index.entry(addr(&key.family)).or_insert_with(|| {
+                    families.push(FamilyAcc {
+                        name: Arc::clone(&key.family),
+                        help: Arc::clone(&key.help),
+                        family_type: ftype,
+                        first_file: input.path,
+                        help_conflict: false,
+                        dropped_types: Vec::new(),
+                        modes: Vec::new(),
+                        members: Vec::new(),
+                    });
+                    families.len() - 1
+                });
+                let family = &mut families[i];
+                if family.family_type != ftype {
+                    if !family.dropped_types.contains(&ftype) {
+                        family.dropped_types.push(ftype);
+                        plan.conflicts.insert(Conflict::Type {
+                            family: family.name.to_string(),
+                            kept: family.family_type.as_str(),
+                            kept_file: family.first_file.display().to_string(),
+                            dropped: ftype.as_str(),
+                            dropped_file: input.path.display().to_string(),
+                        });
+                    }
+                    continue;
+                }
+                if !family.help_conflict && !Arc::ptr_eq(&family.help, &key.help) {
+                    family.help_conflict = true;
+                    plan.conflicts.insert(Conflict::Help {
+                        family: family.name.to_string(),
+                        kept: family.help.to_string(),
+                        other: key.help.to_string(),
+                        other_file: input.path.display().to_string(),
+                    });
+                }
+                if let MetricKind::Gauge(mode) = kind {
+                    if family.modes.last() != Some(&mode) {
+                        family.modes.push(mode);
+                    }
+                }
+                family.members.push((op_index, key, Arc::clone(&pid)));
+            }
+        }
+        for family in families {
+            let planned = plan.accumulate_family(family, accumulate, interner, cache);
+            plan.families.push(planned);
+        }
+        plan
+    }
+
+    /// `_accumulate_metrics` for one family: assigns slots and operations,
+    /// and the output order.
+    fn accumulate_family(
+        &mut self,
+        family: FamilyAcc<'_>,
+        accumulate: bool,
+        interner: &mut Interner,
+        cache: &mut PlanCache,
+    ) -> PlanFamily {
+        let mode = family.modes.last().copied();
+        if family.modes.len() > 1 {
+            let mut seen: Vec<&str> = Vec::new();
+            for m in &family.modes {
+                if !seen.contains(&m.as_str()) {
+                    seen.push(m.as_str());
+                }
+            }
+            self.conflicts.insert(Conflict::GaugeMode {
+                family: family.name.to_string(),
+                modes: seen.join(", "),
+                used: mode.map_or("all", GaugeMode::as_str),
+            });
+        }
+        let mut groups = Groups::default();
+        let mut most_recent: Vec<(PlanSample, u32)> = Vec::new();
+        let mut most_recent_index: HashMap<(usize, usize), u32> = HashMap::new();
+        let mut most_recent_groups: HashMap<usize, u32> = HashMap::new();
+        // Histogram buckets: per label set without `le`, (bound, raw slot)
+        // in insertion order.
+        let mut buckets: Vec<(LabelTuple, Vec<(f64, u32)>)> = Vec::new();
+        let mut bucket_index: HashMap<usize, usize> = HashMap::new();
+        for (op_index, key, pid) in family.members {
+            let op = match family.family_type {
+                FamilyType::Gauge => {
+                    let mode = mode.unwrap_or(GaugeMode::All);
+                    let labels = if mode.keeps_pid() {
+                        cache.with_pid(interner, &key.labels, &pid)
+                    } else {
+                        Arc::clone(&key.labels_no_pid)
+                    };
+                    let name = &key.sample;
+                    match mode {
+                        GaugeMode::MostRecent | GaugeMode::LiveMostRecent => {
+                            let next = self.slot_count as u32;
+                            let slot = *most_recent_index
+                                .entry((addr(&labels), addr(name)))
+                                .or_insert_with(|| {
+                                    self.slot_count += 1;
+                                    let groups = most_recent_groups.len() as u32;
+                                    let group =
+                                        *most_recent_groups.entry(addr(&labels)).or_insert(groups);
+                                    most_recent.push((
+                                        PlanSample {
+                                            name: Arc::clone(name),
+                                            labels: cache.exposed(&labels),
+                                            source: Source::Slot(next),
+                                        },
+                                        group,
+                                    ));
+                                    next
+                                });
+                            Op::MostRecent(slot)
+                        }
+                        GaugeMode::Min | GaugeMode::LiveMin => Op::Min(groups.get(&labels).slot(
+                            name,
+                            &labels,
+                            &mut self.slot_count,
+                        )),
+                        GaugeMode::Max | GaugeMode::LiveMax => Op::Max(groups.get(&labels).slot(
+                            name,
+                            &labels,
+                            &mut self.slot_count,
+                        )),
+                        GaugeMode::Sum | GaugeMode::LiveSum => Op::Add(groups.get(&labels).slot(
+                            name,
+                            &labels,
+                            &mut self.slot_count,
+                        )),
+                        GaugeMode::All | GaugeMode::LiveAll => Op::Set(groups.get(&labels).slot(
+                            name,
+                            &labels,
+                            &mut self.slot_count,
+                        )),
+                    }
+                }
+                FamilyType::Histogram => match &key.bucket {
+                    Some(Ok(bucket)) => {
+                        let i =
+                            *bucket_index
+                                .entry(addr(&bucket.without_le))
+                                .or_insert_with(|| {
+                                    buckets.push((Arc::clone(&bucket.without_le), Vec::new()));
+                                    buckets.len() - 1
+                                });
+                        let bounds = &mut buckets[i].1;
+                        // A dict keyed by float: 0.0 and -0.0 are one key,
+                        // and the first one inserted is the one printed.
+                        let slot = match bounds.iter().find(|(b, _)| *b == bucket.bound) {
+                            Some(&(_, slot)) => slot,
+                            None => {
+                                let slot = self.slot_count as u32;
+                                self.slot_count += 1;
+                                bounds.push((bucket.bound, slot));
+                                slot
+                            }
+                        };
+                        Op::Add(slot)
+                    }
+                    // A bucket bound that is not a number makes the file bad
+                    // before it gets here.
+                    Some(Err(_)) => Op::Skip,
+                    None => Op::Add(groups.get(&key.labels).slot(
+                        &key.sample,
+                        &key.labels,
+                        &mut self.slot_count,
+                    )),
+                },
+                FamilyType::Counter | FamilyType::Summary => Op::Add(groups.get(&key.labels).slot(
+                    &key.sample,
+                    &key.labels,
+                    &mut self.slot_count,
+                )),
+            };
+            self.ops[op_index] = op;
+        }
+        if !buckets.is_empty() {
+            let bucket_name = cache.suffixed(interner, &family.name, "_bucket");
+            let count_name = cache.suffixed(interner, &family.name, "_count");
+            for (labels, mut bounds) in buckets {
+                bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let set = self.bucket_sets.len() as u32;
+                self.bucket_sets
+                    .push(bounds.iter().map(|&(_, slot)| slot).collect());
+                for (bound, slot) in bounds {
+                    let tuple = cache.bucket_tuple(interner, &labels, bound);
+                    let source = if accumulate {
+                        Source::Cumulative(slot)
+                    } else {
+                        Source::Slot(slot)
+                    };
+                    groups.get(&labels).set(&bucket_name, &tuple, source);
+                }
+                if accumulate {
+                    groups
+                        .get(&labels)
+                        .set(&count_name, &labels, Source::Count(set));
+                }
+            }
+        }
+        let mut samples = Vec::new();
+        for group in groups.list {
+            for (name, tuple, source) in group.samples {
+                samples.push(PlanSample {
+                    name,
+                    labels: cache.exposed(&tuple),
+                    source,
+                });
+            }
+        }
+        PlanFamily {
+            name: family.name,
+            help: family.help,
+            family_type: family.family_type,
+            gauge_mode: if family.family_type == FamilyType::Gauge {
+                mode
+            } else {
+                None
+            },
+            samples,
+            most_recent,
+        }
+    }
+}

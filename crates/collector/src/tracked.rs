@@ -1,0 +1,722 @@
+//! One file as a collector tracks it across scrapes.
+//!
+//! Files are append-only: a file seen before is parsed only from where the
+//! last parse stopped, and each entry is kept as a key id (see
+//! [`crate::keys`]) and the offset of its value. Two ways to get at the bytes:
+//!
+//! * **mapped**: the file is mapped read-only once ([`ReadMap`]); a scrape
+//!   reads the header's `used` and the values with plain loads, no system
+//!   call, and only new entries are copied out and parsed. The map is
+//!   replaced when `used` outgrows it. A file shrunk under the map is caught
+//!   by the SIGBUS guard and reported, never a crash.
+//! * **read**: the used bytes are read with `pread` on every scrape (when
+//!   maps are off, or past the limit on maps), parsing as they arrive, and
+//!   the values are kept per entry.
+//!
+//! Either way a file costs bounded time and memory: parsing stops at the
+//! first bad entry, so a header claiming gigabytes in use in a sparse file
+//! costs one small read, and a key longer than [`MAX_KEY_LEN`] is bad.
+
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use multiprom_format::layout::{self, HEADER_LEN};
+use multiprom_format::read_map::{MapView, ReadMap};
+use multiprom_format::{open_for_read, EntryIter, FileName, MetricKind, ReadErrorKind};
+
+use crate::intern::Interner;
+use crate::keys::{KeyId, KeyTable};
+use crate::plan::{Accumulators, Op};
+use crate::problem::ProblemKind;
+
+/// How long a file may stay as a writer leaves it while creating it (0 bytes,
+/// or sized with `used` = 0) before it is reported as bad, counted from its
+/// last modification (or from when the collector first saw it like this,
+/// whichever is earlier, in case its clock is off). prometheus_client
+/// creates a file, sizes it and writes its header within microseconds; a
+/// file that stays like this had its writer killed in between.
+pub(crate) const CREATION_GRACE: Duration = Duration::from_secs(10);
+
+/// The longest key accepted (1 MiB). prometheus_client's keys are a few
+/// hundred bytes; the limit bounds what one damaged length field can cost.
+pub(crate) const MAX_KEY_LEN: usize = 1 << 20;
+
+/// The largest file mapped or read (4 GiB: entry offsets are 32-bit).
+const MAX_FILE_SIZE: u64 = u32::MAX as u64;
+
+/// How much of a file one `pread` asks for at first.
+const FIRST_READ: usize = 64 * 1024;
+
+/// One entry: its key and where its value is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EntryRef {
+    pub key: KeyId,
+    pub value_at: u32,
+}
+
+/// How a file's bytes are reached.
+#[derive(Debug)]
+enum Access {
+    /// Not open (new, or after a problem).
+    Closed,
+    /// Mapped; values are read from the map at merge time.
+    Mapped(ReadMap),
+    /// Read with `pread`; `values` holds each entry's value and timestamp
+    /// from the last read.
+    Read { values: Vec<(f64, f64)> },
+}
+
+/// Why a file contributes nothing this scrape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Trouble {
+    pub offset: u64,
+    pub kind: ProblemKind,
+}
+
+impl Trouble {
+    fn read(offset: u64, kind: ReadErrorKind) -> Self {
+        Trouble {
+            offset,
+            kind: ProblemKind::Read(kind),
+        }
+    }
+}
+
+/// What a refresh found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refreshed {
+    /// Same entries as before (values may have changed).
+    Unchanged,
+    /// Entries were added, or the file was parsed afresh.
+    Changed,
+}
+
+/// A tracked file.
+#[derive(Debug)]
+pub(crate) struct TrackedFile {
+    pub name: FileName,
+    /// Device and inode of the file the entries were parsed from.
+    identity: Option<(u64, u64)>,
+    access: Access,
+    /// Bytes in use when last looked at.
+    pub used: u64,
+    /// File size when last opened.
+    pub file_size: u64,
+    /// Where parsing continues.
+    parsed_up_to: usize,
+    pub entries: Vec<EntryRef>,
+    /// Since when the file has looked like one being created.
+    creating_since: Option<Instant>,
+    /// Something touched the file (an inotify event, a resync): look at it
+    /// again before trusting the map.
+    suspect: bool,
+    /// Inode, size, modification and change times when last opened.
+    stamp: Option<Stamp>,
+}
+
+/// What `stat` says of a file, to tell whether it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            ino: meta.ino(),
+            size: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+impl TrackedFile {
+    pub(crate) fn new(name: FileName) -> Self {
+        TrackedFile {
+            name,
+            identity: None,
+            access: Access::Closed,
+            used: 0,
+            file_size: 0,
+            parsed_up_to: HEADER_LEN,
+            entries: Vec::new(),
+            creating_since: None,
+            suspect: false,
+            stamp: None,
+        }
+    }
+
+    /// Marks the file as touched if `stat` shows it changed since it was
+    /// last opened (for when no inotify events say so).
+    pub(crate) fn touch_if_changed(&mut self, path: &Path) {
+        let now = std::fs::metadata(path).ok().map(|m| Stamp::of(&m));
+        if now.is_none() || now != self.stamp {
+            self.suspect = true;
+        }
+    }
+
+    /// Marks the file as touched: the next refresh reopens it, remaps it at
+    /// its current size and checks that the entries parsed so far are still
+    /// where they were (else parses it afresh).
+    pub(crate) fn touched(&mut self) {
+        self.suspect = true;
+    }
+
+    /// Whether the file is mapped (and so holds a map count).
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.access, Access::Mapped(_))
+    }
+
+    /// Whether every entry parsed so far still holds its key where it was:
+    /// its length field and key bytes are compared with the key table's
+    /// copy of the key (the table keeps each distinct key once, so this
+    /// costs no memory per file). `copy(offset, len, out)` appends the
+    /// file's bytes at `offset`.
+    fn entries_intact(
+        &self,
+        mut copy: impl FnMut(usize, usize, &mut Vec<u8>) -> bool,
+        keys: &KeyTable,
+        buf: &mut Vec<u8>,
+    ) -> bool {
+        self.entries.iter().all(|entry| {
+            let raw = keys.raw(entry.key);
+            let framed = 4 + raw.len() + layout::pad_len(raw.len());
+            let Some(start) = (entry.value_at as usize).checked_sub(framed) else {
+                return false;
+            };
+            buf.clear();
+            copy(start, 4 + raw.len(), buf)
+                && buf.get(..4) == Some(&(raw.len() as u32).to_le_bytes()[..])
+                && buf.get(4..) == Some(raw)
+        })
+    }
+
+    /// Forgets the entries parsed, keeping the file open.
+    fn forget_entries(&mut self, keys: &mut KeyTable) {
+        keys.release(self.entries.iter().map(|e| e.key));
+        self.entries.clear();
+        self.parsed_up_to = HEADER_LEN;
+    }
+
+    /// Forgets everything parsed, giving the keys back.
+    pub(crate) fn reset(&mut self, keys: &mut KeyTable) {
+        keys.release(self.entries.iter().map(|e| e.key));
+        self.entries = Vec::new();
+        self.parsed_up_to = HEADER_LEN;
+        self.identity = None;
+        self.access = Access::Closed;
+        self.used = 0;
+        self.file_size = 0;
+    }
+
+    /// Brings the entries up to date with the file at `path`. `map` says
+    /// whether it may be mapped (the caller counts maps and has checked the
+    /// SIGBUS guard). On a problem everything parsed is forgotten and the
+    /// file is closed, so the next refresh starts afresh.
+    pub(crate) fn refresh(
+        &mut self,
+        path: &Path,
+        map: bool,
+        keys: &mut KeyTable,
+        interner: &mut Interner,
+        scratch: &mut Vec<u8>,
+        now: Instant,
+    ) -> Result<Refreshed, Trouble> {
+        let result = match &self.access {
+            Access::Mapped(_) if map && !self.suspect => {
+                self.refresh_mapped(path, false, keys, interner, scratch)
+            }
+            _ => {
+                self.suspect = false;
+                self.reopen(path, map, keys, interner, scratch)
+            }
+        };
+        match result {
+            Ok(Some(refreshed)) => {
+                self.creating_since = None;
+                Ok(refreshed)
+            }
+            // Being created: empty for now, bad if it stays so.
+            Ok(None) => {
+                let since = *self.creating_since.get_or_insert(now);
+                let modified_long_ago = std::fs::metadata(path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|m| SystemTime::now().duration_since(m).ok())
+                    .is_some_and(|age| age >= CREATION_GRACE);
+                if modified_long_ago || now.saturating_duration_since(since) >= CREATION_GRACE {
+                    let kind = if self.file_size == 0 {
+                        ReadErrorKind::Empty
+                    } else {
+                        ReadErrorKind::HeaderNotWritten
+                    };
+                    self.reset(keys);
+                    return Err(Trouble::read(0, kind));
+                }
+                let had = !self.entries.is_empty();
+                self.reset(keys);
+                Ok(if had {
+                    Refreshed::Changed
+                } else {
+                    Refreshed::Unchanged
+                })
+            }
+            Err(trouble) => {
+                self.creating_since = None;
+                self.reset(keys);
+                Err(trouble)
+            }
+        }
+    }
+
+    /// Opens the file and parses it, from where parsing stopped if it is the
+    /// same file (same inode, not shrunk), else from scratch.
+    fn reopen(
+        &mut self,
+        path: &Path,
+        map: bool,
+        keys: &mut KeyTable,
+        interner: &mut Interner,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Option<Refreshed>, Trouble> {
+        let (file, meta) = open_for_read(path).map_err(|e| Trouble::read(e.offset, e.kind))?;
+        let identity = (meta.dev(), meta.ino());
+        let size = meta.len();
+        self.stamp = Some(Stamp::of(&meta));
+        let mut changed = false;
+        if self.identity != Some(identity) {
+            changed |= !self.entries.is_empty();
+            self.reset(keys);
+            self.identity = Some(identity);
+        }
+        self.file_size = size;
+        if size == 0 {
+            return Ok(None);
+        }
+        if size < HEADER_LEN as u64 {
+            return Err(Trouble::read(0, ReadErrorKind::TooShort { size }));
+        }
+        if size > MAX_FILE_SIZE {
+            return Err(Trouble::read(
+                0,
+                ReadErrorKind::Io(format!("file is {size} bytes, over the 4 GiB limit")),
+            ));
+        }
+        if map {
+            let mapped = ReadMap::new(&file, size as usize)
+                .map_err(|e| Trouble::read(0, ReadErrorKind::Io(e.to_string())))?;
+            drop(file);
+            // The same file (inode) as before, but it may have been rewritten
+            // in place: keep what was parsed only if it is still there.
+            let intact = mapped
+                .read(|view| {
+                    self.entries_intact(|at, len, out| view.copy_to(at, len, out), keys, scratch)
+                })
+                .map_err(|_| shrunk())?;
+            if !intact {
+                changed |= !self.entries.is_empty();
+                self.forget_entries(keys);
+            }
+            self.access = Access::Mapped(mapped);
+            let refreshed = self.refresh_mapped(path, true, keys, interner, scratch)?;
+            return Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }));
+        }
+        let refreshed = self.read_with_pread(&file, size, keys, interner, scratch)?;
+        Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }))
+    }
+
+    /// The mapped path: read `used`, parse what is new, remap if the file
+    /// grew past the map (unless it was `just_mapped` at its full size).
+    fn refresh_mapped(
+        &mut self,
+        path: &Path,
+        just_mapped: bool,
+        keys: &mut KeyTable,
+        interner: &mut Interner,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Option<Refreshed>, Trouble> {
+        let Access::Mapped(map) = &self.access else {
+            return Err(Trouble::read(0, ReadErrorKind::Io("not mapped".into())));
+        };
+        let map_len = map.len() as u64;
+        let used = map
+            .read(|view| view.u32_acquire(0))
+            .map_err(|_| shrunk())?
+            .unwrap_or(0);
+        // Python reads `used` as a signed 32-bit integer.
+        let used = i64::from(used as i32);
+        if used == 0 {
+            return Ok(None);
+        }
+        if used > map_len as i64 && !just_mapped {
+            // Grown since mapped (writers grow by extending the file):
+            // map it again at its new size.
+            self.access = Access::Closed;
+            return self.reopen(path, true, keys, interner, scratch);
+        }
+        let used = check_used(used, map_len)?;
+        if (used as usize) < self.parsed_up_to {
+            // Shrunk in place: someone rewrote the file. Start over.
+            let map = std::mem::replace(&mut self.access, Access::Closed);
+            keys.release(self.entries.iter().map(|e| e.key));
+            self.entries.clear();
+            self.parsed_up_to = HEADER_LEN;
+            self.access = map;
+        }
+        self.used = used;
+        if used as usize == self.parsed_up_to {
+            return Ok(Some(Refreshed::Unchanged));
+        }
+        let Access::Mapped(map) = &self.access else {
+            return Ok(Some(Refreshed::Unchanged));
+        };
+        let kind = self.name.kind();
+        let from = self.parsed_up_to;
+        let mut parsed = Vec::new();
+        let outcome = map
+            .read(|view| {
+                parse_mapped(
+                    view,
+                    from,
+                    used as usize,
+                    kind,
+                    keys,
+                    interner,
+                    scratch,
+                    &mut parsed,
+                )
+            })
+            .map_err(|_| shrunk());
+        match outcome {
+            Ok(Ok(end)) => {
+                self.parsed_up_to = end;
+                self.entries.extend(parsed);
+                Ok(Some(Refreshed::Changed))
+            }
+            Ok(Err(trouble)) | Err(trouble) => {
+                keys.release(parsed.iter().map(|e| e.key));
+                Err(trouble)
+            }
+        }
+    }
+
+    /// The read path: `pread` the used bytes in growing chunks, parsing as
+    /// they arrive, and keep every entry's value.
+    fn read_with_pread(
+        &mut self,
+        file: &File,
+        size: u64,
+        keys: &mut KeyTable,
+        interner: &mut Interner,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Option<Refreshed>, Trouble> {
+        // The header, and as much as the last scrape needed, in one read.
+        let first = (self.used as usize)
+            .max(FIRST_READ)
+            .min(size as usize)
+            .max(HEADER_LEN);
+        scratch.clear();
+        scratch.resize(first, 0);
+        let got = read_fully(file, &mut scratch[..], 0)?;
+        scratch.truncate(got);
+        let Some(header) = scratch.get(..4) else {
+            return Err(Trouble::read(
+                0,
+                ReadErrorKind::Truncated {
+                    wanted: HEADER_LEN as u64,
+                    got: got as u64,
+                },
+            ));
+        };
+        let used = i64::from(i32::from_le_bytes([
+            header[0], header[1], header[2], header[3],
+        ]));
+        if used == 0 {
+            return Ok(None);
+        }
+        let used = check_used(used, size)? as usize;
+        let bytes: &[u8] = scratch;
+        let intact = used >= self.parsed_up_to
+            && self.entries_intact(
+                |at, len, out| match bytes.get(at..at + len) {
+                    Some(b) => {
+                        out.extend_from_slice(b);
+                        true
+                    }
+                    None => false,
+                },
+                keys,
+                &mut Vec::new(),
+            );
+        if !intact {
+            self.forget_entries(keys);
+        }
+        let kind = self.name.kind();
+        let before = self.entries.len();
+        let mut pos = self.parsed_up_to;
+        let mut parsed = Vec::new();
+        // Parse what has arrived; read more only while entries are good.
+        loop {
+            let have = scratch.len().min(used);
+            let mut iter = EntryIter::new(&scratch[..have], pos, have);
+            let mut failed = None;
+            for raw in iter.by_ref() {
+                match raw {
+                    Ok(raw) => match accept(raw.key.as_bytes(), raw.offset, kind, keys, interner) {
+                        Ok(key) => parsed.push(EntryRef {
+                            key,
+                            value_at: raw.value_offset() as u32,
+                        }),
+                        Err(trouble) => {
+                            failed = Some(trouble);
+                            break;
+                        }
+                    },
+                    Err(e) => {
+                        failed = Some(Trouble::read(e.offset, e.kind));
+                        break;
+                    }
+                }
+            }
+            pos = iter.position().max(pos);
+            if let Some(trouble) = failed {
+                // An entry cut off by the end of what was read is not bad
+                // yet: read more and try again.
+                let incomplete = matches!(
+                    trouble.kind,
+                    ProblemKind::Read(
+                        ReadErrorKind::EntryPastUsed { .. }
+                            | ReadErrorKind::UsedNotOnBoundary { .. }
+                    )
+                ) && have < used;
+                if !incomplete {
+                    keys.release(parsed.iter().map(|e| e.key));
+                    return Err(trouble);
+                }
+            }
+            if pos >= used || have >= used {
+                break;
+            }
+            // The entry at `pos` runs past what was read: refuse a length
+            // over the limit before reading any more of it.
+            if let Some(len) = scratch.get(pos..pos + 4) {
+                let key_len = i32::from_le_bytes([len[0], len[1], len[2], len[3]]);
+                if key_len as usize > MAX_KEY_LEN {
+                    keys.release(parsed.iter().map(|e| e.key));
+                    return Err(Trouble::read(
+                        pos as u64,
+                        ReadErrorKind::BadKeyLength {
+                            len: i64::from(key_len),
+                        },
+                    ));
+                }
+            }
+            // Read the next chunk, doubling each time so a big file costs
+            // few reads, never past `used`.
+            let want = (scratch.len() * 2).max(pos + FIRST_READ).min(used);
+            let start = scratch.len();
+            scratch.resize(want, 0);
+            let got = read_fully(file, &mut scratch[start..], start as u64)?;
+            scratch.truncate(start + got);
+            if got == 0 {
+                keys.release(parsed.iter().map(|e| e.key));
+                return Err(Trouble::read(
+                    start as u64,
+                    ReadErrorKind::Truncated {
+                        wanted: used as u64,
+                        got: start as u64,
+                    },
+                ));
+            }
+        }
+        self.parsed_up_to = pos;
+        self.used = used as u64;
+        self.entries.extend(parsed);
+        let values = self
+            .entries
+            .iter()
+            .map(|e| {
+                let at = e.value_at as usize;
+                (read_f64(scratch, at), read_f64(scratch, at + 8))
+            })
+            .collect();
+        self.access = Access::Read { values };
+        Ok(Some(if self.entries.len() != before {
+            Refreshed::Changed
+        } else {
+            Refreshed::Unchanged
+        }))
+    }
+
+    /// Applies `ops` (one per entry, in entry order) to the entries' current
+    /// values. `Err` if the file shrank under its map.
+    pub(crate) fn apply_values(&self, ops: &[Op], acc: &mut Accumulators) -> Result<(), Trouble> {
+        match &self.access {
+            Access::Mapped(map) => map
+                .read(|view| {
+                    for (entry, &op) in self.entries.iter().zip(ops) {
+                        let at = entry.value_at as usize;
+                        let value = view.f64_at(at).unwrap_or(0.0);
+                        let timestamp = match op {
+                            Op::MostRecent(_) => view.f64_at(at + 8).unwrap_or(0.0),
+                            _ => 0.0,
+                        };
+                        acc.apply(op, value, timestamp);
+                    }
+                })
+                .map_err(|_| shrunk()),
+            Access::Read { values } => {
+                for (&(value, timestamp), &op) in values.iter().zip(ops) {
+                    acc.apply(op, value, timestamp);
+                }
+                Ok(())
+            }
+            Access::Closed => Ok(()),
+        }
+    }
+}
+
+fn shrunk() -> Trouble {
+    Trouble::read(
+        0,
+        ReadErrorKind::Io("the file shrank under its memory map".into()),
+    )
+}
+
+/// Checks a non-zero `used` against a file of `size` bytes.
+fn check_used(used: i64, size: u64) -> Result<u64, Trouble> {
+    if used < HEADER_LEN as i64 {
+        return Err(Trouble::read(0, ReadErrorKind::UsedTooSmall { used }));
+    }
+    let used = used as u64;
+    if used > size {
+        return Err(Trouble::read(0, ReadErrorKind::UsedPastEnd { used, size }));
+    }
+    if used % 8 != 0 {
+        return Err(Trouble::read(0, ReadErrorKind::UsedNotOnBoundary { used }));
+    }
+    Ok(used)
+}
+
+/// Parses entries `[from, used)` through a map, one entry at a time (its
+/// length field first, so a damaged one costs nothing to reject). Returns
+/// where parsing stopped (`used`) or the first problem.
+#[allow(clippy::too_many_arguments)]
+fn parse_mapped(
+    view: &MapView<'_>,
+    from: usize,
+    used: usize,
+    kind: MetricKind,
+    keys: &mut KeyTable,
+    interner: &mut Interner,
+    scratch: &mut Vec<u8>,
+    parsed: &mut Vec<EntryRef>,
+) -> Result<usize, Trouble> {
+    let mut pos = from;
+    while pos < used {
+        let key_len = match view.u32_acquire(pos) {
+            Some(len) if pos + 4 <= used => len as i32,
+            _ => {
+                return Err(Trouble::read(
+                    pos as u64,
+                    ReadErrorKind::UsedNotOnBoundary { used: used as u64 },
+                ))
+            }
+        };
+        if key_len < 0 || key_len as usize > used || key_len as usize > MAX_KEY_LEN {
+            return Err(Trouble::read(
+                pos as u64,
+                ReadErrorKind::BadKeyLength {
+                    len: i64::from(key_len),
+                },
+            ));
+        }
+        let end = pos + layout::entry_len(key_len as usize);
+        if end > used {
+            return Err(Trouble::read(
+                pos as u64,
+                ReadErrorKind::EntryPastUsed {
+                    end: end as u64,
+                    used: used as u64,
+                },
+            ));
+        }
+        scratch.clear();
+        if !view.copy_to(pos, end - pos, scratch) {
+            return Err(shrunk());
+        }
+        let raw = match EntryIter::window(scratch, pos, end).next() {
+            Some(Ok(raw)) => raw,
+            Some(Err(e)) => return Err(Trouble::read(e.offset, e.kind)),
+            None => {
+                return Err(Trouble::read(
+                    pos as u64,
+                    ReadErrorKind::UsedNotOnBoundary { used: used as u64 },
+                ))
+            }
+        };
+        let key = accept(raw.key.as_bytes(), raw.offset, kind, keys, interner)?;
+        parsed.push(EntryRef {
+            key,
+            value_at: raw.value_offset() as u32,
+        });
+        pos = end;
+    }
+    Ok(pos)
+}
+
+/// Looks a raw key up (decoding it if new) and checks it suits a file of
+/// `kind`; on a problem no reference is kept.
+fn accept(
+    raw: &[u8],
+    offset: u64,
+    kind: MetricKind,
+    keys: &mut KeyTable,
+    interner: &mut Interner,
+) -> Result<KeyId, Trouble> {
+    let id = keys
+        .acquire(raw, interner)
+        .map_err(|kind| Trouble::read(offset, kind))?;
+    let info = keys.get(id);
+    let problem = info.problem().or_else(|| {
+        (kind == MetricKind::Histogram)
+            .then(|| info.histogram_problem())
+            .flatten()
+    });
+    if let Some(kind) = problem {
+        keys.release([id]);
+        return Err(Trouble { offset, kind });
+    }
+    Ok(id)
+}
+
+fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, Trouble> {
+    use std::os::unix::fs::FileExt;
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Trouble::read(
+                    offset + got as u64,
+                    ReadErrorKind::Io(e.to_string()),
+                ))
+            }
+        }
+    }
+    Ok(got)
+}
+
+fn read_f64(buf: &[u8], at: usize) -> f64 {
+    buf.get(at..at + 8)
+        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+        .map_or(0.0, f64::from_le_bytes)
+}

@@ -1,0 +1,194 @@
+//! Knowing when a directory changed without looking at it: inotify (through
+//! `notify`) on the directory.
+//!
+//! Workers write values through their maps, which raises no event; creating,
+//! sizing, growing, truncating, rewriting, renaming and removing a file do.
+//! So between events the directory's listing (and so the merge order) is
+//! unchanged and every file is as it was apart from its values and appended
+//! entries, which a warm scrape reads from the maps anyway. An event about a
+//! name makes the next scrape look at that file again; an event that adds or
+//! removes a name makes it list the directory again.
+//!
+//! Events reach `notify`'s thread a moment after the change. So that a
+//! scrape sees every change made before it started, each [`DirWatch::take`]
+//! first touches a private sentinel file watched by the same inotify
+//! instance and waits for that event: one inotify queue is delivered in
+//! order, so once the sentinel's event has arrived, so has every earlier
+//! event about the directory.
+//!
+//! When the watch cannot be set (a network file system, no inotify
+//! instances left), events were lost (the kernel queue overflowed) or the
+//! sentinel's event does not come in time, the collector lists the
+//! directory and looks at every file (a `stat` each) instead: correct, only
+//! slower.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, SystemTime};
+
+use notify::event::{EventKind, ModifyKind};
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+
+/// What happened since the last look.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    /// Names were added, removed or renamed: list the directory again.
+    pub relist: bool,
+    /// Events may have been lost, or the directory itself went away: list
+    /// it and look at every file.
+    pub everything: bool,
+    /// Names whose files were touched (sized, truncated, written, replaced).
+    pub touched: HashSet<OsString>,
+}
+
+/// Events so far, and how many sentinel events arrived.
+#[derive(Debug, Default)]
+struct Shared {
+    changes: Changes,
+    barriers: u64,
+}
+
+/// How long a scrape waits for its sentinel event before looking at
+/// everything instead.
+const BARRIER_WAIT: Duration = Duration::from_millis(200);
+
+/// A watch on one directory.
+pub(crate) struct DirWatch {
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    sentinel: File,
+    // Kept alive: dropping them stops the watch and removes the sentinel.
+    _watcher: RecommendedWatcher,
+    _sentinel_dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for DirWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirWatch").finish_non_exhaustive()
+    }
+}
+
+impl DirWatch {
+    /// Starts watching `dir`. Everything that happens from now on is
+    /// reported; the caller lists the directory once after this returns.
+    pub(crate) fn new(dir: &Path) -> notify::Result<DirWatch> {
+        let sentinel_dir = tempfile::Builder::new()
+            .prefix("multiprom-watch-")
+            .tempdir()
+            .map_err(notify::Error::io)?;
+        let sentinel_path = sentinel_dir.path().join("sentinel");
+        let sentinel = File::create(&sentinel_path).map_err(notify::Error::io)?;
+        let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
+        let sink = Arc::clone(&shared);
+        let watched = dir.to_path_buf();
+        let marker: PathBuf = sentinel_path.clone();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let (lock, arrived) = &*sink;
+                let mut shared = lock
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Ok(event) = &event {
+                    if event.paths.contains(&marker) {
+                        // Setting only the modification time is reported as a
+                        // modification (IN_MODIFY), not as IN_ATTRIB.
+                        if matches!(event.kind, EventKind::Modify(_)) {
+                            shared.barriers += 1;
+                            arrived.notify_all();
+                        }
+                        return;
+                    }
+                }
+                let changes = &mut shared.changes;
+                let event = match event {
+                    Ok(event) => event,
+                    Err(_) => {
+                        changes.everything = true;
+                        return;
+                    }
+                };
+                if event.need_rescan() {
+                    changes.everything = true;
+                    return;
+                }
+                match event.kind {
+                    // Opens and closes (ours among them) change nothing.
+                    EventKind::Access(_) => return,
+                    EventKind::Create(_)
+                    | EventKind::Remove(_)
+                    | EventKind::Modify(ModifyKind::Name(_)) => {
+                        changes.relist = true;
+                    }
+                    EventKind::Modify(_) => {}
+                    EventKind::Any | EventKind::Other => changes.everything = true,
+                }
+                for path in &event.paths {
+                    match path.file_name() {
+                        // An event about the directory itself (removed, moved):
+                        // the watch is gone with it.
+                        _ if *path == watched => changes.everything = true,
+                        Some(name) => {
+                            changes.touched.insert(name.to_owned());
+                        }
+                        None => changes.everything = true,
+                    }
+                }
+            })?;
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        watcher.watch(&sentinel_path, RecursiveMode::NonRecursive)?;
+        Ok(DirWatch {
+            shared,
+            sentinel,
+            _watcher: watcher,
+            _sentinel_dir: sentinel_dir,
+        })
+    }
+
+    /// Everything that happened before this call and since the last one.
+    pub(crate) fn take(&self) -> Changes {
+        let (lock, arrived) = &*self.shared;
+        let mut shared = lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let wanted = shared.barriers + 1;
+        // Any change of its times raises an event, whatever the value.
+        let barrier_sent = self.sentinel.set_modified(SystemTime::now()).is_ok();
+        let mut in_time = false;
+        if barrier_sent {
+            let (guard, _) = arrived
+                .wait_timeout_while(shared, BARRIER_WAIT, |s| s.barriers < wanted)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            shared = guard;
+            in_time = shared.barriers >= wanted;
+        }
+        let mut changes = std::mem::take(&mut shared.changes);
+        if !in_time {
+            changes.everything = true;
+        }
+        changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sees_changes_made_before_take() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let first = watch.take();
+        assert!(!first.everything, "the barrier event did not arrive");
+        std::fs::write(dir.path().join("counter_1.db"), b"x").unwrap();
+        let changes = watch.take();
+        assert!(!changes.everything);
+        assert!(changes.relist);
+        assert!(changes
+            .touched
+            .contains(std::ffi::OsStr::new("counter_1.db")));
+        let quiet = watch.take();
+        assert!(!quiet.relist && !quiet.everything && quiet.touched.is_empty());
+    }
+}
