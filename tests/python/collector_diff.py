@@ -261,9 +261,14 @@ def generate(base, seed):
             f.write(output)
 
 
+def reference_files(directory):
+    """`directory`'s files in the order multiprom merges them: by name."""
+    return sorted(glob.glob(os.path.join(directory, '*.db')))
+
+
 def reference_outputs(directory):
     """Python's four outputs for `directory`, files merged in name order."""
-    files = sorted(glob.glob(os.path.join(directory, '*.db')))
+    files = reference_files(directory)
 
     class Merged:
         def __init__(self, accumulate):

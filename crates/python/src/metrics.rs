@@ -123,6 +123,8 @@ fn family_to_python<'py>(
     // Python's label dicts are `dict(tuple)` of the merge's label tuple: names
     // sorted, except that a gauge series' `pid` and a bucket's `le` are
     // appended last. Equality does not depend on it; `repr` and iteration do.
+    // (One case differs: a gauge that declares a label named `pid` itself has
+    // it at its sorted position in Python; the merged labels do not say so.)
     let last_label = match family.family_type {
         FamilyType::Gauge if keeps_pid => Some("pid"),
         FamilyType::Histogram => Some("le"),
