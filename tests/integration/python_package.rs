@@ -12,7 +12,9 @@
 //!   `generate_latest` bytes equal Python's (`tests/python/python_package_diff.py`);
 //! * what prometheus_client's tests cannot show: bad files skipped and logged
 //!   once, the serving helpers unchanged, `install()` and the
-//!   `MULTIPROM_INSTALL` start-up hook (`tests/python/python_package_tests.py`).
+//!   `MULTIPROM_INSTALL` start-up hook (`tests/python/python_package_tests.py`);
+//! * real gunicorn serving prometheus_client's documented recipe, unchanged,
+//!   with `MULTIPROM_INSTALL=1`: a 0-byte file no longer fails `/metrics`.
 //!
 //! The venv is keyed on a hash of the sources the wheel is built from, so a
 //! rerun without changes reuses it; a change rebuilds it (about 20 s of
@@ -30,8 +32,11 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::harness::{
-    python_script, target_dir, temp_dir, workspace_root, PROMETHEUS_CLIENT_VERSION,
+    python_script, target_dir, temp_dir, workspace_root, GUNICORN_VERSION,
+    PROMETHEUS_CLIENT_VERSION,
 };
+use crate::http_client::get;
+use crate::spawned_server::{Spawned, PATIENCE};
 
 /// The maturin the wheel is built with (`--no-build-isolation`: from the venv).
 const MATURIN_VERSION: &str = "1.16.0";
@@ -118,6 +123,7 @@ fn source_hash() -> u64 {
     }
     hasher.write(MATURIN_VERSION.as_bytes());
     hasher.write(PROMETHEUS_CLIENT_VERSION.as_bytes());
+    hasher.write(GUNICORN_VERSION.as_bytes());
     hasher.finish()
 }
 
@@ -176,8 +182,9 @@ fn package_python() -> &'static Path {
         run_checked(
             pip()
                 .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}"))
-                .arg(format!("maturin=={MATURIN_VERSION}")),
-            "install prometheus_client and maturin into the multiprom package venv",
+                .arg(format!("maturin=={MATURIN_VERSION}"))
+                .arg(format!("gunicorn=={GUNICORN_VERSION}")),
+            "install prometheus_client, maturin and gunicorn into the multiprom package venv",
         );
         // What a user runs from a checkout, in the venv as if activated
         // (maturin's build hook runs the `maturin` on PATH); the Rust build
@@ -349,4 +356,54 @@ fn package_behaviour() {
         Some("OK"),
         "unittest did not pass cleanly:\n{stderr}"
     );
+}
+
+/// Starts real gunicorn (2 workers) on the unchanged documented recipe app,
+/// with `MULTIPROM_INSTALL` set to `install`, after a worker killed at birth
+/// left a 0-byte file in the directory; returns `GET /metrics`.
+fn gunicorn_metrics_with_a_bad_file(install: &str) -> (u16, String) {
+    let dir = temp_dir();
+    std::fs::write(dir.path().join("counter_999999.db"), b"").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut cmd = Command::new(package_python());
+    cmd.args(["-m", "gunicorn", "--chdir"])
+        .arg(workspace_root().join("tests/python/python_package_gunicorn"))
+        .args(["-w", "2", "-b"])
+        .arg(port.to_string())
+        .arg("app:app")
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+        .env("MULTIPROM_INSTALL", install);
+    let server = Spawned::start(cmd);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(port).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gunicorn never listened; stderr:\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for _ in 0..3 {
+        assert_eq!(get(port, "/", &[]).status, 200, "{}", server.stderr());
+    }
+    let response = get(port, "/metrics", &[]);
+    // A graceful stop, so no worker outlives the test.
+    let mut server = server;
+    server.signal(rustix::process::Signal::TERM);
+    server.wait();
+    (response.status, response.text())
+}
+
+#[test]
+fn gunicorn_recipe_survives_a_bad_file_with_multiprom_install() {
+    let (status, body) = gunicorn_metrics_with_a_bad_file("1");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("app_requests_total 3.0\n"), "{body}");
+    // The control: the same app on prometheus_client's own collector fails
+    // the whole scrape on that file.
+    let (status, body) = gunicorn_metrics_with_a_bad_file("0");
+    assert_eq!(status, 500, "without the drop-in: {body}");
 }
