@@ -18,6 +18,16 @@ test:
 bench:
     cargo bench --workspace
 
+# The Python package's in-process scrape benchmark (docs/benchmarks.md,
+# "Python package"): prometheus_client, prometheus_client_python_speedups and
+# multiprom (built from this checkout) in one venv, on one directory of 4,000
+# files made on the first run.
+bench-python dir="target/python-bench":
+    python3 -m venv target/py-venv-bench
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0 prometheus_client_python_speedups==0.1.0 maturin==1.16.0
+    PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
+    target/py-venv-bench/bin/python tests/python/bench_python_package.py {{dir}}
+
 # Fuzz the reader for a while (needs nightly and cargo-fuzz).
 fuzz target="read_file" seconds="60":
     cd fuzz && cargo +nightly fuzz run {{target}} -- -max_total_time={{seconds}}

@@ -19,6 +19,7 @@ mod format_interop;
 mod gunicorn;
 mod http_client;
 mod inspect;
+mod python_package;
 mod run;
 mod scrape;
 mod serve;

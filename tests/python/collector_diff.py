@@ -266,10 +266,16 @@ def generate(base, seed):
             f.write(output)
 
 
+def reference_files(directory):
+    """`directory`'s files in the order Python's collector (and multiprom)
+    merges them: glob's, the directory's listing order."""
+    return glob.glob(os.path.join(directory, '*.db'))
+
+
 def reference_outputs(directory):
     """Python's four outputs for `directory`, files merged in the order
     MultiProcessCollector.collect() takes them: glob's, the directory's."""
-    files = glob.glob(os.path.join(directory, '*.db'))
+    files = reference_files(directory)
 
     class Merged:
         def __init__(self, accumulate):

@@ -1,0 +1,122 @@
+"""A drop-in ``prometheus_client.multiprocess.MultiProcessCollector`` on
+multiprom's Rust engine.
+
+``multiprom.MultiProcessCollector(registry, path=None)`` takes the same
+arguments, raises the same errors and returns the same ``Metric`` objects
+as ``prometheus_client``'s, so ``generate_latest``, ``make_wsgi_app``,
+``make_asgi_app`` and ``start_http_server`` work unchanged. It differs in
+what it does not do: it keeps what it parsed between scrapes (an unchanged
+file is not parsed again), reads and merges without holding the GIL, and
+never fails a scrape because of one file. A damaged, foreign or vanished
+file is skipped and reported, once, through the ``logging`` logger
+``"multiprom"``; the other files are merged as if it were not there.
+
+Use it in code::
+
+    from prometheus_client import CollectorRegistry, generate_latest
+    import multiprom
+
+    registry = CollectorRegistry()
+    multiprom.MultiProcessCollector(registry)
+    generate_latest(registry)
+
+or swap it in for everyone who uses ``prometheus_client.multiprocess``::
+
+    multiprom.install()
+
+or, for an application you cannot edit, set ``MULTIPROM_INSTALL=1`` in its
+environment: the wheel's ``multiprom.pth`` runs ``install()`` at interpreter
+start.
+
+Importing this package does not import ``prometheus_client``: applications
+that set ``PROMETHEUS_MULTIPROC_DIR`` before importing ``prometheus_client``
+(it reads the variable when first imported) keep working with ``install()``
+called first.
+"""
+
+import logging
+import os
+import sys
+import warnings
+
+from multiprom import _native
+
+__all__ = ["MultiProcessCollector", "install"]
+
+_logger = logging.getLogger("multiprom")
+
+# The module whose MultiProcessCollector install() replaces.
+_TARGET = "prometheus_client.multiprocess"
+
+
+def _log(reports):
+    for level, message in reports:
+        _logger.log(level, "%s", message)
+
+
+class MultiProcessCollector:
+    """Collector for files for multi-process mode, on multiprom's engine.
+
+    Same constructor and errors as
+    ``prometheus_client.multiprocess.MultiProcessCollector``: ``path``
+    defaults to ``PROMETHEUS_MULTIPROC_DIR`` (or, with a
+    ``DeprecationWarning``, the legacy lowercase ``prometheus_multiproc_dir``),
+    and a missing or non-directory path raises ``ValueError``. The collector
+    registers itself with ``registry`` unless it is ``None``.
+    """
+
+    def __init__(self, registry, path=None):
+        if path is None:
+            # prometheus_client's compatibility rule, word for word.
+            if 'prometheus_multiproc_dir' in os.environ and 'PROMETHEUS_MULTIPROC_DIR' not in os.environ:
+                os.environ['PROMETHEUS_MULTIPROC_DIR'] = os.environ['prometheus_multiproc_dir']
+                warnings.warn("prometheus_multiproc_dir variable has been deprecated in favor of the upper case naming PROMETHEUS_MULTIPROC_DIR", DeprecationWarning)
+            path = os.environ.get('PROMETHEUS_MULTIPROC_DIR')
+        if not path or not os.path.isdir(path):
+            raise ValueError('env PROMETHEUS_MULTIPROC_DIR is not set or not a directory')
+        self._path = path
+        self._engine = _native.DirCollector(path)
+        if registry:
+            registry.register(self)
+
+    @staticmethod
+    def merge(files, accumulate=True):
+        """Merge metrics from the given files: a list of ``Metric``.
+
+        ``accumulate=False`` keeps histogram buckets per bucket (no
+        ``_count``), for writing merged data back into files. Files are
+        merged in the order given, as Python's ``merge`` does; files that do not exist or are damaged are
+        skipped and logged, never raised.
+        """
+        metrics, reports = _native.merge([os.fspath(f) for f in files], accumulate)
+        _log(reports)
+        return metrics
+
+    def collect(self):
+        """The directory's ``*.db`` files, merged: a list of ``Metric``."""
+        metrics, reports = self._engine.collect()
+        _log(reports)
+        return metrics
+
+
+def install():
+    """Make ``prometheus_client.multiprocess.MultiProcessCollector`` this
+    package's class.
+
+    If ``prometheus_client.multiprocess`` is imported already, it is patched
+    now; otherwise it is patched the moment it is imported (``install()``
+    itself never imports ``prometheus_client``). Code that already did
+    ``from prometheus_client.multiprocess import MultiProcessCollector``
+    keeps the name it has: call ``install()`` before importing such code.
+    """
+    module = sys.modules.get(_TARGET)
+    if module is not None:
+        module.MultiProcessCollector = MultiProcessCollector
+        return
+    from multiprom import _import_hook
+
+    _import_hook.patch_on_import(_TARGET, _patch)
+
+
+def _patch(module):
+    module.MultiProcessCollector = MultiProcessCollector

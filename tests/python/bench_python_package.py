@@ -1,0 +1,193 @@
+"""In-process scrape benchmark for docs/benchmarks.md ("Python package"):
+`generate_latest(registry)` with prometheus_client's MultiProcessCollector,
+with the prometheus_client_python_speedups merge, and with multiprom's
+drop-in, cold and warm, on one directory.
+
+usage: bench_python_package.py DIR [--workers 1000] [--repeat 15]
+
+Builds DIR (if it has no *.db files yet) the way an application server
+does: WORKERS forked processes, each writing through the real
+prometheus_client a counter, a gauge in mode `all`, a gauge in mode
+`livesum` and a histogram (default buckets), 10 label sets each: 4 files per
+worker. Then times, best of REPEAT with the median:
+
+  python            MultiProcessCollector (prometheus_client 0.26)
+  speedups          prometheus_client_python_speedups.merge() in a collector,
+                    its results turned into prometheus_client Metric objects
+                    (its own classes cannot be encoded by generate_latest);
+                    "not installed" if the package is missing
+  multiprom cold    a new multiprom.MultiProcessCollector per scrape
+  multiprom warm    one multiprom.MultiProcessCollector, scraped again and again
+
+each as `collect` (the collector alone) and `scrape` (generate_latest of a
+registry holding it: what a /metrics request costs). Before timing it checks
+that every collector's output has the same lines as Python's.
+"""
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument('dir')
+parser.add_argument('--workers', type=int, default=1000)
+parser.add_argument('--repeat', type=int, default=15)
+args = parser.parse_args()
+os.makedirs(args.dir, exist_ok=True)
+os.environ['PROMETHEUS_MULTIPROC_DIR'] = args.dir
+
+# prometheus_client reads PROMETHEUS_MULTIPROC_DIR when first imported.
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest  # noqa: E402
+from prometheus_client import values  # noqa: E402
+from prometheus_client.metrics_core import Metric  # noqa: E402
+from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
+from prometheus_client.samples import Sample  # noqa: E402
+
+import multiprom  # noqa: E402
+
+try:
+    import prometheus_client_python_speedups as speedups
+except ImportError as error:
+    speedups = None
+    speedups_missing = repr(error)
+
+ROUTES = [f'/v1/route{i}' for i in range(10)]
+
+
+def worker(pid):
+    """One application worker process: its four files, 10 label sets each."""
+    values.ValueClass = values.MultiProcessValue(lambda: pid)
+    requests = Counter('http_requests', 'Requests served.', ['route'])
+    inflight = Gauge('http_inflight', 'Requests in flight per worker.', ['route'],
+                     multiprocess_mode='all')
+    queued = Gauge('http_queued', 'Requests queued.', ['route'], multiprocess_mode='livesum')
+    latency = Histogram('http_latency_seconds', 'Request latency.', ['route'])
+    for i, route in enumerate(ROUTES):
+        requests.labels(route).inc(pid % 7 + i)
+        inflight.labels(route).set(i)
+        queued.labels(route).set(pid % 3)
+        # Binary fractions: sums are exact in any order.
+        latency.labels(route).observe((i + 1) / 8)
+
+
+def build(directory, workers):
+    if glob.glob(os.path.join(directory, '*.db')):
+        return
+    start = time.perf_counter()
+    running = []
+    for pid in range(100000, 100000 + workers):
+        child = os.fork()
+        if child == 0:
+            try:
+                worker(pid)
+                os._exit(0)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                os._exit(1)
+        running.append(child)
+        if len(running) >= 16:
+            wait(running.pop(0))
+    for child in running:
+        wait(child)
+    os.sync()
+    print(f'built {directory}: {workers} workers in {time.perf_counter() - start:.1f} s')
+
+
+def wait(child):
+    _, status = os.waitpid(child, 0)
+    if status:
+        sys.exit(f'worker failed: {status}')
+
+
+class SpeedupsCollector:
+    """What a collector on prometheus_client_python_speedups has to do: its
+    merge() returns its own Metric and Sample classes, which generate_latest
+    cannot encode (no `.type`), so they become prometheus_client's."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def collect(self):
+        out = []
+        for m in speedups.merge(glob.glob(os.path.join(self.path, '*.db'))):
+            metric = Metric(m.name, m.documentation, m.typ)
+            metric.samples = [Sample(s.name, s.labels, s.value) for s in m.samples]
+            out.append(metric)
+        return out
+
+
+def registry_with(collector):
+    registry = CollectorRegistry()
+    registry.register(collector)
+    return registry
+
+
+def timed(fn):
+    fn()  # warm-up, unmeasured (page cache, imports)
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times)
+
+
+def lines(text):
+    return sorted(text.decode().splitlines())
+
+
+def main():
+    build(args.dir, args.workers)
+    files = glob.glob(os.path.join(args.dir, '*.db'))
+    python = MultiProcessCollector(None, path=args.dir)
+    warm = multiprom.MultiProcessCollector(None, path=args.dir)
+    reference = generate_latest(registry_with(python))
+    samples = sum(len(m.samples) for m in python.collect())
+    print(f'files {len(files)}, samples {samples}, output {len(reference)} bytes')
+
+    cases = [('python', python, lambda: python)]
+    if speedups is not None:
+        spd = SpeedupsCollector(args.dir)
+        cases.append(('speedups', spd, lambda: spd))
+    cases.append(('multiprom cold', None,
+                  lambda: multiprom.MultiProcessCollector(None, path=args.dir)))
+    cases.append(('multiprom warm', warm, lambda: warm))
+
+    for name, _, make in cases:
+        got = generate_latest(registry_with(make()))
+        if lines(got) != lines(reference):
+            sys.exit(f'{name}: output lines differ from Python\'s')
+    print('every output has the same lines as Python\'s')
+
+    results = {}
+    for name, _, make in cases:
+        collect = timed(lambda: make().collect())
+        scrape = timed(lambda: generate_latest(registry_with(make())))
+        results[name] = (collect, scrape)
+        print(f'{name:15} collect {collect[0] * 1e3:8.2f} ms (median {collect[1] * 1e3:8.2f})'
+              f'   scrape {scrape[0] * 1e3:8.2f} ms (median {scrape[1] * 1e3:8.2f})')
+    if speedups is None:
+        print(f'speedups        not installed: {speedups_missing}')
+    metrics = warm.collect()
+    encode = timed(lambda: generate_latest(registry_with(Fixed(metrics))))
+    print(f'encode only     generate_latest of collected Metric objects: {encode[0] * 1e3:.2f} ms '
+          f'(median {encode[1] * 1e3:.2f})')
+    base = results['python'][1][0]
+    for name, (_, scrape) in results.items():
+        print(f'python scrape / {name} scrape: {base / scrape[0]:.1f}x')
+
+
+class Fixed:
+    def __init__(self, metrics):
+        self.metrics = metrics
+
+    def collect(self):
+        return self.metrics
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,330 @@
+"""The multiprom Python package's own behaviour (tests/integration/python_package.rs).
+
+usage: python_package_tests.py   (unittest; exits non-zero if a test fails)
+
+What prometheus_client's tests cannot show: bad files are skipped and
+logged once instead of failing the scrape, the serving helpers work
+unchanged on the drop-in, install() and the MULTIPROM_INSTALL start-up hook
+swap it in without importing prometheus_client early, and concurrent
+scrapes agree.
+"""
+
+import asyncio
+import glob
+import logging
+import os
+import time
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import urllib.request
+import warnings
+import wsgiref.util
+
+from prometheus_client import (
+    CollectorRegistry, Counter, Gauge, Histogram, generate_latest, make_asgi_app,
+    make_wsgi_app, start_http_server, values,
+)
+from prometheus_client.multiprocess import MultiProcessCollector as PythonCollector
+from prometheus_client.openmetrics.exposition import generate_latest as generate_latest_om
+
+import multiprom
+
+# Bounds every wait on a server or subprocess: a failing test fails, never hangs.
+PATIENCE = 60
+
+
+class Captured(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+    def take(self):
+        records, self.records = self.records, []
+        return [(r.levelname, r.getMessage()) for r in records]
+
+
+class Sorted:
+    """prometheus_client's merge over the directory's files in glob's order
+    (the directory's, which multiprom also merges in), as a collector."""
+
+    def __init__(self, path, registry=None):
+        self.path = path
+        if registry is not None:
+            registry.register(self)
+
+    def collect(self):
+        return PythonCollector.merge(glob.glob(os.path.join(self.path, '*.db')))
+
+
+def write_workers(directory, pids=(101, 102)):
+    """Real prometheus_client writes: one counter, histogram and gauge per pid."""
+    for pid in pids:
+        values.ValueClass = values.MultiProcessValue(lambda pid=pid: pid)
+        Counter('requests', 'Requests.', ['code'], registry=None).labels('200').inc(pid)
+        Histogram('latency_seconds', 'Latency.', registry=None).observe(pid / 1000)
+        Gauge('busy', 'Busy.', registry=None, multiprocess_mode='liveall').set(pid)
+    values.close_all_multiprocess_files()
+    values.ValueClass = values.MutexValue
+
+
+class DropInTestCase(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix='multiprom-py-')
+        os.environ['PROMETHEUS_MULTIPROC_DIR'] = self.dir
+        self.log = Captured()
+        logger = logging.getLogger('multiprom')
+        logger.addHandler(self.log)
+        logger.setLevel(logging.DEBUG)
+
+    def tearDown(self):
+        logging.getLogger('multiprom').removeHandler(self.log)
+        os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None)
+        os.environ.pop('prometheus_multiproc_dir', None)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def reference(self):
+        return generate_latest(Sorted(self.dir))
+
+
+class ConstructorTest(DropInTestCase):
+    def test_path_from_the_environment_and_registration(self):
+        write_workers(self.dir)
+        registry = CollectorRegistry()
+        collector = multiprom.MultiProcessCollector(registry)
+        self.assertEqual(collector._path, self.dir)
+        self.assertEqual(generate_latest(registry), self.reference())
+
+    def test_no_registry_means_not_registered(self):
+        write_workers(self.dir)
+        collector = multiprom.MultiProcessCollector(None, path=self.dir)
+        self.assertEqual(len(collector.collect()), 3)
+
+    def test_same_errors_as_prometheus_client(self):
+        del os.environ['PROMETHEUS_MULTIPROC_DIR']
+        a_file = os.path.join(self.dir, 'not-a-dir')
+        open(a_file, 'w').close()
+        for args in [(), (a_file,), (os.path.join(self.dir, 'missing'),), ('',)]:
+            for cls in (PythonCollector, multiprom.MultiProcessCollector):
+                with self.assertRaises(ValueError) as raised:
+                    cls(CollectorRegistry(), *args)
+                self.assertEqual(str(raised.exception),
+                                 'env PROMETHEUS_MULTIPROC_DIR is not set or not a directory')
+
+    def test_legacy_variable_warns_and_is_copied(self):
+        del os.environ['PROMETHEUS_MULTIPROC_DIR']
+        os.environ['prometheus_multiproc_dir'] = self.dir
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            collector = multiprom.MultiProcessCollector(CollectorRegistry())
+        self.assertEqual(collector._path, self.dir)
+        self.assertEqual(os.environ['PROMETHEUS_MULTIPROC_DIR'], self.dir)
+        self.assertEqual([w.category for w in caught], [DeprecationWarning])
+
+    def test_path_like(self):
+        import pathlib
+        write_workers(self.dir)
+        collector = multiprom.MultiProcessCollector(None, path=pathlib.Path(self.dir))
+        self.assertEqual(generate_latest(Fixed(collector.collect())), self.reference())
+
+
+class Fixed:
+    def __init__(self, metrics):
+        self.metrics = metrics
+
+    def collect(self):
+        return self.metrics
+
+
+class BadFilesTest(DropInTestCase):
+    def test_bad_files_are_skipped_and_logged_once(self):
+        write_workers(self.dir)
+        good = self.reference()
+        # A worker killed between create and truncate (prometheus_client
+        # issue #1199): a 0-byte file left for more than the 10 s a writer
+        # may take to create one; and a foreign file that ends in .db.
+        stale = os.path.join(self.dir, 'counter_999.db')
+        open(stale, 'wb').close()
+        an_hour_ago = time.time() - 3600
+        os.utime(stale, (an_hour_ago, an_hour_ago))
+        with open(os.path.join(self.dir, 'histogram_998.db'), 'wb') as f:
+            f.write(b'SQLite format 3\x00' + b'\x00' * 4080)
+        with self.assertRaises(Exception):
+            generate_latest(Sorted(self.dir))  # Python's scrape fails as a whole
+        registry = CollectorRegistry()
+        multiprom.MultiProcessCollector(registry)
+        self.assertEqual(generate_latest(registry), good)
+        reports = self.log.take()
+        self.assertEqual([level for level, _ in reports], ['WARNING', 'WARNING'], reports)
+        # In the directory's listing order, as the files are merged.
+        texts = sorted(text for _, text in reports)
+        self.assertIn('counter_999.db: offset 0: 0-byte file', texts[0])
+        self.assertIn('histogram_998.db', texts[1])
+        # Reported once, not on every scrape.
+        self.assertEqual(generate_latest(registry), good)
+        self.assertEqual(self.log.take(), [])
+
+    def test_vanished_files_in_merge_are_skipped_quietly(self):
+        missing = [os.path.join(self.dir, 'gauge_liveall_9999999.db'),
+                   os.path.join(self.dir, 'counter_9999999.db')]
+        self.assertEqual(multiprom.MultiProcessCollector.merge(missing), [])
+        self.assertEqual([level for level, _ in self.log.take()], ['INFO', 'INFO'])
+
+    def test_directory_removed_after_construction(self):
+        write_workers(self.dir)
+        collector = multiprom.MultiProcessCollector(None)
+        shutil.rmtree(self.dir)
+        self.assertEqual(collector.collect(), [])
+        reports = self.log.take()
+        self.assertEqual(len(reports), 1, reports)
+        self.assertIn('cannot list directory', reports[0][1])
+
+
+class ServingTest(DropInTestCase):
+    """The serving helpers, unchanged, on a registry holding the drop-in."""
+
+    def setUp(self):
+        super().setUp()
+        write_workers(self.dir)
+        self.registry = CollectorRegistry()
+        multiprom.MultiProcessCollector(self.registry)
+
+    def test_generate_latest_both_formats(self):
+        self.assertEqual(generate_latest(self.registry), self.reference())
+        self.assertEqual(generate_latest_om(self.registry), generate_latest_om(Sorted(self.dir)))
+
+    def test_make_wsgi_app(self):
+        environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/metrics', 'QUERY_STRING': ''}
+        wsgiref.util.setup_testing_defaults(environ)
+        status = []
+        body = b''.join(make_wsgi_app(self.registry)(environ, lambda s, h: status.append(s)))
+        self.assertEqual(status, ['200 OK'])
+        self.assertEqual(body, self.reference())
+
+    def test_make_asgi_app(self):
+        sent = []
+
+        async def receive():
+            return {'type': 'http.request', 'body': b'', 'more_body': False}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {'type': 'http', 'method': 'GET', 'path': '/metrics', 'query_string': b'',
+                 'headers': []}
+        asyncio.run(asyncio.wait_for(make_asgi_app(self.registry)(scope, receive, send), PATIENCE))
+        self.assertEqual(sent[0]['status'], 200)
+        self.assertEqual(b''.join(m.get('body', b'') for m in sent[1:]), self.reference())
+
+    def test_start_http_server(self):
+        server, thread = start_http_server(0, addr='127.0.0.1', registry=self.registry)
+        try:
+            url = f'http://127.0.0.1:{server.server_port}/metrics'
+            with urllib.request.urlopen(url, timeout=PATIENCE) as response:
+                self.assertEqual(response.status, 200)
+                self.assertEqual(response.read(), self.reference())
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(PATIENCE)
+
+
+class ConcurrencyTest(DropInTestCase):
+    def test_threads_share_one_collector(self):
+        write_workers(self.dir, pids=range(1, 41))
+        collector = multiprom.MultiProcessCollector(None)
+        want = self.reference()
+        results = []
+
+        def scrape():
+            for _ in range(10):
+                results.append(generate_latest(Fixed(collector.collect())))
+
+        threads = [threading.Thread(target=scrape) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(PATIENCE)
+        self.assertEqual(len(results), 40)
+        self.assertTrue(all(r == want for r in results))
+
+
+def run_python(code, env=None):
+    """`code` in a fresh interpreter of this venv; returns its stdout lines."""
+    full_env = {k: v for k, v in os.environ.items() if k != 'MULTIPROM_INSTALL'}
+    full_env.update(env or {})
+    out = subprocess.run([sys.executable, '-c', code], env=full_env, capture_output=True,
+                         text=True, timeout=PATIENCE)
+    if out.returncode != 0:
+        raise AssertionError(f'python -c failed ({out.returncode}):\n{out.stderr}')
+    return out.stdout.split(), out.stderr
+
+
+SHOW = ('import sys; print("prometheus_client" in sys.modules); '
+        'from prometheus_client.multiprocess import MultiProcessCollector as C; '
+        'print(C.__module__)')
+
+
+class InstallTest(unittest.TestCase):
+    def test_install_before_prometheus_client_is_imported(self):
+        lines, _ = run_python('import sys, multiprom; multiprom.install(); ' + SHOW)
+        # install() did not import prometheus_client; the import patched it.
+        self.assertEqual(lines, ['False', 'multiprom'])
+
+    def test_install_after_prometheus_client_is_imported(self):
+        lines, _ = run_python('import prometheus_client.multiprocess, multiprom; '
+                              'multiprom.install(); ' + SHOW)
+        self.assertEqual(lines, ['True', 'multiprom'])
+
+    def test_values_still_see_a_directory_set_after_install(self):
+        # vLLM's order: install (or start-up hook), then set the variable, then
+        # import prometheus_client. Its values must be multiprocess ones.
+        directory = tempfile.mkdtemp(prefix='multiprom-py-')
+        try:
+            lines, _ = run_python(
+                'import os, sys, multiprom; multiprom.install(); '
+                f'os.environ["PROMETHEUS_MULTIPROC_DIR"] = {directory!r}; '
+                'from prometheus_client import Counter, CollectorRegistry, generate_latest; '
+                'from prometheus_client import multiprocess; '
+                'Counter("c", "C.").inc(7); r = CollectorRegistry(); '
+                'multiprocess.MultiProcessCollector(r); '
+                'print(type(r._collector_to_names and list(r._collector_to_names)[0]).__module__); '
+                'print(generate_latest(r).decode().split("\\n")[2])')
+            self.assertEqual(lines, ['multiprom', 'c_total', '7.0'])
+        finally:
+            shutil.rmtree(directory)
+
+    def test_startup_hook_is_off_by_default(self):
+        for value in (None, '', '0', 'false', 'off'):
+            env = {} if value is None else {'MULTIPROM_INSTALL': value}
+            lines, _ = run_python(SHOW, env)
+            self.assertEqual(lines, ['False', 'prometheus_client.multiprocess'], value)
+
+    def test_startup_hook_installs_without_importing_prometheus_client(self):
+        for value in ('1', 'true', 'yes'):
+            lines, _ = run_python(SHOW, {'MULTIPROM_INSTALL': value})
+            self.assertEqual(lines, ['False', 'multiprom'], value)
+
+    def test_startup_hook_never_fails_start_up(self):
+        # A broken `multiprom` shadowing the installed one.
+        shadow = tempfile.mkdtemp(prefix='multiprom-shadow-')
+        try:
+            os.makedirs(os.path.join(shadow, 'multiprom'))
+            with open(os.path.join(shadow, 'multiprom', '__init__.py'), 'w') as f:
+                f.write('raise RuntimeError("broken on purpose")\n')
+            lines, stderr = run_python(SHOW, {'MULTIPROM_INSTALL': '1', 'PYTHONPATH': shadow})
+            self.assertEqual(lines, ['False', 'prometheus_client.multiprocess'])
+            self.assertIn('RuntimeWarning', stderr)
+            self.assertIn('broken on purpose', stderr)
+        finally:
+            shutil.rmtree(shadow)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
