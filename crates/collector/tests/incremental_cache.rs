@@ -13,7 +13,7 @@
 #[path = "support/dir_ops.rs"]
 mod dir_ops;
 
-use dir_ops::{check_sequence, EntrySpec, KeySpec, Op, FILE_NAMES, MAX_LEN};
+use dir_ops::{check_sequence, EntrySpec, KeySpec, Op, Reference, FILE_NAMES, MAX_LEN};
 use multiprom_collector::CollectOptions;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -102,6 +102,11 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..40),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        check_sequence(dir.path(), CollectOptions { accumulate }, &ops);
+        check_sequence(
+            dir.path(),
+            CollectOptions { accumulate },
+            Reference::FreshCollectorAndMergeFiles,
+            &ops,
+        );
     }
 }
