@@ -1,8 +1,9 @@
 //! The collector's incremental parse cache: a sequence of appends, value
-//! updates, rewrites in place, replacements, truncations, damage and
-//! deletions applied to a few files in a temporary directory, each followed
-//! by a collection on one long-lived `DirCollector`, whose result must equal
-//! a fresh collector's over the same bytes (families and per-file reports). The operations and the check are shared with the
+//! updates, rewrites in place, replacements, truncations, damage, deletions
+//! and collections leaving files out (as a reaper does), applied to a few
+//! files in a temporary directory, each followed by a collection on one
+//! long-lived `DirCollector`, whose result must equal a fresh collector's
+//! over the same bytes (families and per-file reports). The operations and the check are shared with the
 //! property test `crates/collector/tests/incremental_cache.rs`.
 #![no_main]
 
@@ -48,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
 
 fn op(input: &mut Unstructured<'_>) -> Result<Op> {
     let file = usize::from(input.arbitrary::<u8>()?);
-    Ok(match input.int_in_range(0..=6u8)? {
+    Ok(match input.int_in_range(0..=7u8)? {
         0 => Op::Append {
             file,
             entries: entries(input)?,
@@ -81,7 +82,10 @@ fn op(input: &mut Unstructured<'_>) -> Result<Op> {
                 input.bytes(len)?.to_vec()
             },
         },
-        _ => Op::Delete { file },
+        6 => Op::Delete { file },
+        _ => Op::LeaveOut {
+            files: input.arbitrary()?,
+        },
     })
 }
 

@@ -1,8 +1,9 @@
 //! Property test of the parse cache: random sequences of appends, value
-//! updates, rewrites in place, replacements, truncations, damage and
-//! deletions over a few files, after each of which a long-lived
-//! `DirCollector` must agree with a fresh one and with `merge_files` (see
-//! `support/dir_ops.rs`, which the `parse_cache` fuzz target shares).
+//! updates, rewrites in place, replacements, truncations, damage, deletions
+//! and collections leaving files out over a few files, after each of which
+//! a long-lived `DirCollector` must agree with a fresh one and with
+//! `merge_files` (see `support/dir_ops.rs`, which the `parse_cache` fuzz
+//! target shares).
 //!
 //! Failures are persisted in `crates/collector/proptest-regressions/`
 //! (commit that file: proptest replays it first on every run).
@@ -90,6 +91,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (file.clone(), 0..400u64, proptest::collection::vec(any::<u8>(), 1..8))
             .prop_map(|(file, offset, bytes)| Op::Damage { file, offset, bytes }),
         1 => file.prop_map(|file| Op::Delete { file }),
+        1 => any::<u8>().prop_map(|files| Op::LeaveOut { files }),
     ]
 }
 

@@ -3,7 +3,8 @@
 //! after every change, a long-lived [`DirCollector`] (whose cache has seen
 //! every earlier state of every file) must say exactly what a fresh one and
 //! [`merge_files`] say about the same bytes: the same families, the same
-//! per-file reports.
+//! per-file reports. Some steps leave files out of the collection, as a
+//! reaper does.
 //!
 //! Shared, through `#[path]`, by the property test
 //! `crates/collector/tests/incremental_cache.rs` and the fuzz target
@@ -15,10 +16,11 @@
 //! one sequence takes milliseconds; huge and sparse files are the fault
 //! suite's business.
 
+use std::collections::HashSet;
 use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use multiprom_collector::{merge_files, scan_dir, CollectOptions, DirCollector, Scrape};
 use multiprom_format::layout::{self, HEADER_LEN, INITIAL_CAPACITY};
@@ -199,6 +201,28 @@ pub enum Op {
         /// Which file.
         file: usize,
     },
+    /// Nothing changes on disk, but the next collections leave out the
+    /// files whose bit is set in `files` (bit `i` for `FILE_NAMES[i]`), as
+    /// a reaper does with the files of exited processes.
+    LeaveOut {
+        /// Which files.
+        files: u8,
+    },
+}
+
+impl Op {
+    /// The paths in `dir` that the collections after this operation leave out.
+    fn left_out(&self, dir: &Path) -> HashSet<PathBuf> {
+        let Op::LeaveOut { files } = self else {
+            return HashSet::new();
+        };
+        FILE_NAMES
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| files >> i & 1 == 1)
+            .map(|(_, name)| dir.join(name))
+            .collect()
+    }
 }
 
 fn entries_bytes(entries: &[EntrySpec]) -> Vec<u8> {
@@ -322,6 +346,7 @@ pub fn apply(dir: &Path, op: &Op) -> io::Result<()> {
                 fs::remove_file(dir.join(file_name(*file)))?;
             }
         }
+        Op::LeaveOut { .. } => {}
     }
     Ok(())
 }
@@ -343,12 +368,18 @@ pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference,
     let long_lived = DirCollector::with_options(dir, options);
     for (step, op) in ops.iter().enumerate() {
         apply(dir, op).unwrap_or_else(|e| panic!("step {step}: cannot apply {op:?}: {e}"));
-        let incremental = long_lived.collect().expect("the directory lists");
-        let fresh = DirCollector::with_options(dir, options)
-            .collect()
+        let left_out = op.left_out(dir);
+        let incremental = long_lived
+            .collect_without(|_| left_out.clone())
             .expect("the directory lists");
-        let merged = (reference == Reference::FreshCollectorAndMergeFiles)
-            .then(|| merge_files(scan_dir(dir).expect("the directory lists"), options));
+        let fresh = DirCollector::with_options(dir, options)
+            .collect_without(|_| left_out.clone())
+            .expect("the directory lists");
+        let merged = (reference == Reference::FreshCollectorAndMergeFiles).then(|| {
+            let mut paths = scan_dir(dir).expect("the directory lists");
+            paths.retain(|path| !left_out.contains(path));
+            merge_files(paths, options)
+        });
         let references = [
             ("a fresh collector", Some(&fresh)),
             ("merge_files", merged.as_ref()),
