@@ -5,6 +5,7 @@ default: ci
 # Check formatting.
 fmt:
     cargo fmt --all --check
+    cargo fmt --all --check --manifest-path fuzz/Cargo.toml
 
 # Lint everything, warnings are errors.
 lint:
@@ -18,9 +19,15 @@ test:
 bench:
     cargo bench --workspace
 
-# Fuzz the reader for a while (needs nightly and cargo-fuzz).
-fuzz target="read_file" seconds="60":
-    cd fuzz && cargo +nightly fuzz run {{target}} -- -max_total_time={{seconds}}
+# Fuzz one target for a while, adding what it finds to fuzz/corpus/TARGET
+# (installs cargo-fuzz if missing; see docs/fuzzing.md). Targets: read_file,
+# decode_key, parse_cache, http_request. Extra libFuzzer flags may follow.
+fuzz target="parse_cache" seconds="600" *flags:
+    bash fuzz/run.sh {{target}} {{seconds}} {{flags}}
+
+# Every fuzz target for a bounded time over the committed corpus, as CI does.
+fuzz-ci seconds="45":
+    bash fuzz/run.sh all {{seconds}}
 
 # What CI runs.
 ci:
