@@ -8,6 +8,7 @@
 #![no_main]
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -34,14 +35,33 @@ struct Server {
     /// driven, so one input's requests are served in a repeatable order.
     runtime: Runtime,
     address: SocketAddr,
-    _dir: tempfile::TempDir,
+}
+
+/// The metrics directory of each fuzzing process is named after its pid:
+/// libFuzzer ends the process without running destructors, so each start
+/// removes the directories of processes that are gone.
+const DIR_PREFIX: &str = "multiprom-fuzz-http-";
+
+fn metrics_dir() -> PathBuf {
+    let temp = std::env::temp_dir();
+    for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(DIR_PREFIX));
+        if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let dir = temp.join(format!("{DIR_PREFIX}{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).expect("a metrics directory");
+    dir
 }
 
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        write_worker_files(dir.path());
+        let dir = metrics_dir();
+        write_worker_files(&dir);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -50,23 +70,19 @@ fn server() -> &'static Server {
             .block_on(TcpListener::bind("127.0.0.1:0"))
             .expect("a loopback port");
         let address = listener.local_addr().expect("the port's address");
-        let endpoint = Endpoint::new(DirCollector::new(dir.path()), EndpointConfig::default());
+        let endpoint = Endpoint::new(DirCollector::new(dir), EndpointConfig::default());
         runtime.spawn(serve(
             listener,
             endpoint.router(),
             ServerConfig::default(),
             std::future::pending(),
         ));
-        Server {
-            runtime,
-            address,
-            _dir: dir,
-        }
+        Server { runtime, address }
     })
 }
 
 /// Files of every type, so that scrapes and the status page have content.
-fn write_worker_files(dir: &std::path::Path) {
+fn write_worker_files(dir: &Path) {
     let kinds = [
         MetricKind::Counter,
         MetricKind::Gauge(GaugeMode::LiveSum),
