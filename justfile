@@ -19,9 +19,9 @@ test:
 bench:
     cargo bench --workspace
 
-# Fuzz one target for a while, adding what it finds to fuzz/corpus/TARGET
-# (installs cargo-fuzz if missing; see docs/fuzzing.md). Targets: read_file,
-# decode_key, parse_cache, http_request. Extra libFuzzer flags may follow.
+# Targets: read_file, decode_key, parse_cache, http_request; libFuzzer flags
+# may follow the seconds; cargo-fuzz is installed if missing (docs/fuzzing.md).
+# Fuzz one target for a while, adding what it finds to fuzz/corpus/TARGET.
 fuzz target="parse_cache" seconds="600" *flags:
     bash fuzz/run.sh {{target}} {{seconds}} {{flags}}
 
