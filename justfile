@@ -5,6 +5,7 @@ default: ci
 # Check formatting.
 fmt:
     cargo fmt --all --check
+    cargo fmt --all --check --manifest-path fuzz/Cargo.toml
 
 # Lint everything, warnings are errors.
 lint:
@@ -28,9 +29,15 @@ bench-python dir="target/python-bench":
     PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
     target/py-venv-bench/bin/python tests/python/bench_python_package.py {{dir}}
 
-# Fuzz the reader for a while (needs nightly and cargo-fuzz).
-fuzz target="read_file" seconds="60":
-    cd fuzz && cargo +nightly fuzz run {{target}} -- -max_total_time={{seconds}}
+# Targets: read_file, decode_key, parse_cache, http_request; libFuzzer flags
+# may follow the seconds; cargo-fuzz is installed if missing (docs/fuzzing.md).
+# Fuzz one target for a while, adding what it finds to fuzz/corpus/TARGET.
+fuzz target="parse_cache" seconds="600" *flags:
+    bash fuzz/run.sh {{target}} {{seconds}} {{flags}}
+
+# Every fuzz target for a bounded time over the committed corpus, as CI does.
+fuzz-ci seconds="45":
+    bash fuzz/run.sh all {{seconds}}
 
 # What CI runs.
 ci:

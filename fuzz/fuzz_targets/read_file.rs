@@ -4,11 +4,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use multiprom_format::layout::HEADER_LEN;
-use multiprom_format::{parse_file, parse_header, EntryIter};
+use multiprom_format::{parse_file, parse_header, Entry, EntryIter};
 
 fuzz_target!(|data: &[u8]| {
     let size = data.len() as u64;
-    if let Ok(contents) = parse_file(data, size) {
+    let parsed = parse_file(data, size);
+    if let Ok(contents) = &parsed {
         let used = contents.header.used;
         assert!(used >= HEADER_LEN as u64 && used % 8 == 0 && used <= size);
         let mut end = HEADER_LEN as u64;
@@ -23,9 +24,27 @@ fuzz_target!(|data: &[u8]| {
         }
         assert_eq!(end, used);
     }
-    // The same bytes as a prefix of a larger file (a short read), and the
-    // entry walk on its own from every header the bytes could hold.
-    let _ = parse_file(data, size.saturating_mul(2));
+    // The same bytes as the start of a larger file (spare capacity, or a
+    // short read): whatever they held is read the same.
+    let larger = parse_file(data, size.saturating_mul(2));
+    if let Ok(contents) = parsed {
+        let larger = larger.expect("more capacity spoils nothing");
+        // Bit for bit: a NaN value is not equal to itself.
+        let bits = |e: &Entry| {
+            (
+                e.offset,
+                e.raw_key.clone(),
+                e.value.to_bits(),
+                e.timestamp.to_bits(),
+            )
+        };
+        assert!(larger
+            .entries
+            .iter()
+            .map(bits)
+            .eq(contents.entries.iter().map(bits)));
+    }
+    // The entry walk on its own.
     if let Ok(header) = parse_header(data, size) {
         for entry in EntryIter::new(data, HEADER_LEN, header.used as usize) {
             if entry.is_err() {

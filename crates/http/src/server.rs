@@ -3,7 +3,9 @@
 //! Each connection runs in its own task, so a slow or stalled client only
 //! ever holds its own connection: request headers must arrive within
 //! [`ServerConfig::header_read_timeout`] (slowloris), and on shutdown
-//! in-flight requests get [`ServerConfig::shutdown_grace`] to finish.
+//! in-flight requests get [`ServerConfig::shutdown_grace`] to finish. A
+//! client that closes its sending side after its request still gets the
+//! answer.
 
 use std::future::Future;
 use std::time::Duration;
@@ -72,7 +74,12 @@ pub async fn serve(
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
-                .header_read_timeout(config.header_read_timeout);
+                .header_read_timeout(config.header_read_timeout)
+                // A client may send its request and then shut down its
+                // sending side (`nc -N`, some probes); without this, hyper
+                // takes that end of input for the client going away and
+                // drops the connection unanswered.
+                .half_close(true);
             let connection = builder.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             let result = tokio::select! {
@@ -102,4 +109,54 @@ pub async fn serve(
         connections.abort_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_client_that_stops_sending_still_gets_its_answer() {
+        // Slow enough that the end of input arrives while the request is
+        // being handled.
+        let router = Router::new().route(
+            "/",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                "answered"
+            }),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, ServerConfig::default(), async {
+            let _ = stopped.await;
+        }));
+        let response = tokio::task::spawn_blocking(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream
+                .write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+                .unwrap();
+            stream.shutdown(Shutdown::Write).unwrap();
+            let mut response = String::new();
+            let _ = stream.read_to_string(&mut response);
+            response
+        })
+        .await
+        .unwrap();
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+        assert!(
+            response.starts_with("HTTP/1.1 200 OK\r\n") && response.ends_with("answered"),
+            "{response:?}"
+        );
+    }
 }
