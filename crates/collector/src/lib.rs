@@ -13,8 +13,8 @@
 //!
 //! * [`DirCollector`]: a directory, collected again and again (incrementally).
 //! * [`merge_files`]: given files, once (Python's `MultiProcessCollector.merge`).
-//! * [`RegistryCollector`]: a directory inside a Rust host's
-//!   `prometheus_client::registry::Registry`.
+//! * `RegistryCollector` (with the `prometheus-client` feature): a directory
+//!   inside a Rust host's `prometheus_client::registry::Registry`.
 
 mod collector;
 pub mod exposition;
@@ -24,6 +24,7 @@ mod keys;
 mod parse;
 mod plan;
 mod problem;
+#[cfg(feature = "prometheus-client")]
 mod registry;
 mod scan;
 mod tracked;
@@ -36,5 +37,6 @@ pub use collector::{
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use problem::{Conflict, FamilyTypeName, FileProblem, ProblemKind, Warning};
+#[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
 pub use scan::scan_dir;
