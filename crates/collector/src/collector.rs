@@ -116,6 +116,10 @@ pub struct ScrapeStats {
     /// [`DirCollector::collect`]) see the same number, so they can tell
     /// whether its warnings were already reported.
     pub collection: u64,
+    /// Whether the merge plan (which entry feeds which output series) was
+    /// worked out anew: files came or went, or gained keys. A warm
+    /// collection of an unchanged directory reuses the last one.
+    pub planned: bool,
 }
 
 /// The result of one collection.
@@ -316,6 +320,11 @@ struct State {
     listing: Option<Vec<PathBuf>>,
     /// When every file was last looked at.
     last_full_look: Option<Instant>,
+    /// Files forgotten (no longer listed) so far.
+    files_forgotten: u64,
+    /// `files_forgotten` and the key table's forgotten keys at the last
+    /// interner sweep: when both are unchanged there is nothing to sweep.
+    swept_at: (u64, u64),
 }
 
 /// How often every file is looked at even when no event said it changed, as
@@ -708,6 +717,7 @@ fn collect_paths(
             state.by_path.remove(&known.path);
             state.free.push(index);
             state.replan = true;
+            state.files_forgotten += 1;
         }
     }
 
@@ -757,7 +767,9 @@ fn collect_paths(
     for _ in 0..3 {
         if state.replan || !same_files(&state.plan, &order, &state.known) {
             state.plan = build_plan(state, &order, options);
+            state.interner.settle();
             state.replan = false;
+            stats.planned = true;
         }
         match apply(&state.known, &state.plan, &mut state.accumulators) {
             Ok(()) => {
@@ -833,10 +845,18 @@ fn collect_paths(
         state.scratch = Vec::new();
     }
     if state.interner.wants_sweep() {
-        state.plan_cache.clear();
-        state.plan = Plan::default();
-        state.replan = true;
-        state.interner.sweep();
+        let forgotten = (state.files_forgotten, state.keys.forgotten());
+        if forgotten == state.swept_at {
+            // Growth from new files and keys only: nothing to give back, and
+            // a sweep would throw away a plan that is still good.
+            state.interner.rebaseline();
+        } else {
+            state.swept_at = forgotten;
+            state.plan_cache.clear();
+            state.plan = Plan::default();
+            state.replan = true;
+            state.interner.sweep();
+        }
     }
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = start.elapsed();

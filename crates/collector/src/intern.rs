@@ -39,6 +39,9 @@ pub(crate) struct Interner {
     strings: HashSet<Arc<str>>,
     tuples: HashSet<LabelTuple>,
     size_after_sweep: usize,
+    /// A sweep ran, and what the next plan interns again is not growth:
+    /// [`Interner::settle`] takes the size after it as the new baseline.
+    settling: bool,
 }
 
 impl Interner {
@@ -69,6 +72,13 @@ impl Interner {
         self.len() > 2 * self.size_after_sweep + 4096
     }
 
+    /// Takes the size now as the baseline for [`Interner::wants_sweep`]:
+    /// for growth that left nothing behind to sweep (new files, no file or
+    /// key forgotten).
+    pub(crate) fn rebaseline(&mut self) {
+        self.size_after_sweep = self.len();
+    }
+
     /// Forgets values nobody else holds (files that are gone). Callers clear
     /// every other cache keyed by these values first, so that a count of one
     /// really means unused.
@@ -76,5 +86,18 @@ impl Interner {
         self.tuples.retain(|t| Arc::strong_count(t) > 1);
         self.strings.retain(|s| Arc::strong_count(s) > 1);
         self.size_after_sweep = self.len();
+        self.settling = true;
+    }
+
+    /// Called once a plan has been built: right after a sweep, the plan's
+    /// own values (label tuples with `pid`, `le` and so on, which only the
+    /// plan and its caches hold, and which the sweep had to let go) are
+    /// interned again. Counting them as growth would call for another sweep
+    /// on every scrape; the size now is the baseline instead.
+    pub(crate) fn settle(&mut self) {
+        if self.settling {
+            self.size_after_sweep = self.len();
+            self.settling = false;
+        }
     }
 }

@@ -66,6 +66,9 @@ pub(crate) struct KeyTable {
     /// By id: the key (`None` for a free id) and how many entries hold it.
     keys: Vec<Option<Held>>,
     free: Vec<KeyId>,
+    /// Keys forgotten so far: their decoded names and labels may now be
+    /// garbage in the interner.
+    forgotten: u64,
 }
 
 #[derive(Debug)]
@@ -127,8 +130,14 @@ impl KeyTable {
                 self.ids.remove(&*held.raw);
                 *slot = None;
                 self.free.push(id);
+                self.forgotten += 1;
             }
         }
+    }
+
+    /// How many keys have been forgotten since the table was made.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.forgotten
     }
 
     /// The key with id `id` as stored in files.

@@ -358,6 +358,7 @@ mod tests {
             series: 17,
             duration: Duration::from_millis(1500),
             collection: 1,
+            planned: true,
         }
     }
 
