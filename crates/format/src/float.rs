@@ -26,7 +26,7 @@ pub fn float_to_go_string(v: f64) -> String {
     out
 }
 
-/// Appends `floatToGoString(v)` to `out`.
+/// Appends `floatToGoString(v)` to `out`, without allocating.
 pub fn write_float_to_go_string(out: &mut String, v: f64) {
     if v.is_nan() {
         out.push_str("NaN");
@@ -34,24 +34,18 @@ pub fn write_float_to_go_string(out: &mut String, v: f64) {
         out.push_str("+Inf");
     } else if v == f64::NEG_INFINITY {
         out.push_str("-Inf");
+    } else if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
     } else {
-        let start = out.len();
-        write_python_repr(out, v);
-        let repr = &out[start..];
+        let decimal = Decimal::shortest(v);
         // Go switches to exponents sooner than Python: positive values whose
-        // repr has the dot after 7..=16 digits (1e6 <= v < 1e16).
-        if v > 0.0 {
-            if let Some(dot) = repr.find('.').filter(|&d| d > 6) {
-                let mut mantissa = String::with_capacity(repr.len());
-                mantissa.push_str(&repr[..1]);
-                mantissa.push('.');
-                mantissa.push_str(&repr[1..dot]);
-                mantissa.push_str(&repr[dot + 1..]);
-                let trimmed = mantissa.trim_end_matches(['0', '.']);
-                let go = format!("{trimmed}e+{:02}", dot - 1);
-                out.truncate(start);
-                out.push_str(&go);
-            }
+        // repr has the dot after 7..=16 digits (1e6 <= v < 1e16). Python
+        // joins the repr's digits around the dot and strips trailing zeros
+        // (and a bare dot): the significant digits, as here.
+        if v > 0.0 && (6..16).contains(&decimal.exp) {
+            decimal.write_scientific(out, "+");
+        } else {
+            decimal.write_repr(out);
         }
     }
 }
@@ -60,45 +54,139 @@ pub fn write_float_to_go_string(out: &mut String, v: f64) {
 ///
 /// Python uses the shortest digit string that round-trips (David Gay's dtoa,
 /// mode 0), ties between two equally short candidates going to the one nearer
-/// the exact binary value, exact halfway cases to even. Rust's `{:e}` finds
-/// the shortest length, but may pick the other candidate on exact ties, so the
-/// digits are re-derived at that length with `{:.N$e}`, which rounds the exact
-/// value half-to-even.
+/// the exact binary value, exact halfway cases to even: the digits the Ryū
+/// algorithm (the `ryu` crate) produces. Integers below 2^53 skip it: their
+/// own digits are the shortest (neighbouring floats are at most 1 apart, so
+/// no other integer string reads back as the same float).
 pub fn write_python_repr(out: &mut String, v: f64) {
     debug_assert!(v.is_finite());
     if v == 0.0 {
         out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
         return;
     }
-    let shortest = format!("{v:e}");
-    let (mantissa, _) = shortest.split_once('e').unwrap_or((&shortest, "0"));
-    let digit_count = mantissa.bytes().filter(u8::is_ascii_digit).count();
-    let exact = format!("{v:.prec$e}", prec = digit_count.saturating_sub(1));
-    // Only trust the re-rounded string if it still round-trips; otherwise keep
-    // the shortest one (never observed, but cheap insurance).
-    let sci = match exact.parse::<f64>() {
-        Ok(parsed) if parsed == v => exact,
-        _ => shortest,
-    };
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let digits = digits.trim_end_matches('0');
-    let digits = if digits.is_empty() { "0" } else { digits };
-    if negative {
-        out.push('-');
+    Decimal::shortest(v).write_repr(out);
+}
+
+/// A finite, non-zero float as its shortest round-trip decimal digits:
+/// `d1.d2d3... x 10^exp`, without trailing zeros.
+struct Decimal {
+    negative: bool,
+    /// ASCII digits; at most 17 are ever needed for an `f64`.
+    digits: [u8; 20],
+    len: usize,
+    exp: i32,
+}
+
+/// 2^53: below it, every integer is a float and floats are at most 1 apart.
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+impl Decimal {
+    fn shortest(v: f64) -> Decimal {
+        let mut decimal = Decimal {
+            negative: v.is_sign_negative(),
+            digits: [b'0'; 20],
+            len: 0,
+            exp: 0,
+        };
+        let magnitude = v.abs();
+        if magnitude.fract() == 0.0 && magnitude < EXACT_INTEGERS {
+            // Integer digits, most significant first.
+            let mut n = magnitude as u64;
+            let mut reversed = [0u8; 20];
+            let mut count = 0;
+            while n > 0 {
+                reversed[count] = b'0' + (n % 10) as u8;
+                n /= 10;
+                count += 1;
+            }
+            for i in 0..count {
+                decimal.digits[i] = reversed[count - 1 - i];
+            }
+            decimal.len = count;
+            decimal.exp = count as i32 - 1;
+        } else {
+            let mut buffer = ryu::Buffer::new();
+            decimal.parse_ryu(buffer.format_finite(magnitude));
+        }
+        while decimal.len > 1 && decimal.digits[decimal.len - 1] == b'0' {
+            decimal.len -= 1;
+        }
+        decimal
     }
-    // repr switches to exponent notation when exp < -4 or exp >= 16.
-    if (-4..16).contains(&exp) {
-        if exp < 0 {
+
+    /// Reads `ryu`'s output for a positive float: `123.45`, `1e16`,
+    /// `1.5e-7`.
+    fn parse_ryu(&mut self, text: &str) {
+        let (mantissa, exp10) = match text.split_once('e') {
+            Some((mantissa, exp)) => (mantissa, exp.parse::<i32>().unwrap_or(0)),
+            None => (text, 0),
+        };
+        let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        // Where the decimal point falls, counted in digits from the first.
+        let mut point = int_part.len() as i32 + exp10;
+        let mut leading = true;
+        for &b in int_part.as_bytes().iter().chain(frac_part.as_bytes()) {
+            if leading && b == b'0' {
+                point -= 1;
+                continue;
+            }
+            leading = false;
+            if self.len < self.digits.len() {
+                self.digits[self.len] = b;
+                self.len += 1;
+            }
+        }
+        if self.len == 0 {
+            self.digits[0] = b'0';
+            self.len = 1;
+        }
+        self.exp = point - 1;
+    }
+
+    fn digits(&self) -> &str {
+        // Only ASCII digits are ever stored.
+        std::str::from_utf8(&self.digits[..self.len]).unwrap_or("0")
+    }
+
+    /// `d1.d2...e<sign>XX`, or `d1e<sign>XX` for one digit; `plus` is the
+    /// sign written for a positive exponent.
+    fn write_scientific(&self, out: &mut String, plus: &str) {
+        if self.negative {
+            out.push('-');
+        }
+        let digits = self.digits();
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push_str(if self.exp < 0 { "-" } else { plus });
+        let exp = self.exp.unsigned_abs();
+        if exp < 10 {
+            out.push('0');
+        }
+        let _ = write!(out, "{exp}");
+    }
+
+    /// Python's `repr`: positional when `-4 <= exp < 16`, else scientific.
+    fn write_repr(&self, out: &mut String) {
+        if !(-4..16).contains(&self.exp) {
+            self.write_scientific(out, "+");
+            return;
+        }
+        if self.negative {
+            out.push('-');
+        }
+        let digits = self.digits();
+        if self.exp < 0 {
             out.push_str("0.");
-            for _ in 0..(-exp - 1) {
+            for _ in 0..(-self.exp - 1) {
                 out.push('0');
             }
             out.push_str(digits);
         } else {
-            let int_len = exp as usize + 1;
+            let int_len = self.exp as usize + 1;
             if digits.len() <= int_len {
                 out.push_str(digits);
                 for _ in digits.len()..int_len {
@@ -111,14 +199,6 @@ pub fn write_python_repr(out: &mut String, v: f64) {
                 out.push_str(&digits[int_len..]);
             }
         }
-    } else {
-        out.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let sign = if exp < 0 { '-' } else { '+' };
-        let _ = write!(out, "e{sign}{:02}", exp.unsigned_abs());
     }
 }
 
