@@ -12,7 +12,7 @@ use crate::exposition::Format;
 use crate::family::MergedFamily;
 use crate::intern::Interner;
 use crate::keys::KeyTable;
-use crate::plan::{Accumulators, Plan, PlanCache, PlanInput};
+use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
 use crate::tracked::{Refreshed, TrackedFile, Trouble};
@@ -140,7 +140,9 @@ impl Scrape {
     /// The families encoded in `format`.
     #[must_use]
     pub fn encode(&self, format: Format) -> String {
-        let mut out = String::new();
+        // Room for a typical sample line, so the text is not copied over
+        // and over while it grows.
+        let mut out = String::with_capacity(128 * self.stats.series + 4096);
         format.encode(&self.families, &mut out);
         out
     }
@@ -308,6 +310,8 @@ struct State {
     /// The plan must be rebuilt before the next use.
     replan: bool,
     accumulators: Accumulators,
+    /// Each plan operation's value (and timestamp), copied out of the files.
+    values: Vec<(f64, f64)>,
     scratch: Vec<u8>,
     reported_conflicts: HashSet<Conflict>,
     maps: usize,
@@ -317,7 +321,11 @@ struct State {
     /// When setting a watch last failed (it is tried again after a while).
     watch_failed: Option<Instant>,
     /// The listing as of the last change, in listing order.
-    listing: Option<Vec<PathBuf>>,
+    listing: Option<Arc<Vec<PathBuf>>>,
+    /// The paths of the last collection and their indexes in `known`: when
+    /// the next collection has the very same paths (no event changed the
+    /// listing), the lookups by path are skipped.
+    last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
     /// When every file was last looked at.
     last_full_look: Option<Instant>,
     /// Files forgotten (no longer listed) so far.
@@ -437,14 +445,16 @@ impl DirCollector {
         let mut paths = if self.map_files {
             self.changed_listing(&mut state, start)?
         } else {
-            scan_dir(&self.dir).map_err(|source| CollectError {
+            Arc::new(scan_dir(&self.dir).map_err(|source| CollectError {
                 dir: self.dir.clone(),
                 source,
-            })?
+            })?)
         };
         let left_out = leave_out(&paths);
         if !left_out.is_empty() {
-            paths.retain(|p| !left_out.contains(p));
+            let mut kept = Vec::clone(&paths);
+            kept.retain(|p| !left_out.contains(p));
+            paths = Arc::new(kept);
         }
         let map = self.map_files && guard_sigbus();
         state.collections += 1;
@@ -475,7 +485,7 @@ impl DirCollector {
         &self,
         state: &mut State,
         now: Instant,
-    ) -> Result<Vec<PathBuf>, CollectError> {
+    ) -> Result<Arc<Vec<PathBuf>>, CollectError> {
         let changes = match &state.watch {
             Some(watch) => watch.take(),
             None => Changes {
@@ -507,7 +517,7 @@ impl DirCollector {
         let listing = match state.listing.take() {
             Some(listing) if !full_look && !changes.relist => listing,
             _ => match scan_dir(&self.dir) {
-                Ok(listing) => listing,
+                Ok(listing) => Arc::new(listing),
                 Err(source) => {
                     state.watch = None;
                     return Err(CollectError {
@@ -548,7 +558,7 @@ impl DirCollector {
                 }
             }
         }
-        state.listing = Some(listing.clone());
+        state.listing = Some(Arc::clone(&listing));
         Ok(listing)
     }
 }
@@ -583,7 +593,13 @@ pub fn merge_files<P: AsRef<Path>>(
         // Each occurrence is merged again, as Python reads it again.
         return merge_with_duplicates(&paths, options, start);
     }
-    collect_paths(&mut State::default(), &paths, options, None, start)
+    collect_paths(
+        &mut State::default(),
+        &Arc::new(paths),
+        options,
+        None,
+        start,
+    )
 }
 
 fn has_duplicates(paths: &[PathBuf]) -> bool {
@@ -602,7 +618,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
             distinct.push(path.clone());
         }
     }
-    let mut scrape = collect_paths(&mut state, &distinct, options, None, start);
+    let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start);
     let order: Vec<usize> = paths
         .iter()
         .filter_map(|p| state.by_path.get(p).copied())
@@ -624,7 +640,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
         &mut state.plan_cache,
     );
     let mut accumulators = Accumulators::default();
-    if apply(&state.known, &plan, &mut accumulators).is_ok() {
+    if apply(&state.known, &plan, &mut accumulators, &mut Vec::new()).is_ok() {
         scrape.families = accumulators.finish(&plan);
         scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();
     }
@@ -633,16 +649,88 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
 
 /// Applies `plan` to the values of its files. `Err(index)`: that file shrank
 /// under its map.
+///
+/// Two steps: the values are first copied out of the files into `values`
+/// (one per plan operation, in order), then applied in order. The copy is
+/// what costs (the values are spread over every file's pages); it is split
+/// between threads on a big directory. The applying stays on one thread, in
+/// merge order, so every sum adds its terms in Python's order.
 fn apply(
     known: &[Option<Known>],
     plan: &Plan,
     accumulators: &mut Accumulators,
+    values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
+    values.clear();
+    values.resize(plan.ops.len(), (0.0, 0.0));
+    let threads = gather_threads(plan.ops.len());
+    if threads <= 1 {
+        gather(known, &plan.files, &plan.ops, values)?;
+    } else {
+        // Contiguous runs of files with about the same number of entries.
+        let per_thread = plan.ops.len().div_ceil(threads);
+        let mut chunks = Vec::with_capacity(threads);
+        let (mut first_file, mut first_op, mut entries) = (0, 0, 0);
+        for (i, planned) in plan.files.iter().enumerate() {
+            entries += planned.entries;
+            if entries - first_op >= per_thread || i + 1 == plan.files.len() {
+                chunks.push((first_file..i + 1, first_op..entries.min(plan.ops.len())));
+                first_file = i + 1;
+                first_op = entries.min(plan.ops.len());
+            }
+        }
+        let mut slices = Vec::with_capacity(chunks.len());
+        let mut rest = values.as_mut_slice();
+        for (_, ops) in &chunks {
+            let (slice, tail) = rest.split_at_mut(ops.len());
+            slices.push(slice);
+            rest = tail;
+        }
+        let results: Vec<Result<(), usize>> = std::thread::scope(|scope| {
+            let mut work = chunks.into_iter().zip(slices);
+            let here = work.next();
+            let handles: Vec<_> = work
+                .map(|((files, ops), slice)| {
+                    scope.spawn(move || gather(known, &plan.files[files], &plan.ops[ops], slice))
+                })
+                .collect();
+            let mut results = Vec::with_capacity(handles.len() + 1);
+            if let Some(((files, ops), slice)) = here {
+                results.push(gather(known, &plan.files[files], &plan.ops[ops], slice));
+            }
+            for handle in handles {
+                // A panic in a gathering thread is a bug; pass it on.
+                results.push(
+                    handle
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                );
+            }
+            results
+        });
+        results.into_iter().collect::<Result<(), usize>>()?;
+    }
     accumulators.start(plan);
-    let mut ops = plan.ops.as_slice();
-    for planned in &plan.files {
-        let (file_ops, rest) = ops.split_at(planned.entries.min(ops.len()));
-        ops = rest;
+    for (&op, &(value, timestamp)) in plan.ops.iter().zip(values.iter()) {
+        accumulators.apply(op, value, timestamp);
+    }
+    Ok(())
+}
+
+/// Copies the values of `files` (whose operations are `ops`, in order) into
+/// `out`.
+fn gather(
+    known: &[Option<Known>],
+    files: &[PlannedFile],
+    mut ops: &[Op],
+    mut out: &mut [(f64, f64)],
+) -> Result<(), usize> {
+    for planned in files {
+        let n = planned.entries.min(ops.len()).min(out.len());
+        let (file_ops, rest_ops) = ops.split_at(n);
+        let (file_out, rest_out) = std::mem::take(&mut out).split_at_mut(n);
+        ops = rest_ops;
+        out = rest_out;
         let Some(file) = known
             .get(planned.index)
             .and_then(Option::as_ref)
@@ -650,28 +738,27 @@ fn apply(
         else {
             continue;
         };
-        file.apply_values(file_ops, accumulators)
+        file.gather_values(file_ops, file_out)
             .map_err(|_| planned.index)?;
     }
     Ok(())
 }
 
-/// One collection of `paths` (in merge order) into `state`. `map_limit`:
-/// files may be mapped, up to this many maps.
-fn collect_paths(
-    state: &mut State,
-    paths: &[PathBuf],
-    options: CollectOptions,
-    map_limit: Option<usize>,
-    start: Instant,
-) -> Scrape {
-    let now = Instant::now();
-    let mut warnings = Vec::new();
-    let mut stats = ScrapeStats::default();
+/// Below this many entries one thread copies the values: a thread's start
+/// costs more than it saves.
+const ENTRIES_PER_THREAD: usize = 50_000;
 
-    for known in state.known.iter_mut().flatten() {
-        known.seen = false;
-    }
+/// How many threads copy the values of `entries` entries: one per
+/// `ENTRIES_PER_THREAD`, at most one per core, at most four.
+fn gather_threads(entries: usize) -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    (entries / ENTRIES_PER_THREAD).clamp(1, cores.min(4))
+}
+
+/// The index in `state.known` of each of `paths`, adding new files and
+/// forgetting those no longer listed.
+fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
     let mut order: Vec<usize> = Vec::with_capacity(paths.len());
     for path in paths {
         let index = match state.by_path.get(path) {
@@ -702,9 +789,12 @@ fn collect_paths(
         order.push(index);
     }
     // Forget files no longer listed.
-    let listed: HashSet<usize> = order.iter().copied().collect();
-    for index in 0..state.known.len() {
-        if listed.contains(&index) {
+    let mut listed = vec![false; state.known.len()];
+    for &index in &order {
+        listed[index] = true;
+    }
+    for (index, listed) in listed.into_iter().enumerate() {
+        if listed {
             continue;
         }
         if let Some(mut known) = state.known[index].take() {
@@ -720,6 +810,29 @@ fn collect_paths(
             state.files_forgotten += 1;
         }
     }
+    order
+}
+
+/// One collection of `paths` (in merge order) into `state`. `map_limit`:
+/// files may be mapped, up to this many maps.
+fn collect_paths(
+    state: &mut State,
+    paths: &Arc<Vec<PathBuf>>,
+    options: CollectOptions,
+    map_limit: Option<usize>,
+    start: Instant,
+) -> Scrape {
+    let now = Instant::now();
+    let mut warnings = Vec::new();
+    let mut stats = ScrapeStats::default();
+
+    for known in state.known.iter_mut().flatten() {
+        known.seen = false;
+    }
+    let order = match state.last_paths.take() {
+        Some((last, order)) if Arc::ptr_eq(&last, paths) => order,
+        _ => index_paths(state, paths),
+    };
 
     for &index in &order {
         let Some(known) = state.known[index].as_mut() else {
@@ -771,7 +884,12 @@ fn collect_paths(
             state.replan = false;
             stats.planned = true;
         }
-        match apply(&state.known, &state.plan, &mut state.accumulators) {
+        match apply(
+            &state.known,
+            &state.plan,
+            &mut state.accumulators,
+            &mut state.values,
+        ) {
             Ok(()) => {
                 families = state.accumulators.finish(&state.plan);
                 break;
@@ -844,6 +962,9 @@ fn collect_paths(
     if state.scratch.capacity() > SCRATCH_KEEP {
         state.scratch = Vec::new();
     }
+    if state.values.capacity() > 2 * state.values.len() + 1024 {
+        state.values.shrink_to_fit();
+    }
     if state.interner.wants_sweep() {
         let forgotten = (state.files_forgotten, state.keys.forgotten());
         if forgotten == state.swept_at {
@@ -858,6 +979,7 @@ fn collect_paths(
             state.interner.sweep();
         }
     }
+    state.last_paths = Some((Arc::clone(paths), order));
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = start.elapsed();
     Scrape {

@@ -28,7 +28,7 @@ use multiprom_format::{open_for_read, EntryIter, FileName, MetricKind, ReadError
 
 use crate::intern::Interner;
 use crate::keys::{KeyId, KeyTable};
-use crate::plan::{Accumulators, Op};
+use crate::plan::Op;
 use crate::problem::ProblemKind;
 
 /// How long a file may stay as a writer leaves it while creating it (0 bytes,
@@ -554,26 +554,27 @@ impl TrackedFile {
         }))
     }
 
-    /// Applies `ops` (one per entry, in entry order) to the entries' current
-    /// values. `Err` if the file shrank under its map.
-    pub(crate) fn apply_values(&self, ops: &[Op], acc: &mut Accumulators) -> Result<(), Trouble> {
+    /// Copies the values (and, for most-recent gauges, the timestamps) of
+    /// this file's entries into `out`, one per entry, as `ops` (the plan's
+    /// operations for them) need. `Err` if the file shrank under its map.
+    pub(crate) fn gather_values(&self, ops: &[Op], out: &mut [(f64, f64)]) -> Result<(), Trouble> {
         match &self.access {
             Access::Mapped(map) => map
                 .read(|view| {
-                    for (entry, &op) in self.entries.iter().zip(ops) {
+                    for ((entry, &op), slot) in self.entries.iter().zip(ops).zip(out.iter_mut()) {
                         let at = entry.value_at as usize;
                         let value = view.f64_at(at).unwrap_or(0.0);
                         let timestamp = match op {
                             Op::MostRecent(_) => view.f64_at(at + 8).unwrap_or(0.0),
                             _ => 0.0,
                         };
-                        acc.apply(op, value, timestamp);
+                        *slot = (value, timestamp);
                     }
                 })
                 .map_err(|_| shrunk()),
             Access::Read { values } => {
-                for (&(value, timestamp), &op) in values.iter().zip(ops) {
-                    acc.apply(op, value, timestamp);
+                for (slot, &value) in out.iter_mut().zip(values) {
+                    *slot = value;
                 }
                 Ok(())
             }

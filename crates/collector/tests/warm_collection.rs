@@ -31,3 +31,64 @@ fn unchanged_directory_reuses_the_plan() {
         );
     }
 }
+
+/// A directory big enough that the values are copied out by several threads
+/// still adds every sum's terms in listing order, as Python does: values
+/// of about +-9e15 next to small ones make any other order give other bits.
+#[test]
+fn big_directory_sums_in_listing_order() {
+    const FILES: usize = 240;
+    const KEYS: usize = 500;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let value = |file: usize, key: usize| -> f64 {
+        match (file * 7 + key) % 5 {
+            0 => 9.0e15 + (file as f64),
+            1 => -9.0e15 - (key as f64),
+            2 => 0.1 * (file as f64 + 1.0),
+            3 => 1.0 / (key as f64 + 3.0),
+            _ => -0.7 * (file as f64),
+        }
+    };
+    for file in 0..FILES {
+        let name = FileName::new(MetricKind::Counter, (1000 + file).to_string()).unwrap();
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        for key in 0..KEYS {
+            let name = format!("c{key}");
+            let sample = format!("c{key}_total");
+            let key_text = encode_key(&name, &sample, [], "A counter.");
+            writer.slot(&key_text).unwrap().set(value(file, key));
+        }
+    }
+    // The expected sums, file by file in the order the directory lists them.
+    let listing = multiprom_collector::scan_dir(dir.path()).unwrap();
+    let mut expected = vec![0.0f64; KEYS];
+    for path in &listing {
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        let file: usize = stem
+            .trim_start_matches("counter_")
+            .parse::<usize>()
+            .unwrap()
+            - 1000;
+        for (key, sum) in expected.iter_mut().enumerate() {
+            *sum += value(file, key);
+        }
+    }
+    for map in [true, false] {
+        let collector = DirCollector::new(dir.path()).map_files(map);
+        for _ in 0..2 {
+            let scrape = collector.collect().unwrap();
+            assert_eq!(scrape.families.len(), KEYS);
+            for family in &scrape.families {
+                let key: usize = family.name.trim_start_matches('c').parse().unwrap();
+                let got = family.samples[0].value;
+                assert_eq!(
+                    got.to_bits(),
+                    expected[key].to_bits(),
+                    "{}: {got:e}, not {:e} (mapped: {map})",
+                    family.name,
+                    expected[key]
+                );
+            }
+        }
+    }
+}

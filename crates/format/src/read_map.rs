@@ -31,7 +31,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memmap2::{Mmap, MmapOptions};
@@ -180,14 +180,14 @@ fn reset_to_default(sig: libc::c_int) {
 pub struct ReadMap {
     map: Mmap,
     /// A guarded read faulted: the mapping holds zero pages now.
-    poisoned: Cell<bool>,
+    poisoned: AtomicBool,
 }
 
 impl fmt::Debug for ReadMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadMap")
             .field("len", &self.map.len())
-            .field("poisoned", &self.poisoned.get())
+            .field("poisoned", &self.poisoned.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -206,7 +206,7 @@ impl ReadMap {
         let map = unsafe { MmapOptions::new().len(len).map(file)? };
         Ok(ReadMap {
             map,
-            poisoned: Cell::new(false),
+            poisoned: AtomicBool::new(false),
         })
     }
 
@@ -229,7 +229,7 @@ impl ReadMap {
     /// After a fault the mapping stays poisoned: every later call returns
     /// `Err(Shrunk)` without reading.
     pub fn read<R>(&self, read: impl FnOnce(&MapView<'_>) -> R) -> Result<R, Shrunk> {
-        if self.poisoned.get() {
+        if self.poisoned.load(Ordering::Relaxed) {
             return Err(Shrunk);
         }
         let start = self.map.as_ptr() as usize;
@@ -239,7 +239,7 @@ impl ReadMap {
         let faulted = FAULTED.with(|f| f.replace(faulted_before));
         GUARDED.with(|g| g.set(previous));
         if faulted {
-            self.poisoned.set(true);
+            self.poisoned.store(true, Ordering::Relaxed);
             return Err(Shrunk);
         }
         Ok(result)
