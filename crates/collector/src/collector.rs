@@ -1,6 +1,6 @@
 //! [`DirCollector`]: scan, read (incrementally), merge.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use crate::keys::KeyTable;
 use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
-use crate::tracked::{Refreshed, TrackedFile, Trouble};
+use crate::tracked::{Prefetched, Refreshed, TrackedFile, Trouble};
 use crate::watch::{Changes, DirWatch};
 
 /// How to merge.
@@ -301,7 +301,7 @@ struct Known {
 #[derive(Debug, Default)]
 struct State {
     known: Vec<Option<Known>>,
-    by_path: HashMap<PathBuf, usize>,
+    by_path: foldhash::HashMap<PathBuf, usize>,
     free: Vec<usize>,
     keys: KeyTable,
     interner: Interner,
@@ -313,7 +313,7 @@ struct State {
     /// Each plan operation's value (and timestamp), copied out of the files.
     values: Vec<(f64, f64)>,
     scratch: Vec<u8>,
-    reported_conflicts: HashSet<Conflict>,
+    reported_conflicts: foldhash::HashSet<Conflict>,
     maps: usize,
     collections: u64,
     /// The directory watch, when one could be set.
@@ -751,9 +751,7 @@ const ENTRIES_PER_THREAD: usize = 50_000;
 /// How many threads copy the values of `entries` entries: one per
 /// `ENTRIES_PER_THREAD`, at most one per core, at most four.
 fn gather_threads(entries: usize) -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-    (entries / ENTRIES_PER_THREAD).clamp(1, cores.min(4))
+    (entries / ENTRIES_PER_THREAD).clamp(1, cores().min(4))
 }
 
 /// The index in `state.known` of each of `paths`, adding new files and
@@ -813,6 +811,67 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
     order
 }
 
+/// Refreshes the file at `state.known[index]` and records its problem.
+fn refresh_file(
+    state: &mut State,
+    index: usize,
+    map_limit: Option<usize>,
+    now: Instant,
+    prefetched: Option<Prefetched>,
+    warnings: &mut Vec<Warning>,
+) {
+    let Some(known) = state.known[index].as_mut() else {
+        return;
+    };
+    known.seen = true;
+    let was_bad = known.problem.is_some();
+    let problem = match &mut known.file {
+        None => Some(name_problem(&known.path)),
+        Some(file) => {
+            let was_mapped = file.is_mapped();
+            let may_map = map_limit.is_some_and(|limit| was_mapped || state.maps < limit);
+            let result = file.refresh(
+                &known.path,
+                may_map,
+                &mut state.keys,
+                &mut state.interner,
+                &mut state.scratch,
+                now,
+                prefetched,
+            );
+            match (was_mapped, file.is_mapped()) {
+                (false, true) => state.maps += 1,
+                (true, false) => state.maps -= 1,
+                _ => {}
+            }
+            match result {
+                Ok(Refreshed::Unchanged) => None,
+                Ok(Refreshed::Changed) => {
+                    state.replan = true;
+                    None
+                }
+                Err(trouble) => Some(file_problem(&known.path, trouble)),
+            }
+        }
+    };
+    if was_bad || problem.is_some() {
+        state.replan = true;
+    }
+    set_problem(known, problem, warnings);
+}
+
+/// Fewer files than this are read on one thread.
+const PREFETCH_MIN_FILES: usize = 64;
+
+/// Files read ahead and not yet parsed, at most.
+const PREFETCH_QUEUE: usize = 64;
+
+/// The cores this process may use.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
 /// One collection of `paths` (in merge order) into `state`. `map_limit`:
 /// files may be mapped, up to this many maps.
 fn collect_paths(
@@ -834,44 +893,50 @@ fn collect_paths(
         _ => index_paths(state, paths),
     };
 
-    for &index in &order {
-        let Some(known) = state.known[index].as_mut() else {
-            continue;
-        };
-        known.seen = true;
-        let was_bad = known.problem.is_some();
-        let problem = match &mut known.file {
-            None => Some(name_problem(&known.path)),
-            Some(file) => {
-                let was_mapped = file.is_mapped();
-                let may_map = map_limit.is_some_and(|limit| was_mapped || state.maps < limit);
-                let result = file.refresh(
-                    &known.path,
-                    may_map,
-                    &mut state.keys,
-                    &mut state.interner,
-                    &mut state.scratch,
-                    now,
-                );
-                match (was_mapped, file.is_mapped()) {
-                    (false, true) => state.maps += 1,
-                    (true, false) => state.maps -= 1,
-                    _ => {}
-                }
-                match result {
-                    Ok(Refreshed::Unchanged) => None,
-                    Ok(Refreshed::Changed) => {
-                        state.replan = true;
-                        None
+    // Read with `pread` (no maps): a second thread opens and reads the
+    // files ahead while this one parses, through a bounded queue.
+    let prefetch = map_limit.is_none() && order.len() >= PREFETCH_MIN_FILES && cores() > 1;
+    if prefetch {
+        // `order` holds the index of each of `paths`, in the same order.
+        let ahead: Vec<&Path> = paths
+            .iter()
+            .zip(&order)
+            .filter(|&(_, &index)| {
+                state.known[index]
+                    .as_ref()
+                    .is_some_and(|known| known.file.is_some())
+            })
+            .map(|(path, _)| path.as_path())
+            .collect();
+        // The queue holds at most `PREFETCH_QUEUE` files' first bytes.
+        let (sender, receiver) = std::sync::mpsc::sync_channel(PREFETCH_QUEUE);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                for path in ahead {
+                    if sender.send(Prefetched::read(path)).is_err() {
+                        break;
                     }
-                    Err(trouble) => Some(file_problem(&known.path, trouble)),
                 }
+            });
+            for &index in &order {
+                let wants = state.known[index]
+                    .as_ref()
+                    .is_some_and(|known| known.file.is_some());
+                let prefetched = if wants {
+                    receiver.recv().ok().flatten()
+                } else {
+                    None
+                };
+                refresh_file(state, index, map_limit, now, prefetched, &mut warnings);
             }
-        };
-        if was_bad || problem.is_some() {
-            state.replan = true;
+            // Dropping the receiver stops the reader if this side stopped
+            // early.
+            drop(receiver);
+        });
+    } else {
+        for &index in &order {
+            refresh_file(state, index, map_limit, now, None, &mut warnings);
         }
-        set_problem(known, problem, &mut warnings);
     }
 
     let mut families = Vec::new();

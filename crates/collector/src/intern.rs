@@ -1,7 +1,7 @@
 //! Interning: equal names and label tuples share one `Arc`, so the merge can
 //! compare and hash them by pointer instead of by content on every scrape.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 

@@ -15,7 +15,7 @@
 //! The building follows Python step by step (see `docs/merge.md`); the
 //! differential tests compare the result with the real `prometheus_client`.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 

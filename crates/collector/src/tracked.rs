@@ -46,8 +46,11 @@ pub(crate) const MAX_KEY_LEN: usize = 1 << 20;
 /// The largest file mapped or read (4 GiB: entry offsets are 32-bit).
 const MAX_FILE_SIZE: u64 = u32::MAX as u64;
 
-/// How much of a file one `pread` asks for at first.
-const FIRST_READ: usize = 64 * 1024;
+/// How much of a file one `pread` asks for at first: one page, which holds
+/// the header and a small file whole. More is read only up to the header's
+/// `used` (prometheus_client's files are 64 KiB or more from the start, and
+/// most of that is zeros), doubling while the entries read are good.
+const FIRST_READ: usize = 4096;
 
 /// One entry: its key and where its value is.
 #[derive(Debug, Clone, Copy)]
@@ -219,6 +222,9 @@ impl TrackedFile {
     /// whether it may be mapped (the caller counts maps and has checked the
     /// SIGBUS guard). On a problem everything parsed is forgotten and the
     /// file is closed, so the next refresh starts afresh.
+    // The collector's shared tables and buffers are passed one by one, as
+    // to every step below, rather than bundled for this one function.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn refresh(
         &mut self,
         path: &Path,
@@ -227,6 +233,7 @@ impl TrackedFile {
         interner: &mut Interner,
         scratch: &mut Vec<u8>,
         now: Instant,
+        prefetched: Option<Prefetched>,
     ) -> Result<Refreshed, Trouble> {
         let result = match &self.access {
             Access::Mapped(_) if map && !self.suspect => {
@@ -234,7 +241,7 @@ impl TrackedFile {
             }
             _ => {
                 self.suspect = false;
-                self.reopen(path, map, keys, interner, scratch)
+                self.reopen(path, map, keys, interner, scratch, prefetched)
             }
         };
         match result {
@@ -284,8 +291,16 @@ impl TrackedFile {
         keys: &mut KeyTable,
         interner: &mut Interner,
         scratch: &mut Vec<u8>,
+        prefetched: Option<Prefetched>,
     ) -> Result<Option<Refreshed>, Trouble> {
-        let (file, meta) = open_for_read(path).map_err(|e| Trouble::read(e.offset, e.kind))?;
+        let (file, meta, head) = match prefetched {
+            Some(Prefetched { file, meta, head }) => (file, meta, Some(head)),
+            None => {
+                let (file, meta) =
+                    open_for_read(path).map_err(|e| Trouble::read(e.offset, e.kind))?;
+                (file, meta, None)
+            }
+        };
         let identity = (meta.dev(), meta.ino());
         let size = meta.len();
         self.stamp = Some(Stamp::of(&meta));
@@ -327,7 +342,7 @@ impl TrackedFile {
             let refreshed = self.refresh_mapped(path, true, keys, interner, scratch)?;
             return Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }));
         }
-        let refreshed = self.read_with_pread(&file, size, keys, interner, scratch)?;
+        let refreshed = self.read_with_pread(&file, size, keys, interner, scratch, head)?;
         Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }))
     }
 
@@ -358,7 +373,7 @@ impl TrackedFile {
             // Grown since mapped (writers grow by extending the file):
             // map it again at its new size.
             self.access = Access::Closed;
-            return self.reopen(path, true, keys, interner, scratch);
+            return self.reopen(path, true, keys, interner, scratch, None);
         }
         let used = check_used(used, map_len)?;
         if (used as usize) < self.parsed_up_to {
@@ -415,16 +430,27 @@ impl TrackedFile {
         keys: &mut KeyTable,
         interner: &mut Interner,
         scratch: &mut Vec<u8>,
+        head: Option<Vec<u8>>,
     ) -> Result<Option<Refreshed>, Trouble> {
-        // The header, and as much as the last scrape needed, in one read.
-        let first = (self.used as usize)
-            .max(FIRST_READ)
-            .min(size as usize)
-            .max(HEADER_LEN);
-        scratch.clear();
-        scratch.resize(first, 0);
-        let got = read_fully(file, &mut scratch[..], 0)?;
-        scratch.truncate(got);
+        let got = match head {
+            // Read ahead by another thread (see `Prefetched`).
+            Some(head) => {
+                *scratch = head;
+                scratch.len()
+            }
+            None => {
+                // The header, and as much as the last scrape needed, in one read.
+                let first = (self.used as usize)
+                    .max(FIRST_READ)
+                    .min(size as usize)
+                    .max(HEADER_LEN);
+                scratch.clear();
+                scratch.resize(first, 0);
+                let got = read_fully(file, &mut scratch[..], 0)?;
+                scratch.truncate(got);
+                got
+            }
+        };
         let Some(header) = scratch.get(..4) else {
             return Err(Trouble::read(
                 0,
@@ -695,6 +721,46 @@ fn accept(
         return Err(Trouble { offset, kind });
     }
     Ok(id)
+}
+
+/// A file opened, and its first bytes read, ahead of its refresh by another
+/// thread: the system calls and the copying out of the page cache overlap
+/// with parsing the files before it.
+#[derive(Debug)]
+pub(crate) struct Prefetched {
+    file: File,
+    meta: std::fs::Metadata,
+    head: Vec<u8>,
+}
+
+/// The most a read ahead takes of one file; the rest, if any, is read by
+/// the refresh itself (as the entries prove good). Bounds what files in
+/// flight between the threads can cost.
+const PREFETCH_MAX: usize = 256 * 1024;
+
+impl Prefetched {
+    /// Opens `path` and reads its first page and then up to the header's
+    /// `used`, at most `PREFETCH_MAX` bytes. `None` on any trouble: the
+    /// refresh then does it all again itself and reports what it finds.
+    pub(crate) fn read(path: &Path) -> Option<Prefetched> {
+        let (file, meta) = open_for_read(path).ok()?;
+        let size = usize::try_from(meta.len()).ok()?;
+        let mut head = vec![0; FIRST_READ.min(size).max(HEADER_LEN)];
+        let got = read_fully(&file, &mut head, 0).ok()?;
+        head.truncate(got);
+        let used = head
+            .get(..4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .and_then(|used| usize::try_from(used).ok())
+            .unwrap_or(0);
+        let want = used.min(size).min(PREFETCH_MAX);
+        if want > got && got == head.len() {
+            head.resize(want, 0);
+            let more = read_fully(&file, &mut head[got..], got as u64).ok()?;
+            head.truncate(got + more);
+        }
+        Some(Prefetched { file, meta, head })
+    }
 }
 
 fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, Trouble> {

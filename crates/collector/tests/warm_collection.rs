@@ -92,3 +92,57 @@ fn big_directory_sums_in_listing_order() {
         }
     }
 }
+
+/// Files read ahead by a second thread (a read, not mapped, collection of
+/// many files) are reported exactly as when each is opened and read in
+/// turn by a mapped collection: the same families, the same problems.
+#[test]
+fn read_ahead_reports_what_mapping_reports() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for pid in 0..150 {
+        let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        let key = encode_key(
+            "c",
+            "c_total",
+            [("pid_mod", (pid % 7).to_string().as_str())],
+            "C.",
+        );
+        writer.slot(&key).unwrap().set(f64::from(pid));
+    }
+    // Damage: a header claiming more than the file holds, garbage after a
+    // good header, a file too short for a header, a directory named *.db.
+    let path = |pid: u32| dir.path().join(format!("counter_{pid}.db"));
+    let mut bytes = std::fs::read(path(10)).unwrap();
+    bytes[..4].copy_from_slice(&1_000_000i32.to_le_bytes());
+    std::fs::write(path(10), &bytes).unwrap();
+    let mut bytes = std::fs::read(path(20)).unwrap();
+    bytes[8..16].copy_from_slice(&[0xff; 8]);
+    std::fs::write(path(20), &bytes).unwrap();
+    std::fs::write(path(30), [1u8, 2]).unwrap();
+    std::fs::create_dir(dir.path().join("counter_99999.db")).unwrap();
+
+    let read = DirCollector::new(dir.path())
+        .map_files(false)
+        .collect()
+        .unwrap();
+    let mapped = DirCollector::new(dir.path()).collect().unwrap();
+    assert_eq!(read.files.len(), 151);
+    assert_eq!(
+        read.stats.files_bad,
+        4,
+        "{:#?}",
+        read.problems().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        format!("{:?}", read.families),
+        format!("{:?}", mapped.families)
+    );
+    let problems = |scrape: &multiprom_collector::Scrape| {
+        scrape
+            .problems()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(problems(&read), problems(&mapped));
+}
