@@ -324,7 +324,7 @@ impl TrackedFile {
             ));
         }
         if map {
-            let mapped = ReadMap::new(&file, size as usize)
+            let mapped = ReadMap::new(&file, map_len(&file, size))
                 .map_err(|e| Trouble::read(0, ReadErrorKind::Io(e.to_string())))?;
             drop(file);
             // The same file (inode) as before, but it may have been rewritten
@@ -721,6 +721,30 @@ fn accept(
         return Err(Trouble { offset, kind });
     }
     Ok(id)
+}
+
+/// How much of a file of `size` bytes to map: the used bytes (read from the
+/// header) rounded up to whole pages, plus one page to grow into, not the
+/// whole file. prometheus_client's files are 64 KiB or more of which a few
+/// kilobytes are used; where they are not sparse (tmpfs, the Rust writer's
+/// zero-filled files), the kernel maps every cached page of a mapping it can
+/// (fault-around), and a map of the whole file would show as that much RSS.
+/// A file that grows past its map is mapped again.
+fn map_len(file: &File, size: u64) -> usize {
+    const PAGE: u64 = 4096;
+    let mut header = [0u8; 4];
+    let used = match read_fully(file, &mut header, 0) {
+        Ok(4) => u64::try_from(i32::from_le_bytes(header)).unwrap_or(0),
+        _ => 0,
+    };
+    let len = if used == 0 || used > size {
+        // Being created, or damaged: the checks that follow say which.
+        size
+    } else {
+        (used.div_ceil(PAGE) + 1) * PAGE
+    };
+    // `size` was checked against MAX_FILE_SIZE (4 GiB), which fits.
+    usize::try_from(len.min(size)).unwrap_or(usize::MAX)
 }
 
 /// A file opened, and its first bytes read, ahead of its refresh by another
