@@ -19,6 +19,19 @@ test:
 bench:
     cargo bench --workspace
 
+# Scrapes side by side, in one run (docs/benchmarks.md, "Scrapes"): Python's
+# generate_latest, `multiprom scrape` and a warm `multiprom serve` GET, with
+# peak RSS, on directories of 400, 4,000 and 16,000 files written by real
+# prometheus_client workers, and the vLLM-like `realistic` set. Directories
+# are made once under `base` (tmpfs) and kept.
+bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7":
+    cargo build --release -p multiprom
+    python3 -m venv target/py-venv-bench
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0
+    mkdir -p {{base}}
+    [ -d {{base}}/realistic ] || MULTIPROM_BENCH_DIR={{base}} cargo bench -p multiprom-collector --bench scrape -- --list > /dev/null
+    target/py-venv-bench/bin/python tests/python/bench_scrape.py --multiprom target/release/multiprom --base {{base}} --workers {{workers}} --dir {{base}}/realistic --repeat {{repeat}}
+
 # The Python package's in-process scrape benchmark (docs/benchmarks.md,
 # "Python package"): prometheus_client, prometheus_client_python_speedups and
 # multiprom (built from this checkout) in one venv, on one directory of 4,000
