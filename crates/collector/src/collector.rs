@@ -120,6 +120,11 @@ pub struct ScrapeStats {
     /// worked out anew: files came or went, or gained keys. A warm
     /// collection of an unchanged directory reuses the last one.
     pub planned: bool,
+    /// Whether every file was looked at (a `stat` each) because no
+    /// directory watch said what changed: the first collection, a periodic
+    /// resync, a watch that could not be set or lost events. Otherwise only
+    /// files the watch named were.
+    pub full_look: bool,
 }
 
 /// The result of one collection.
@@ -318,6 +323,10 @@ struct State {
     collections: u64,
     /// The directory watch, when one could be set.
     watch: Option<DirWatch>,
+    /// The process that set `watch`.
+    watch_pid: u32,
+    /// The listing of the collection under way came with a full look.
+    full_look: bool,
     /// When setting a watch last failed (it is tried again after a while).
     watch_failed: Option<Instant>,
     /// The listing as of the last change, in listing order.
@@ -466,6 +475,8 @@ impl DirCollector {
             start,
         );
         scrape.stats.collection = state.collections;
+        // Without maps there is no watch: every file is opened every time.
+        scrape.stats.full_look = std::mem::take(&mut state.full_look) || !self.map_files;
         let scrape = Arc::new(scrape);
         *self
             .last
@@ -486,6 +497,18 @@ impl DirCollector {
         state: &mut State,
         now: Instant,
     ) -> Result<Arc<Vec<PathBuf>>, CollectError> {
+        // A watch set before a fork (a collector made in a pre-fork
+        // server's master) has no event thread in the child, and shares its
+        // inotify descriptor with the parent: set a new one.
+        // The old one is leaked, not dropped: its drop would stop the
+        // parent's event thread and remove the parent's sentinel file.
+        let pid = std::process::id();
+        if state.watch_pid != pid {
+            if let Some(inherited) = state.watch.take() {
+                std::mem::forget(inherited);
+            }
+            state.watch_pid = pid;
+        }
         let changes = match &state.watch {
             Some(watch) => watch.take(),
             None => Changes {
@@ -540,6 +563,7 @@ impl DirCollector {
                 }
             );
             state.last_full_look = Some(now);
+            state.full_look = true;
             for known in state.known.iter_mut().flatten() {
                 if let Some(file) = &mut known.file {
                     file.touch_if_changed(&known.path);

@@ -359,6 +359,7 @@ mod tests {
             duration: Duration::from_millis(1500),
             collection: 1,
             planned: true,
+            full_look: true,
         }
     }
 
