@@ -17,7 +17,8 @@ has both prometheus_client and multiprom installed):
   so NaN and -0.0 count) and labels in the same key order;
 * bytes: `generate_latest` of a registry holding the multiprom collector,
   Prometheus text and OpenMetrics, `accumulate` on and off, against the
-  reference files.
+  reference files; and the same through the engine-encoded `generate_latest`
+  that `multiprom.install()` puts in place.
 
 Prints one line per failing seed and exits 1 if any failed, else prints
 "N seeds equal".
@@ -35,6 +36,10 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 from prometheus_client.samples import Sample
 
 import multiprom
+from multiprom import _exposition
+
+ENGINE_PROM = _exposition.wrap_prometheus(generate_latest)
+ENGINE_OM = _exposition.wrap_openmetrics(generate_latest_om)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_diff import reference_files  # noqa: E402
@@ -117,6 +122,12 @@ def check_seed(base, seed, reports):
         expect_objects(f'collect() ({cache})', python, collector.collect())
         expect_bytes('prom.txt', generate_latest(registry))
         expect_bytes('om.txt', generate_latest_om(registry))
+        # The engine-encoded exposition install() puts in place: taken for
+        # this registry (not a fallback), and the same bytes.
+        if _exposition._expose(registry, openmetrics=False) is None:
+            failures.append(f'seed {seed}: the engine-encoded exposition was not taken')
+        expect_bytes('prom.txt', ENGINE_PROM(registry))
+        expect_bytes('om.txt', ENGINE_OM(registry))
     for accumulate, prom, om in [(True, 'prom.txt', 'om.txt'),
                                  (False, 'prom_noacc.txt', 'om_noacc.txt')]:
         ours = multiprom.MultiProcessCollector.merge(files, accumulate=accumulate)

@@ -255,6 +255,69 @@ class ConcurrencyTest(DropInTestCase):
         self.assertTrue(all(r == want for r in results))
 
 
+class ForkTest(DropInTestCase):
+    def test_collector_made_before_fork_sees_new_files_in_the_child(self):
+        # A pre-fork server that builds its collector in the master: the
+        # child's collections must still notice files created after the fork.
+        write_workers(self.dir, pids=(101,))
+        collector = multiprom.MultiProcessCollector(None)
+        before = sum(s.value for m in collector.collect() if m.name == 'requests'
+                     for s in m.samples)
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                shutil.copy(os.path.join(self.dir, 'counter_101.db'),
+                            os.path.join(self.dir, 'counter_202.db'))
+                after = sum(s.value for m in collector.collect() if m.name == 'requests'
+                            for s in m.samples)
+                status = 0 if after == 2 * before else 3
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0,
+                         'the child did not see the file created after the fork')
+
+
+class EngineExpositionTest(DropInTestCase):
+    """install() also wraps generate_latest: engine-encoded for a registry
+    holding only the drop-in, prometheus_client's own otherwise; the same
+    bytes either way. In a fresh interpreter, as install() patches modules."""
+
+    CODE = """
+import multiprom; multiprom.install()
+import prometheus_client
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import exposition
+from prometheus_client.openmetrics import exposition as om
+from prometheus_client.multiprocess import MultiProcessCollector
+from multiprom import _exposition
+print(generate_latest is exposition.generate_latest is prometheus_client.generate_latest)
+print(hasattr(generate_latest, '__wrapped__'), hasattr(om.generate_latest, '__wrapped__'))
+only = CollectorRegistry(); MultiProcessCollector(only)
+print(_exposition._expose(only, openmetrics=False) is not None)
+text = generate_latest(only)
+print(len(text) > 0 and text == generate_latest.__wrapped__(only))
+print(om.generate_latest(only) == om.generate_latest.__wrapped__(only))
+mixed = CollectorRegistry(); MultiProcessCollector(mixed)
+Counter('own', 'Own.', registry=mixed).inc()
+print(_exposition._expose(mixed, openmetrics=False) is None)
+print(b'own_total 1.0' in generate_latest(mixed) and generate_latest(mixed) == generate_latest.__wrapped__(mixed))
+print(generate_latest(only, escaping='allow-utf-8') == generate_latest.__wrapped__(only, 'allow-utf-8'))
+"""
+
+    def test_engine_encoded_where_it_can_be_and_equal_everywhere(self):
+        write_workers(self.dir)
+        lines, _ = run_python(self.CODE, env={'PROMETHEUS_MULTIPROC_DIR': self.dir})
+        self.assertEqual(lines, ['True', 'True', 'True', 'True', 'True', 'True', 'True', 'True', 'True'])
+
+    def test_exposition_false_leaves_generate_latest_alone(self):
+        lines, _ = run_python('import multiprom; multiprom.install(exposition=False); '
+                              'from prometheus_client import generate_latest; '
+                              "print(hasattr(generate_latest, '__wrapped__'))")
+        self.assertEqual(lines, ['False'])
+
+
 def run_python(code, env=None):
     """`code` in a fresh interpreter of this venv; returns its stdout lines."""
     full_env = {k: v for k, v in os.environ.items() if k != 'MULTIPROM_INSTALL'}

@@ -16,9 +16,9 @@ mod metrics;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 
-use multiprom_collector::{merge_files, CollectOptions, DirCollector, Scrape, Warning};
+use multiprom_collector::{merge_files, CollectOptions, DirCollector, Format, Scrape, Warning};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyBytes, PyList};
 
 /// Python `logging` levels of the reports.
 const INFO: u8 = 20;
@@ -55,7 +55,50 @@ impl NativeDirCollector {
             Err(panic) => Ok((PyList::empty(py), vec![engine_failure(panic.as_ref())])),
         }
     }
+
+    /// Lists, reads and merges the directory, and encodes it as
+    /// `prometheus_client`'s `generate_latest` (OpenMetrics: its
+    /// `openmetrics.exposition.generate_latest`, without the final `# EOF`)
+    /// prints the `Metric` objects `collect` returns: `(text, reports)`.
+    /// `text` is `None` when there is nothing to gain from it: a family
+    /// `prometheus_client` would reject (the `Metric` path leaves it out and
+    /// says why), a directory that cannot be listed, an engine failure.
+    fn expose<'py>(&self, py: Python<'py>, openmetrics: bool) -> PyResult<Exposed<'py>> {
+        let engine = &self.engine;
+        let scrape = match py.detach(|| catch_unwind(AssertUnwindSafe(|| engine.collect()))) {
+            Ok(Ok(scrape)) => scrape,
+            // The `Metric` path says what went wrong.
+            Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
+        };
+        // Warnings are reported once per collection: hand them back even
+        // when the caller takes the `Metric` path after all.
+        if !metrics::all_accepted(py, &scrape.families)? {
+            return Ok((None, reports(&scrape)));
+        }
+        let format = if openmetrics {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        };
+        let encoded = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                let mut text = String::with_capacity(128 * scrape.stats.series + 4096);
+                format.encode(&scrape.families, &mut text);
+                if let Some(body) = text.strip_suffix("# EOF\n") {
+                    text.truncate(body.len());
+                }
+                text
+            }))
+        });
+        let Ok(text) = encoded else {
+            return Ok((None, reports(&scrape)));
+        };
+        Ok((Some(PyBytes::new(py, text.as_bytes())), reports(&scrape)))
+    }
 }
+
+/// What `expose` hands back: the text, if any, and the reports.
+type Exposed<'py> = (Option<Bound<'py, PyBytes>>, Vec<(u8, String)>);
 
 /// Reads and merges `files` once: `(metrics, reports)`.
 #[pyfunction]
@@ -68,9 +111,9 @@ fn merge(py: Python<'_>, files: Vec<PathBuf>, accumulate: bool) -> PyResult<Coll
     }
 }
 
-fn to_python<'py>(py: Python<'py>, scrape: &Scrape) -> PyResult<Collected<'py>> {
-    let (metrics, rejected) = metrics::to_python(py, &scrape.families)?;
-    let mut reports: Vec<(u8, String)> = scrape
+/// The collection's warnings as `(level, message)` reports.
+fn reports(scrape: &Scrape) -> Vec<(u8, String)> {
+    scrape
         .warnings
         .iter()
         .map(|warning| {
@@ -81,7 +124,12 @@ fn to_python<'py>(py: Python<'py>, scrape: &Scrape) -> PyResult<Collected<'py>> 
             };
             (level, warning.to_string())
         })
-        .collect();
+        .collect()
+}
+
+fn to_python<'py>(py: Python<'py>, scrape: &Scrape) -> PyResult<Collected<'py>> {
+    let (metrics, rejected) = metrics::to_python(py, &scrape.families)?;
+    let mut reports = reports(scrape);
     reports.extend(rejected.into_iter().map(|family| {
         (
             WARNING,

@@ -100,6 +100,24 @@ pub(crate) fn to_python<'py>(
     Ok((out, rejected))
 }
 
+/// Whether `prometheus_client` accepts every family's name, help and type
+/// (its `Metric` constructor does not raise for any).
+pub(crate) fn all_accepted(py: Python<'_>, families: &[MergedFamily]) -> PyResult<bool> {
+    let classes = Classes::load(py)?;
+    let mut strings = Strings::default();
+    for family in families {
+        let made = classes.metric.call1((
+            strings.get(py, &family.name),
+            strings.get(py, &family.help),
+            family.family_type.as_str(),
+        ));
+        if made.is_err() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 fn family_to_python<'py>(
     py: Python<'py>,
     classes: &Classes<'py>,
