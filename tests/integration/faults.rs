@@ -7,10 +7,28 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+use multiprom_format::{encode_key, layout};
 
 use crate::harness::{multiprom, temp_dir, write_aged};
+use crate::http_client::get;
+use crate::serve::serve;
+use crate::spawned_server::PATIENCE;
+
+/// A valid counter file (`c_total` = `value`), small: 256 bytes.
+fn good_counter_image(value: f64) -> Vec<u8> {
+    let key = encode_key("c", "c_total", [], "A counter.");
+    layout::file_image([(key.as_bytes(), value, 0.0)], 256)
+}
+
+fn write_good_counter(path: &Path, value: f64) {
+    std::fs::write(path, good_counter_image(value)).unwrap();
+}
 
 /// A damaged header claiming almost 2 GiB in use, over a sparse file.
 fn write_sparse_claim(path: &Path, size: u64) {
@@ -78,4 +96,72 @@ fn inspect_reads_what_is_there_not_what_a_header_claims() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Open file descriptors of process `pid`.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Waits (at most [`PATIENCE`]) until `check` holds.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !check() {
+        assert!(Instant::now() < deadline, "{what}: not within {PATIENCE:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// With `--max-connections 4`, thirty idle connections leave the server
+/// holding four: its descriptors do not grow past that, the cap is logged,
+/// and a scrape waits (unanswered) until connections close, then succeeds.
+#[test]
+fn connection_cap_holds_and_a_scrape_succeeds_once_connections_free_up() {
+    let dir = temp_dir();
+    write_good_counter(&dir.path().join("counter_1.db"), 7.0);
+    let (mut server, addr) = serve(dir.path(), &["--max-connections", "4"]);
+    assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    let pid = server.pid();
+    // Let the finished request's connection close on the server side.
+    let baseline = fd_count(pid);
+    let idle: Vec<TcpStream> = (0..30).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    server.wait_for_stderr("4 connections open, the limit (--max-connections)");
+    let held = fd_count(pid);
+    assert!(
+        held <= baseline + 4,
+        "{held} descriptors with 30 idle connections, {baseline} before: the cap of 4 did not hold"
+    );
+    // A scrape now waits in the listen backlog: no answer while the cap is
+    // reached (a short look, it is an absence being checked).
+    let mut waiting = TcpStream::connect(addr).unwrap();
+    waiting
+        .write_all(
+            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut first = [0u8; 1];
+    let early = waiting.read(&mut first);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "answered while the cap was reached: {early:?}"
+    );
+    drop(idle);
+    waiting.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut response = Vec::new();
+    waiting.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert!(
+        response.starts_with("HTTP/1.1 200 OK\r\n") && response.contains("\nc_total 7.0\n"),
+        "{response}"
+    );
+    // The idle connections' places are given back.
+    eventually("descriptors back to the baseline", || {
+        fd_count(pid) <= baseline
+    });
 }
