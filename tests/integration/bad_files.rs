@@ -148,14 +148,14 @@ fn mkfifo(path: &Path) {
     assert!(status.success());
 }
 
-/// One kind of bad file.
-struct Case {
+/// One kind of bad file (also used by the fault suite).
+pub(crate) struct Case {
     /// What kind of bad file this is.
-    what: &'static str,
+    pub(crate) what: &'static str,
     /// File name.
-    file: &'static [u8],
+    pub(crate) file: &'static [u8],
     /// Creates the bad file.
-    make: fn(&Path),
+    pub(crate) make: fn(&Path),
     /// Where the problem is reported.
     offset: fn() -> u64,
     /// The problem kind expected.
@@ -178,7 +178,8 @@ fn read_kind(kind: &ProblemKind, f: impl Fn(&ReadErrorKind) -> bool) -> bool {
     matches!(kind, ProblemKind::Read(k) if f(k))
 }
 
-fn cases() -> Vec<Case> {
+/// Every kind of bad file the reader knows.
+pub(crate) fn cases() -> Vec<Case> {
     vec![
         Case {
             what: "0-byte file",
@@ -794,7 +795,7 @@ fn vanished_file_is_skipped_but_not_bad() {
 /// flag is set stops even when an assertion panics (`thread::scope` joins
 /// its threads before passing the panic on: without this, a failing
 /// assertion would hang the test instead of failing it).
-struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a std::sync::atomic::AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {

@@ -7,17 +7,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use multiprom_format::{encode_key, layout};
+use multiprom_client::{GaugeMode, MultiprocessRegistry};
+use multiprom_format::{encode_key, layout, read_file};
 
-use crate::harness::{multiprom, temp_dir, write_aged};
+use crate::bad_files::{cases, StopOnDrop};
+use crate::harness::{multiprom, python, python_script, run_python, temp_dir, write_aged};
 use crate::http_client::get;
-use crate::serve::serve;
+use crate::serve::{partition_self, serve};
 use crate::spawned_server::PATIENCE;
 
 /// A valid counter file (`c_total` = `value`), small: 256 bytes.
@@ -164,4 +169,396 @@ fn connection_cap_holds_and_a_scrape_succeeds_once_connections_free_up() {
     eventually("descriptors back to the baseline", || {
         fd_count(pid) <= baseline
     });
+}
+/// Resident memory of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}
+
+/// Set in the environment of the Rust worker processes this test binary
+/// starts as itself.
+const WRITER_ENV: &str = "MULTIPROM_FAULTS_WRITER";
+
+/// A Rust worker (this test binary re-run with [`WRITER_ENV`] set): the
+/// metrics of tests/python/fault_writer.py, through multiprom-client, in a
+/// loop until killed. A no-op as an ordinary test.
+#[test]
+fn fault_writer_process() {
+    if std::env::var_os(WRITER_ENV).is_none() {
+        return;
+    }
+    let registry = MultiprocessRegistry::from_env().unwrap();
+    let jobs = registry
+        .counter_family("jobs", "Jobs done.", &["kind"])
+        .unwrap();
+    let latency = registry
+        .histogram_family("latency_seconds", "Latency.", &[0.1, 0.5, 1.0], &["kind"])
+        .unwrap();
+    let busy = registry
+        .gauge("busy", "Busy workers.", GaugeMode::LiveSum)
+        .unwrap();
+    busy.set(1.0);
+    println!("ready");
+    for step in 0u64.. {
+        let kind = format!("k{}", step / 10 % 5000);
+        jobs.labels(&[&kind]).unwrap().inc();
+        latency
+            .labels(&[&kind])
+            .unwrap()
+            .observe((step % 13) as f64 / 10.0);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Worker processes, killed (SIGKILL) when dropped.
+struct Workers(Vec<Child>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn start_worker(dir: &Path, rust: bool) -> Child {
+    let mut cmd = if rust {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "faults::fault_writer_process",
+            "--test-threads=1",
+            "--nocapture",
+            "--quiet",
+        ])
+        .env(WRITER_ENV, "1");
+        cmd
+    } else {
+        let mut cmd = Command::new(python());
+        cmd.arg(python_script("fault_writer.py"));
+        cmd
+    };
+    cmd.env("PROMETHEUS_MULTIPROC_DIR", dir)
+        .env_remove("prometheus_multiproc_dir")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a worker")
+}
+
+/// A small, fast pseudo-random sequence (xorshift), seeded from the clock;
+/// the seed is printed so a failure can be replayed.
+struct Chance(u64);
+
+impl Chance {
+    fn new(what: &str) -> Chance {
+        let seed = std::env::var("MULTIPROM_FAULTS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+                    | 1
+            });
+        eprintln!("{what}: MULTIPROM_FAULTS_SEED={seed}");
+        Chance(seed)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// Checks that `text` is a well-formed text exposition: every line a
+/// `# HELP`/`# TYPE` comment or `name{labels} value` with a number. Returns
+/// the samples as (series, value).
+fn parse_exposition(text: &str) -> Vec<(String, f64)> {
+    let mut samples = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("# HELP ") || line.starts_with("# TYPE ") {
+            continue;
+        }
+        let (series, value) = line
+            .rsplit_once(' ')
+            .unwrap_or_else(|| panic!("not a sample line: {line:?}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':'),
+            "bad metric name in {line:?}"
+        );
+        assert!(
+            name_end == series.len() || series.ends_with('}'),
+            "bad labels in {line:?}"
+        );
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            "NaN" => f64::NAN,
+            v => v
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {line:?}")),
+        };
+        samples.push((series.to_owned(), value));
+    }
+    samples
+}
+
+/// What scrapes under faults must show: every counter series never goes
+/// down, and every histogram's `_count` equals its `+Inf` bucket.
+#[derive(Default)]
+struct ScrapeChecks {
+    counters: HashMap<String, f64>,
+    scrapes: usize,
+}
+
+impl ScrapeChecks {
+    fn check(&mut self, text: &str) {
+        let samples = parse_exposition(text);
+        let mut inf_buckets = HashMap::new();
+        let mut counts = HashMap::new();
+        for (series, value) in &samples {
+            if series.starts_with("jobs_total") {
+                let before = self.counters.insert(series.clone(), *value);
+                if let Some(before) = before {
+                    assert!(
+                        *value >= before,
+                        "{series} went down from {before} to {value} (scrape {})",
+                        self.scrapes
+                    );
+                }
+            } else if let Some(labels) = series.strip_prefix("latency_seconds_bucket") {
+                if let Some(rest) = labels.strip_suffix(",le=\"+Inf\"}") {
+                    inf_buckets.insert(format!("{rest}}}"), *value);
+                }
+            } else if let Some(labels) = series.strip_prefix("latency_seconds_count") {
+                counts.insert(labels.to_owned(), *value);
+            }
+        }
+        assert_eq!(
+            inf_buckets.len(),
+            counts.len(),
+            "histogram series without both _count and +Inf"
+        );
+        for (labels, count) in &counts {
+            assert_eq!(
+                inf_buckets.get(labels),
+                Some(count),
+                "latency_seconds_count{labels} differs from its +Inf bucket"
+            );
+        }
+        // Every series seen before is still there.
+        for series in self.counters.keys() {
+            assert!(
+                samples.iter().any(|(s, _)| s == series),
+                "{series} disappeared"
+            );
+        }
+        self.scrapes += 1;
+    }
+}
+
+/// Sum of `jobs_total` over every good file, read with the format crate
+/// (not the collector).
+fn jobs_on_disk(dir: &Path) -> f64 {
+    let mut total = 0.0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("counter_") || !name.ends_with(".db") {
+            continue;
+        }
+        if let Ok(contents) = read_file(&path) {
+            total += contents
+                .entries
+                .iter()
+                .filter(|e| e.key.sample == "jobs_total")
+                .map(|e| e.value)
+                .sum::<f64>();
+        }
+    }
+    total
+}
+
+/// A file a writer was killed while creating (0 bytes, or `used` = 0): it
+/// holds nothing, and Python's collector fails on it.
+fn left_half_created(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|b| b.len() < 8 || b[..4] == [0; 4])
+}
+
+/// Makes a bad file at a path.
+type MakeFile = fn(&Path);
+
+/// Python and Rust workers write while being killed (SIGKILL) at random
+/// moments and replaced, and every kind of bad file appears, changes and
+/// disappears; meanwhile `serve` is scraped as fast as it answers. Every
+/// scrape answers 200 and parses, counters never go down, histogram counts
+/// match their `+Inf` buckets; at the end the output equals Python's merge
+/// of the same files and the counters' sum equals what is on disk.
+#[test]
+fn killed_writers_and_damaged_files_during_scrapes() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("metrics");
+    let staging = tmp.path().join("staging");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::create_dir(&staging).unwrap();
+    // Every kind of bad file, made once, moved in and out by renaming.
+    let cases = cases();
+    for case in &cases {
+        (case.make)(&staging.join(std::ffi::OsStr::from_bytes(case.file)));
+    }
+    let extra: Vec<(&str, MakeFile)> = vec![
+        ("counter_900001.db", |p| write_sparse_claim(p, 3 << 30)),
+        ("counter_900002.db", |p| write_sparse_claim(p, 5 << 30)),
+        ("counter_900003.db", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("counter_900004.db", |p| {
+            let socket = std::os::unix::net::UnixListener::bind(p).unwrap();
+            drop(socket);
+        }),
+    ];
+    for (name, make) in &extra {
+        make(&staging.join(name));
+    }
+    let mut names: Vec<std::ffi::OsString> = cases
+        .iter()
+        .map(|c| std::ffi::OsStr::from_bytes(c.file).to_owned())
+        .collect();
+    names.extend(extra.iter().map(|(n, _)| (*n).into()));
+
+    let (server, addr) = serve(&dir, &[]);
+    let server_pid = server.pid();
+    let stop = AtomicBool::new(false);
+    let mut chance = Chance::new("killed_writers_and_damaged_files_during_scrapes");
+    let mut workers = Workers((0..6).map(|i| start_worker(&dir, i % 3 == 2)).collect());
+    let mut checks = ScrapeChecks::default();
+    let mut kills = 0;
+    std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
+        // Bad files appear, change and disappear.
+        let damage = s.spawn(|| {
+            let mut chance = Chance(0x9e37_79b9_7f4a_7c15);
+            let in_place = dir.join("counter_900100.db");
+            let mut moves = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let name = &names[chance.below(names.len() as u64) as usize];
+                let (from, to) = if dir.join(name).symlink_metadata().is_ok() {
+                    (dir.join(name), staging.join(name))
+                } else {
+                    (staging.join(name), dir.join(name))
+                };
+                std::fs::rename(from, to).unwrap();
+                moves += 1;
+                // A good file truncated and rewritten in place (same inode:
+                // the server may have it mapped), or replaced by renaming.
+                match chance.below(4) {
+                    0 => write_good_counter(&in_place, 1.0),
+                    1 => {
+                        if let Ok(file) = std::fs::File::options().write(true).open(&in_place) {
+                            let _ = file.set_len(chance.below(300));
+                        }
+                    }
+                    2 => {
+                        let tmp = staging.join("replacement");
+                        write_good_counter(&tmp, 2.0);
+                        std::fs::rename(&tmp, &in_place).unwrap();
+                    }
+                    _ => {
+                        let _ = std::fs::remove_file(&in_place);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            moves
+        });
+        let scraper = s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let response = get(addr, "/metrics", &[]);
+                assert_eq!(response.status, 200, "{}", response.text());
+                checks.check(&response.text());
+            }
+        });
+        // Kill a random worker at a random moment, start a new one.
+        let end = Instant::now() + Duration::from_secs(12);
+        while Instant::now() < end && !scraper.is_finished() {
+            std::thread::sleep(Duration::from_millis(100 + chance.below(400)));
+            let victim = chance.below(workers.0.len() as u64) as usize;
+            let mut old = std::mem::replace(
+                &mut workers.0[victim],
+                start_worker(&dir, chance.below(3) == 0),
+            );
+            old.kill().unwrap();
+            old.wait().unwrap();
+            kills += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        scraper.join().unwrap();
+        let moves = damage.join().unwrap();
+        assert!(moves > 100, "only {moves} bad-file moves");
+    });
+    drop(workers);
+    assert!(checks.scrapes > 50, "only {} scrapes", checks.scrapes);
+    eprintln!(
+        "killed_writers_and_damaged_files_during_scrapes: {} scrapes, {kills} workers killed",
+        checks.scrapes
+    );
+    assert!(kills >= 20, "only {kills} workers killed");
+
+    // Quiet now: bad files out, half-created files (nothing in them; Python
+    // fails on them) out.
+    for name in &names {
+        let path = dir.join(name);
+        if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            std::fs::remove_dir(&path).unwrap();
+        } else if path.symlink_metadata().is_ok() {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    let _ = std::fs::remove_file(dir.join("counter_900100.db"));
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if left_half_created(&path) {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    let text = get(addr, "/metrics", &[]).text();
+    checks.check(&text);
+    let (ours, _self_metrics) = partition_self(&text);
+    let python = String::from_utf8(run_python(
+        "serve_python_exposition.py",
+        &[dir.to_str().unwrap(), "text"],
+        &[],
+    ))
+    .unwrap();
+    assert_eq!(ours.concat(), python, "final output differs from Python's");
+    let served: f64 = parse_exposition(&text)
+        .iter()
+        .filter(|(s, _)| s.starts_with("jobs_total"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(served, jobs_on_disk(&dir));
+    assert!(served > 0.0);
+    // The server kept its memory and descriptors in bounds throughout.
+    assert!(fd_count(server_pid) < 64, "{} fds", fd_count(server_pid));
+    assert!(
+        rss_kib(server_pid) < 128 * 1024,
+        "RSS {} KiB",
+        rss_kib(server_pid)
+    );
 }
