@@ -6,9 +6,10 @@ Prints "ready" once its metrics exist. The Rust worker in faults.rs
 (fault_writer_process) defines the same metrics, so both kinds of worker
 write the same families.
 
-usage: fault_writer.py   (PROMETHEUS_MULTIPROC_DIR must be set)
+usage: fault_writer.py [SECONDS_BETWEEN_STEPS]   (PROMETHEUS_MULTIPROC_DIR must be set)
 """
 
+import sys
 import time
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -17,6 +18,7 @@ jobs = Counter('jobs', 'Jobs done.', ['kind'])
 latency = Histogram('latency_seconds', 'Latency.', ['kind'], buckets=[0.1, 0.5, 1.0])
 busy = Gauge('busy', 'Busy workers.', multiprocess_mode='livesum')
 
+pause = float(sys.argv[1]) if len(sys.argv) > 1 else 0.001
 busy.set(1)
 print('ready', flush=True)
 step = 0
@@ -25,4 +27,4 @@ while True:
     jobs.labels(kind).inc()
     latency.labels(kind).observe((step % 13) / 10)
     step += 1
-    time.sleep(0.001)
+    time.sleep(pause)
