@@ -89,17 +89,24 @@ impl FileWriter {
             capacity,
             slots: HashMap::new(),
         };
+        let meta = writer
+            .file
+            .metadata()
+            .map_err(|e| WriteError::io(&writer.path, e))?;
         if used_field == 0 {
             // Sized but never initialised: Python sets the header to 8 here.
+            fill_holes(
+                &writer.file,
+                &writer.path,
+                &meta,
+                HEADER_LEN as u64,
+                capacity,
+            )?;
             writer.mapping.publish_used(HEADER_LEN as u32);
             return Ok(writer);
         }
         // Continue from the existing entries, refusing a corrupt file: appending
         // after garbage would hide everything written from now on.
-        let meta = writer
-            .file
-            .metadata()
-            .map_err(|e| WriteError::io(&writer.path, e))?;
         // Checked entry by entry as it is read: a damaged header claiming
         // gigabytes over a sparse file costs one small read, not gigabytes.
         let prefix = reader::read_valid_prefix_of(&writer.file, &meta, &writer.path)?;
@@ -124,6 +131,13 @@ impl FileWriter {
             writer.slots.insert(entry.raw_key.into(), slot);
         }
         writer.used = header.used as usize;
+        fill_holes(
+            &writer.file,
+            &writer.path,
+            &meta,
+            header.used,
+            writer.capacity,
+        )?;
         Ok(writer)
     }
 
@@ -231,6 +245,32 @@ fn extend_with_zeros(file: &File, path: &Path, from: u64, to: u64) -> Result<(),
         offset += n as u64;
     }
     Ok(())
+}
+
+/// Gives an adopted file real blocks where it has holes.
+///
+/// prometheus_client sizes its files with `ftruncate`, which leaves holes:
+/// the first store into a hole through the mapping allocates a block, and
+/// on a full disk that store raises SIGBUS, killing the worker. A worker
+/// that adopts such a file (a dead Python worker's, after pid reuse) writes
+/// real zeros over the unused tail instead, so a full disk is an error
+/// here, from the call that opens the file, as for files this crate creates
+/// or grows. The tail past `used` holds nothing any reader looks at, and
+/// this process is the file's only writer. Files without holes (every one
+/// this crate made) are left alone.
+fn fill_holes(
+    file: &File,
+    path: &Path,
+    meta: &std::fs::Metadata,
+    used: u64,
+    capacity: u64,
+) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    // `st_blocks` counts 512-byte units, whatever the block size.
+    if meta.blocks().saturating_mul(512) >= capacity {
+        return Ok(());
+    }
+    extend_with_zeros(file, path, used, capacity)
 }
 
 /// Builds the file under a hidden temporary name and links it into place.
@@ -396,6 +436,30 @@ mod tests {
         assert_eq!(prefix.header.used, 0x7fff_fff8);
         assert!(prefix.entries.is_empty());
         assert_eq!(prefix.problem.map(|p| p.offset), Some(8));
+    }
+
+    #[test]
+    fn adopting_a_file_with_holes_gives_it_real_blocks() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "8").unwrap();
+        let path = dir.path().join(name.to_string());
+        // As prometheus_client leaves a file: one entry, then a hole up to
+        // the 1 MiB capacity (ftruncate).
+        let key = encode_key("c", "c_total", [], "h");
+        let image = layout::file_image([(key.as_bytes(), 5.0, 0.0)], 4096);
+        std::fs::write(&path, &image).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_len(1 << 20).unwrap();
+        let holes = |path: &Path| {
+            let meta = std::fs::metadata(path).unwrap();
+            meta.blocks() * 512 < meta.len()
+        };
+        assert!(holes(&path), "the test needs a file system with holes");
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert!(!holes(&path), "holes left in an adopted file");
+        assert_eq!(writer.slot(&key).unwrap().get(), 5.0);
+        assert_eq!(read_file(&path).unwrap().entries.len(), 1);
     }
 
     #[test]
