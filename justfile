@@ -39,6 +39,11 @@ fuzz target="parse_cache" seconds="600" *flags:
 fuzz-ci seconds="45":
     bash fuzz/run.sh all {{seconds}}
 
+# Soak (not in CI): serve for 10 minutes under scraping and worker churn,
+# checking RSS and open fds stay flat; see docs/soak.md.
+soak seconds="600":
+    nice bash tests/soak/soak.sh {{seconds}}
+
 # What CI runs.
 ci:
     bash .ci/run

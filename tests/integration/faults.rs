@@ -126,7 +126,12 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 fn connection_cap_holds_and_a_scrape_succeeds_once_connections_free_up() {
     let dir = temp_dir();
     write_good_counter(&dir.path().join("counter_1.db"), 7.0);
-    let (mut server, addr) = serve(dir.path(), &["--max-connections", "4"]);
+    // A header timeout longer than the test, so that only closing the idle
+    // connections can free their places.
+    let (mut server, addr) = serve(
+        dir.path(),
+        &["--max-connections", "4", "--header-read-timeout", "120s"],
+    );
     assert_eq!(get(addr, "/metrics", &[]).status, 200);
     let pid = server.pid();
     // Let the finished request's connection close on the server side.
@@ -721,6 +726,7 @@ fn http_abuse_leaves_normal_scrapes_served() {
         assert!(sent >= 5, "the slow clients sent only {sent} times");
         eprintln!("http_abuse: {normal} normal scrapes, {answered} of 150 concurrent ones answered 200, RSS {rss} KiB");
     });
+    drop(streams);
     // Every abusive connection is closed by now on our side; the server
     // gives its descriptors back.
     eventually("descriptors back to the baseline", || {
