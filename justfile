@@ -52,6 +52,11 @@ fuzz target="parse_cache" seconds="600" *flags:
 fuzz-ci seconds="45":
     bash fuzz/run.sh all {{seconds}}
 
+# Not in CI; see docs/soak.md for what it does and the recorded result.
+# Soak: serve for 10 minutes under scraping and worker churn; RSS and fds must stay flat.
+soak seconds="600":
+    nice bash tests/soak/soak.sh {{seconds}}
+
 # What CI runs.
 ci:
     bash .ci/run

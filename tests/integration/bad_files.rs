@@ -26,6 +26,7 @@ use multiprom_format::{
 };
 
 use crate::harness::{executable_copy, multiprom, python, temp_dir, write_aged};
+use crate::spawned_server::PATIENCE;
 
 /// The key of every entry in a bad file: if a bad file were merged, this
 /// family would show up in the output.
@@ -147,14 +148,14 @@ fn mkfifo(path: &Path) {
     assert!(status.success());
 }
 
-/// One kind of bad file.
-struct Case {
+/// One kind of bad file (also used by the fault suite).
+pub(crate) struct Case {
     /// What kind of bad file this is.
-    what: &'static str,
+    pub(crate) what: &'static str,
     /// File name.
-    file: &'static [u8],
+    pub(crate) file: &'static [u8],
     /// Creates the bad file.
-    make: fn(&Path),
+    pub(crate) make: fn(&Path),
     /// Where the problem is reported.
     offset: fn() -> u64,
     /// The problem kind expected.
@@ -177,7 +178,8 @@ fn read_kind(kind: &ProblemKind, f: impl Fn(&ReadErrorKind) -> bool) -> bool {
     matches!(kind, ProblemKind::Read(k) if f(k))
 }
 
-fn cases() -> Vec<Case> {
+/// Every kind of bad file the reader knows.
+pub(crate) fn cases() -> Vec<Case> {
     vec![
         Case {
             what: "0-byte file",
@@ -789,8 +791,22 @@ fn vanished_file_is_skipped_but_not_bad() {
     );
 }
 
+/// Sets a flag when dropped, so a background thread told to run until the
+/// flag is set stops even when an assertion panics (`thread::scope` joins
+/// its threads before passing the panic on: without this, a failing
+/// assertion would hang the test instead of failing it).
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Files created and deleted while a collector scans: every file is either
 /// merged or vanished, never reported as damaged, and collection never fails.
+/// Scrapes go on (at least 300, at most until [`PATIENCE`]) until files were
+/// seen vanishing, so the race is really exercised.
 #[test]
 fn files_vanishing_during_collection_are_never_bad() {
     let dir = temp_dir();
@@ -809,6 +825,7 @@ fn files_vanishing_during_collection_are_never_bad() {
     drop(writer);
     std::fs::rename(dir.path().join("gauge_liveall_500.db"), &template).unwrap();
     std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
         s.spawn(|| {
             let mut i = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
@@ -820,8 +837,10 @@ fn files_vanishing_during_collection_are_never_bad() {
             }
         });
         let collector = DirCollector::new(dir.path());
+        let deadline = std::time::Instant::now() + PATIENCE;
         let mut vanished = 0;
-        for _ in 0..300 {
+        let mut scrapes = 0;
+        while scrapes < 300 || vanished == 0 && std::time::Instant::now() < deadline {
             let scrape = collector.collect().unwrap();
             for file in &scrape.files {
                 assert_ne!(file.state(), FileState::Bad, "{:?}", file.problem);
@@ -830,10 +849,14 @@ fn files_vanishing_during_collection_are_never_bad() {
             assert!(scrape
                 .encode(Format::Prometheus)
                 .contains("requests_total{code=\"200\"} 5.0"));
+            scrapes += 1;
         }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            vanished > 0,
+            "no file vanished during {scrapes} scrapes: the race was not exercised"
+        );
         eprintln!(
-            "files_vanishing_during_collection: {vanished} vanished files seen in 300 scrapes"
+            "files_vanishing_during_collection: {vanished} vanished files seen in {scrapes} scrapes"
         );
     });
 }

@@ -15,6 +15,7 @@ mod collector_diff;
 mod collector_registry;
 mod collector_upstream;
 mod demo;
+mod faults;
 mod format_interop;
 mod gunicorn;
 mod http_client;

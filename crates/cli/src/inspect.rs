@@ -1,7 +1,8 @@
 //! `multiprom inspect`: show or check the contents of `*.db` files.
 //!
 //! Files are read with `pread` (never mapped), so inspecting files that
-//! workers are writing right now is safe. Whether a file is good is decided
+//! workers are writing right now is safe, and entry by entry, so a damaged
+//! file costs no more than its good entries. Whether a file is good is decided
 //! by the collector itself ([`merge_files`]), so `--check` flags exactly the
 //! files a scrape would skip.
 
@@ -10,10 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use multiprom_collector::{merge_files, scan_dir, CollectOptions, FileProblem};
-use multiprom_format::layout::HEADER_LEN;
-use multiprom_format::{
-    float_to_go_string, read_used_bytes, EntryIter, FileName, Header, Key, MetricKind,
-};
+use multiprom_format::{float_to_go_string, read_valid_prefix, FileName, Header, Key, MetricKind};
 use serde::Serialize;
 
 /// Arguments of `multiprom inspect`.
@@ -73,20 +71,22 @@ fn inspect_file(path: &Path) -> Inspected {
         entries: Vec::new(),
         problem: None,
     };
-    if let Ok(used) = read_used_bytes(path) {
-        inspected.header = Some(used.header);
-        for raw in EntryIter::new(&used.bytes, HEADER_LEN, used.header.used as usize) {
-            let Ok(raw) = raw else { break };
-            let Ok(key) = Key::decode(raw.key.as_bytes()) else {
-                break;
-            };
-            inspected.entries.push(InspectedEntry {
-                offset: raw.offset,
-                key,
-                value: raw.value,
-                timestamp: raw.timestamp,
-            });
-        }
+    // Entries are checked as they are read and reading stops at the first
+    // bad one, so a header claiming gigabytes in use over a sparse file
+    // costs one small read. What stopped the reading is the collector's to
+    // say, below.
+    if let Ok(prefix) = read_valid_prefix(path) {
+        inspected.header = Some(prefix.header);
+        inspected.entries = prefix
+            .entries
+            .into_iter()
+            .map(|entry| InspectedEntry {
+                offset: entry.offset,
+                key: entry.key,
+                value: entry.value,
+                timestamp: entry.timestamp,
+            })
+            .collect();
     }
     inspected.problem = merge_files([path], CollectOptions::default())
         .files

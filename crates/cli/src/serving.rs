@@ -34,6 +34,11 @@ pub struct EndpointArgs {
     /// Connections whose request headers take longer are closed.
     #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
+    /// Connections open at once; more wait (in the listen backlog) until one
+    /// closes, and reaching the limit is logged.
+    #[arg(long, value_name = "N", default_value_t = multiprom_http::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
     /// With reaping on: how long a worker must have exited before its
     /// gauge_live* files are removed (they leave the output at once). Long
     /// enough for any child_exit hook calling mark_process_dead to finish
@@ -198,6 +203,7 @@ pub async fn serve(
     });
     let config = ServerConfig {
         header_read_timeout: args.header_read_timeout,
+        max_connections: args.max_connections,
         ..ServerConfig::default()
     };
     let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;

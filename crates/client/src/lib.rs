@@ -83,6 +83,28 @@
 //! stay valid while files grow. Updates never fail, except
 //! [`Counter::inc_by`] with a negative amount.
 //!
+//! # Files shared with other processes
+//!
+//! Every handle updates its value through a shared memory map of its file
+//! (a [`multiprom_format::ValueSlot`]). Another process deleting the file
+//! (`mark_process_dead`, a reaper) is harmless: updates go on into the
+//! unlinked file. Another process **truncating** it makes the next update
+//! of a value past the new end raise SIGBUS, which kills the process unless
+//! it handles that signal, as it kills a Python worker in the same case; the
+//! shared-map format gives no way to prevent it, so keep tools that shrink
+//! files out of the directory.
+//!
+//! A worker that finds a file with its name already there (its pid reused
+//! after an earlier worker, Python or Rust, exited) continues it, as Python
+//! does: the existing entries keep their values and handles for the same
+//! series update them in place. A file whose entries cannot be read is
+//! refused with [`ClientError`] rather than appended to (appending after
+//! garbage would hide every later update from readers), and so is anything
+//! that is not a regular file (a FIFO, a link to a device). prometheus_client
+//! sizes its files with `ftruncate`, leaving holes; the worker fills the
+//! holes of an adopted file with real zero bytes when it opens it, so a full
+//! disk is an error from that call rather than a SIGBUS on a later update.
+//!
 //! # Threads and `fork()`
 //!
 //! Handles are `Send + Sync`; updates are lock-free. After `fork()` the child

@@ -22,6 +22,11 @@ pub const INITIAL_CAPACITY: u64 = 1 << 16;
 /// `used` is a signed 32-bit integer, so no file may grow past this.
 pub const MAX_USED: u64 = i32::MAX as u64;
 
+/// The longest key a reader accepts (1 MiB). prometheus_client's keys are a
+/// few hundred bytes; the limit bounds what one damaged length field can make
+/// a reader read before it can tell the entry is bad.
+pub const MAX_KEY_LEN: usize = 1 << 20;
+
 /// Size of the value and timestamp that end every entry.
 pub const VALUE_PAIR_LEN: usize = 16;
 

@@ -65,7 +65,7 @@ pub use key::{encode_key, push_json_string, Key, KeyError};
 pub use mapping::ValueSlot;
 pub use reader::{
     open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into,
-    read_used_into_with_hint, Entry, EntryIter, FileContents, FileIdentity, Header, ParseError,
-    RawEntry, UsedBytes,
+    read_used_into_with_hint, read_valid_prefix, read_valid_prefix_of, Entry, EntryIter,
+    FileContents, FileIdentity, Header, ParseError, RawEntry, UsedBytes, ValidPrefix,
 };
 pub use writer::FileWriter;

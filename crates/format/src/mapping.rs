@@ -97,6 +97,29 @@ impl Mapping {
 /// Cloning is cheap. The handle keeps its mapping alive, so it stays valid
 /// when the file grows (new mappings are made, old ones are kept) and even
 /// after the [`crate::FileWriter`] is dropped.
+///
+/// # What other processes can do to the file
+///
+/// * **Delete or rename it** (`mark_process_dead`, a reaper, `rm`): harmless.
+///   The mapping keeps the file's pages alive; updates land in a file no
+///   reader lists any more, as with Python.
+/// * **Truncate it** (`truncate -s 0`, `: > file`, a tool rewriting it in
+///   place): a load or store through a slot whose page now lies past the end
+///   of the file raises **SIGBUS**, and unless the process handles SIGBUS it
+///   dies, exactly as a Python worker does in the same case. The format
+///   cannot prevent this: the file is shared through `mmap` with no lock
+///   that other processes would honour, and there is no way to keep another
+///   process from shrinking a file it can write. Catching the signal here
+///   would mean a process-wide handler in the host application and would
+///   hide lost updates, so the slot does not. Nothing multiprom does ever
+///   truncates a file (its collector only reads, its reaper only deletes);
+///   keep other tools from shrinking files in the directory (see the
+///   security notes in docs/operations.md).
+/// * **Fill the disk**: files this crate creates or grows get real zero
+///   bytes, and a file adopted from an earlier process (a reused pid, e.g.
+///   a dead Python worker's `ftruncate`-sized file with holes) has its holes
+///   filled when it is opened, so a full disk is an error from the call that
+///   creates the metric, never a SIGBUS on a later update.
 #[derive(Clone)]
 pub struct ValueSlot {
     /// Points at the value; the timestamp is the next `AtomicU64`.

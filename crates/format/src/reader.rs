@@ -323,22 +323,29 @@ pub fn open_for_read(path: &Path) -> Result<(File, std::fs::Metadata), ReadError
         .open(path)
         .map_err(|e| ReadError::io(path, &e))?;
     let meta = file.metadata().map_err(|e| ReadError::io(path, &e))?;
-    let ft = meta.file_type();
-    if !ft.is_file() {
-        let what = if ft.is_dir() {
-            "a directory"
-        } else if ft.is_fifo() {
-            "a FIFO"
-        } else if ft.is_socket() {
-            "a socket"
-        } else if ft.is_char_device() || ft.is_block_device() {
-            "a device"
-        } else {
-            "not a regular file"
-        };
-        return Err(ReadError::new(path, 0, ReadErrorKind::NotAFile(what)));
+    if let Some(kind) = not_a_file(meta.file_type()) {
+        return Err(ReadError::new(path, 0, kind));
     }
     Ok((file, meta))
+}
+
+/// [`ReadErrorKind::NotAFile`] unless `ft` is a regular file.
+pub(crate) fn not_a_file(ft: std::fs::FileType) -> Option<ReadErrorKind> {
+    if ft.is_file() {
+        return None;
+    }
+    let what = if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Some(ReadErrorKind::NotAFile(what))
 }
 
 /// Reads up to `len` bytes at `offset`, stopping early only at end of file.
@@ -448,6 +455,10 @@ pub fn read_used_bytes(path: &Path) -> Result<UsedBytes, ReadError> {
 
 /// Reads and fully validates a file: header, framing, UTF-8, every key.
 ///
+/// Entries are checked as they are read, so a file costs what its good
+/// entries cost: a header claiming gigabytes in use over a sparse file (or
+/// a key length of a gigabyte) is rejected after one small read.
+///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// use multiprom_format::{read_file, ReadErrorKind};
@@ -458,10 +469,162 @@ pub fn read_used_bytes(path: &Path) -> Result<UsedBytes, ReadError> {
 /// assert!(err.to_string().ends_with("offset 0: 0-byte file: a writer was killed while creating it (prometheus_client issue #1199)"));
 /// ```
 pub fn read_file(path: &Path) -> Result<FileContents, ReadError> {
-    let used = read_used_bytes(path)?;
-    let mut contents = parse_file(&used.bytes, used.header.file_size).map_err(|e| e.at(path))?;
-    contents.header = used.header;
-    Ok(contents)
+    let prefix = read_valid_prefix(path)?;
+    match prefix.problem {
+        Some(problem) => Err(problem.at(path)),
+        None => Ok(FileContents {
+            header: prefix.header,
+            entries: prefix.entries,
+        }),
+    }
+}
+
+/// The good entries at the start of a file, and what stopped the reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidPrefix {
+    /// Header and file size.
+    pub header: Header,
+    /// Every entry before the first bad one, decoded.
+    pub entries: Vec<Entry>,
+    /// The first bad entry (or the file ending before `used`); `None` when
+    /// every entry up to `used` is good.
+    pub problem: Option<ParseError>,
+}
+
+/// Reads a file's entries up to the first bad one, checking each as it
+/// arrives ([`read_file`] without giving up the good entries).
+///
+/// Reads grow by doubling and never go further than one entry whose length
+/// field has been checked (at most [`layout::MAX_KEY_LEN`] plus framing)
+/// past the good entries: memory and time are bounded by what the file
+/// really holds, not by what its header claims. Files are read with `pread`,
+/// never mapped. `Err` only for what stops reading before the first entry:
+/// I/O errors, not a regular file, a bad header.
+pub fn read_valid_prefix(path: &Path) -> Result<ValidPrefix, ReadError> {
+    let (file, meta) = open_for_read(path)?;
+    read_valid_prefix_of(&file, &meta, path)
+}
+
+/// [`read_valid_prefix`] on a file already open.
+pub fn read_valid_prefix_of(
+    file: &File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+) -> Result<ValidPrefix, ReadError> {
+    let mut buf = Vec::new();
+    let mut size = meta.len();
+    if size == 0 {
+        return Err(ReadError::new(path, 0, ReadErrorKind::Empty));
+    }
+    let first = usize::try_from(size).unwrap_or(usize::MAX).min(FIRST_READ);
+    read_at_most(file, &mut buf, 0, first).map_err(|e| ReadError::io(path, &e))?;
+    let mut header = parse_header(&buf, size.max(buf.len() as u64));
+    if let Err(ParseError {
+        kind: ReadErrorKind::UsedPastEnd { .. },
+        ..
+    }) = header
+    {
+        // The writer may have grown the file since we looked.
+        size = file.metadata().map_err(|e| ReadError::io(path, &e))?.len();
+        header = parse_header(&buf, size);
+    }
+    let mut header = header.map_err(|e| e.at(path))?;
+    header.file_size = size;
+    let used = header.used as usize;
+    let mut entries = Vec::new();
+    let mut pos = HEADER_LEN;
+    let done = |entries, problem| {
+        Ok(ValidPrefix {
+            header,
+            entries,
+            problem,
+        })
+    };
+    loop {
+        let have = buf.len().min(used);
+        let mut iter = EntryIter::new(&buf[..have], pos, have);
+        let mut stopped = None;
+        for raw in iter.by_ref() {
+            match raw {
+                Ok(raw) => match Key::decode(raw.key.as_bytes()) {
+                    Ok(key) => entries.push(Entry {
+                        offset: raw.offset,
+                        raw_key: raw.key.to_owned(),
+                        key,
+                        value: raw.value,
+                        timestamp: raw.timestamp,
+                    }),
+                    Err(e) => {
+                        let problem = ParseError {
+                            offset: raw.offset,
+                            kind: e.into(),
+                        };
+                        return done(entries, Some(problem));
+                    }
+                },
+                Err(e) => {
+                    stopped = Some(e);
+                    break;
+                }
+            }
+        }
+        pos = iter.position();
+        if pos >= used {
+            return done(entries, None);
+        }
+        if have >= used {
+            return done(entries, stopped);
+        }
+        // The entry at `pos` may run past what was read. Check its length
+        // field against the real `used` and the key limit before reading
+        // any of it.
+        let mut wanted = pos + 4;
+        if let Some(len) = buf.get(pos..pos + 4) {
+            let key_len = i32::from_ne_bytes([len[0], len[1], len[2], len[3]]);
+            let bad_len = ParseError {
+                offset: pos as u64,
+                kind: ReadErrorKind::BadKeyLength {
+                    len: i64::from(key_len),
+                },
+            };
+            let Ok(key_len) = usize::try_from(key_len) else {
+                return done(entries, Some(bad_len));
+            };
+            if key_len > used || key_len > layout::MAX_KEY_LEN {
+                return done(entries, Some(bad_len));
+            }
+            let end = pos + layout::entry_len(key_len);
+            if end > used {
+                let problem = ParseError {
+                    offset: pos as u64,
+                    kind: ReadErrorKind::EntryPastUsed {
+                        end: end as u64,
+                        used: used as u64,
+                    },
+                };
+                return done(entries, Some(problem));
+            }
+            if end <= have {
+                // The whole entry was there: the walk's verdict stands.
+                return done(entries, stopped);
+            }
+            wanted = end;
+        }
+        let want = wanted.max(buf.len() * 2).min(used);
+        let start = buf.len();
+        let got = read_at_most(file, &mut buf, start as u64, want - start)
+            .map_err(|e| ReadError::io(path, &e))?;
+        if got == 0 {
+            let problem = ParseError {
+                offset: start as u64,
+                kind: ReadErrorKind::Truncated {
+                    wanted: used as u64,
+                    got: start as u64,
+                },
+            };
+            return done(entries, Some(problem));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ use crate::error::WriteError;
 use crate::file_name::FileName;
 use crate::layout::{self, HEADER_LEN, INITIAL_CAPACITY, MAX_USED};
 use crate::mapping::{Mapping, ValueSlot};
-use crate::reader::{self, EntryIter};
+use crate::reader;
 
 /// An open `*.db` file that this process appends to and updates in place.
 ///
@@ -42,7 +42,14 @@ impl FileWriter {
     /// existing file (a reused pid) is continued from its entries.
     pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
         let path = dir.join(name.to_string());
-        match OpenOptions::new().read(true).write(true).open(&path) {
+        // Without blocking on a FIFO or taking a terminal as controlling
+        // terminal; anything but a regular file is refused below.
+        let opened = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&path);
+        match opened {
             Ok(file) => FileWriter::from_existing(path, file),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let file = create_atomically(dir, &path, name)?;
@@ -54,6 +61,11 @@ impl FileWriter {
 
     fn from_existing(path: PathBuf, file: File) -> Result<FileWriter, WriteError> {
         let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
+        // A FIFO, device (a symlink to /dev/zero) or socket named like our
+        // file would swallow every value written through a map of it.
+        if let Some(kind) = reader::not_a_file(meta.file_type()) {
+            return Err(crate::ReadError::new(&path, 0, kind).into());
+        }
         let mut capacity = meta.len();
         if capacity < HEADER_LEN as u64 {
             // A 0-byte file left by a Python writer killed during creation
@@ -77,37 +89,55 @@ impl FileWriter {
             capacity,
             slots: HashMap::new(),
         };
+        let meta = writer
+            .file
+            .metadata()
+            .map_err(|e| WriteError::io(&writer.path, e))?;
         if used_field == 0 {
             // Sized but never initialised: Python sets the header to 8 here.
+            fill_holes(
+                &writer.file,
+                &writer.path,
+                &meta,
+                HEADER_LEN as u64,
+                capacity,
+            )?;
             writer.mapping.publish_used(HEADER_LEN as u32);
             return Ok(writer);
         }
         // Continue from the existing entries, refusing a corrupt file: appending
         // after garbage would hide everything written from now on.
-        let meta = writer
-            .file
-            .metadata()
-            .map_err(|e| WriteError::io(&writer.path, e))?;
-        let mut bytes = Vec::new();
-        let header = reader::read_used_into(&writer.file, &meta, &writer.path, &mut bytes)?;
-        for raw in EntryIter::new(&bytes, HEADER_LEN, header.used as usize) {
-            let raw = raw.map_err(|e| e.at(&writer.path))?;
+        // Checked entry by entry as it is read: a damaged header claiming
+        // gigabytes over a sparse file costs one small read, not gigabytes.
+        let prefix = reader::read_valid_prefix_of(&writer.file, &meta, &writer.path)?;
+        if let Some(problem) = prefix.problem {
+            return Err(problem.at(&writer.path).into());
+        }
+        let header = prefix.header;
+        for entry in prefix.entries {
             let slot = writer
                 .mapping
-                .slot(raw.value_offset() as usize)
+                .slot(entry.value_offset() as usize)
                 .ok_or_else(|| {
                     crate::ReadError::new(
                         &writer.path,
-                        raw.offset,
+                        entry.offset,
                         crate::ReadErrorKind::UsedPastEnd {
                             used: header.used,
                             size: writer.capacity,
                         },
                     )
                 })?;
-            writer.slots.insert(raw.key.into(), slot);
+            writer.slots.insert(entry.raw_key.into(), slot);
         }
         writer.used = header.used as usize;
+        fill_holes(
+            &writer.file,
+            &writer.path,
+            &meta,
+            header.used,
+            writer.capacity,
+        )?;
         Ok(writer)
     }
 
@@ -215,6 +245,32 @@ fn extend_with_zeros(file: &File, path: &Path, from: u64, to: u64) -> Result<(),
         offset += n as u64;
     }
     Ok(())
+}
+
+/// Gives an adopted file real blocks where it has holes.
+///
+/// prometheus_client sizes its files with `ftruncate`, which leaves holes:
+/// the first store into a hole through the mapping allocates a block, and
+/// on a full disk that store raises SIGBUS, killing the worker. A worker
+/// that adopts such a file (a dead Python worker's, after pid reuse) writes
+/// real zeros over the unused tail instead, so a full disk is an error
+/// here, from the call that opens the file, as for files this crate creates
+/// or grows. The tail past `used` holds nothing any reader looks at, and
+/// this process is the file's only writer. Files without holes (every one
+/// this crate made) are left alone.
+fn fill_holes(
+    file: &File,
+    path: &Path,
+    meta: &std::fs::Metadata,
+    used: u64,
+    capacity: u64,
+) -> Result<(), WriteError> {
+    use std::os::unix::fs::MetadataExt;
+    // `st_blocks` counts 512-byte units, whatever the block size.
+    if meta.blocks().saturating_mul(512) >= capacity {
+        return Ok(());
+    }
+    extend_with_zeros(file, path, used, capacity)
 }
 
 /// Builds the file under a hidden temporary name and links it into place.
@@ -332,6 +388,78 @@ mod tests {
         std::fs::write(dir.path().join(bad.to_string()), &bytes).unwrap();
         let err = FileWriter::open(dir.path(), &bad).unwrap_err();
         assert!(matches!(err, WriteError::Corrupt(_)), "{err}");
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = FileName::new(MetricKind::Counter, "1").unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.path().join(fifo.to_string()))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let device = FileName::new(MetricKind::Counter, "2").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(device.to_string())).unwrap();
+        let directory = FileName::new(MetricKind::Counter, "3").unwrap();
+        std::fs::create_dir(dir.path().join(directory.to_string())).unwrap();
+        for (name, what) in [(fifo, "a FIFO"), (device, "a device"), (directory, "")] {
+            // Opening must not block on the FIFO either.
+            let err = FileWriter::open(dir.path(), &name).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                matches!(err, WriteError::Corrupt(_)) && text.contains(what)
+                    || matches!(err, WriteError::Io { .. }) && what.is_empty(),
+                "{name}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn adopting_a_sparse_file_claiming_gigabytes_reads_little() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "4").unwrap();
+        let path = dir.path().join(name.to_string());
+        // A damaged header: almost 2 GiB in use, over a 3 GiB hole.
+        std::fs::write(&path, 0x7fff_fff8i32.to_ne_bytes()).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let err = FileWriter::open(dir.path(), &name).unwrap_err();
+        // The first entry (a zero-length key) is refused at offset 8,
+        // before anything past the first read is read.
+        assert!(err.to_string().contains("offset 8:"), "{err}");
+        let prefix = reader::read_valid_prefix(&path).unwrap();
+        assert_eq!(prefix.header.used, 0x7fff_fff8);
+        assert!(prefix.entries.is_empty());
+        assert_eq!(prefix.problem.map(|p| p.offset), Some(8));
+    }
+
+    #[test]
+    fn adopting_a_file_with_holes_gives_it_real_blocks() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "8").unwrap();
+        let path = dir.path().join(name.to_string());
+        // As prometheus_client leaves a file: one entry, then a hole up to
+        // the 1 MiB capacity (ftruncate).
+        let key = encode_key("c", "c_total", [], "h");
+        let image = layout::file_image([(key.as_bytes(), 5.0, 0.0)], 4096);
+        std::fs::write(&path, &image).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_len(1 << 20).unwrap();
+        let holes = |path: &Path| {
+            let meta = std::fs::metadata(path).unwrap();
+            meta.blocks() * 512 < meta.len()
+        };
+        assert!(holes(&path), "the test needs a file system with holes");
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert!(!holes(&path), "holes left in an adopted file");
+        assert_eq!(writer.slot(&key).unwrap().get(), 5.0);
+        assert_eq!(read_file(&path).unwrap().entries.len(), 1);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics
 //!   appended) and `GET /` (an HTML status page), with bounded, timed
 //!   collections off the async workers ([`EndpointConfig`]).
-//! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout and
-//!   graceful shutdown ([`ServerConfig`]).
+//! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout, a cap
+//!   on open connections and graceful shutdown ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
 //! * [`reap`]: `mark_process_dead` for every dead pid in the directory, in a
 //!   way that never races the application's own hook.
@@ -35,5 +35,5 @@ mod server;
 mod status_page;
 
 pub use endpoint::{BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure};
-pub use server::{serve, ServerConfig};
+pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};
 pub use status_page::{html_escape, render_status_page};

@@ -6,16 +6,25 @@
 //! in-flight requests get [`ServerConfig::shutdown_grace`] to finish. A
 //! client that closes its sending side after its request still gets the
 //! answer.
+//!
+//! Open connections are capped ([`ServerConfig::max_connections`]): each
+//! holds a task and its buffers, so without a cap a client opening
+//! connections without end would grow the process without end. At the cap
+//! the loop stops accepting; new connections wait in the kernel's listen
+//! backlog and are served as soon as one closes (a stalled one is closed by
+//! the header timeout at the latest), so a scrape is delayed, not refused.
+//! Reaching the cap is logged, at most once a minute.
 
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
 /// Connection-level limits.
@@ -27,14 +36,25 @@ pub struct ServerConfig {
     pub header_read_timeout: Duration,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_grace: Duration,
+    /// Connections open at once (at least 1); more wait to be accepted.
+    pub max_connections: usize,
 }
 
+/// The default [`ServerConfig::max_connections`]: far more than Prometheus
+/// servers and people at a status page open, few enough that a client
+/// opening connections without end costs a bounded amount of memory.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// How often reaching the connection cap may be logged.
+const CAP_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
 impl Default for ServerConfig {
-    /// 10 s for headers, 5 s of grace.
+    /// 10 s for headers, 5 s of grace, 256 connections.
     fn default() -> Self {
         ServerConfig {
             header_read_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
@@ -50,10 +70,34 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    let max_connections = config.max_connections.max(1);
+    let slots = Arc::new(Semaphore::new(max_connections));
+    let mut cap_logged: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
         // Collect finished connection tasks so the set does not grow.
         while connections.try_join_next().is_some() {}
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if cap_logged.map_or(true, |at| at.elapsed() >= CAP_LOG_INTERVAL) {
+                    cap_logged = Some(Instant::now());
+                    tracing::warn!(
+                        "{max_connections} connections open, the limit (--max-connections): \
+                         new connections wait until one closes"
+                    );
+                }
+                let acquired = tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = Arc::clone(&slots).acquire_owned() => slot,
+                };
+                match acquired {
+                    Ok(slot) => slot,
+                    // The semaphore is never closed.
+                    Err(_) => break,
+                }
+            }
+        };
         let accepted = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
@@ -71,6 +115,8 @@ pub async fn serve(
         let service = TowerToHyperService::new(router.clone());
         let mut closing = closing_rx.clone();
         connections.spawn(async move {
+            // Held until the connection is done, then frees its place.
+            let _slot = slot;
             let mut builder = http1::Builder::new();
             builder
                 .timer(TokioTimer::new())
