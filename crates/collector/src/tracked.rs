@@ -22,7 +22,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use multiprom_format::layout::{self, HEADER_LEN};
+use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
 use multiprom_format::read_map::{MapView, ReadMap};
 use multiprom_format::{open_for_read, EntryIter, FileName, MetricKind, ReadErrorKind};
 
@@ -38,10 +38,6 @@ use crate::problem::ProblemKind;
 /// creates a file, sizes it and writes its header within microseconds; a
 /// file that stays like this had its writer killed in between.
 pub(crate) const CREATION_GRACE: Duration = Duration::from_secs(10);
-
-/// The longest key accepted (1 MiB). prometheus_client's keys are a few
-/// hundred bytes; the limit bounds what one damaged length field can cost.
-pub(crate) const MAX_KEY_LEN: usize = 1 << 20;
 
 /// The largest file mapped or read (4 GiB: entry offsets are 32-bit).
 const MAX_FILE_SIZE: u64 = u32::MAX as u64;
