@@ -42,6 +42,7 @@ mod error;
 mod fold;
 mod journal;
 mod staging;
+mod status;
 #[cfg(test)]
 mod tests;
 mod visibility;
@@ -57,6 +58,7 @@ pub use error::CompactError;
 pub use fold::{Fold, FoldRule};
 pub use journal::Journal;
 pub use staging::{Staging, STAGING_DIR};
+pub use status::CompactionTotals;
 pub use visibility::{check_writers_visible, WritersNotVisible};
 
 use crate::process::{holders, process_state, FileId};

@@ -42,7 +42,23 @@ pub enum WritersNotVisible {
     },
 }
 
-/// Checks, once at start, that the writers of `dir` are visible from here.
+impl WritersNotVisible {
+    /// Whether this stays so for as long as the process runs (no `/proc`, a
+    /// network file system), as opposed to what a later look may settle
+    /// (a writer seen holding its file proves the writers are visible).
+    #[must_use]
+    pub const fn is_permanent(&self) -> bool {
+        matches!(
+            self,
+            WritersNotVisible::NoProc | WritersNotVisible::NetworkFileSystem(_)
+        )
+    }
+}
+
+/// Checks that the writers of `dir` are visible from here. Short-lived
+/// workers that have all just exited look like writers elsewhere, so a
+/// caller that is refused for a reason that is not permanent looks again
+/// before each pass until it is allowed.
 pub fn check_writers_visible(dir: &Path) -> Result<(), WritersNotVisible> {
     if last_allocated_pid().is_none() || std::fs::read_dir("/proc/self/fd").is_err() {
         return Err(WritersNotVisible::NoProc);
