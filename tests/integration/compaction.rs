@@ -218,6 +218,28 @@ fn churn_with_a_kill_9_keeps_totals_exact_and_the_directory_small() {
         "the directory grew to {most} files"
     );
     assert!(db_files(dir.path()) <= SETTLED);
+    // Visible: self-metrics, the status page, inspect.
+    let folded = text
+        .lines()
+        .find_map(|l| l.strip_prefix("multiprom_compaction_folded_files_total "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(folded.is_some_and(|n| n > 0.0), "{text}");
+    assert!(
+        text.contains("multiprom_compactions_total{result=\"error\"} 0"),
+        "{text}"
+    );
+    let page = get(addr, "/", &[]).text();
+    assert!(page.contains("<p>Compaction: "), "{page}");
+    let inspected = multiprom()
+        .arg("inspect")
+        .arg(dir.path().join("counter_compacted.db"))
+        .output()
+        .unwrap();
+    let inspected = String::from_utf8_lossy(&inspected.stdout);
+    assert!(
+        inspected.contains("counter, compacted: the values of exited workers"),
+        "{inspected}"
+    );
     let mut server = server.into_inner().unwrap();
     server.signal(Signal::TERM);
     let (_, stderr) = server.wait();
