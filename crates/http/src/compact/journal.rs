@@ -26,7 +26,8 @@ const MAGIC: &str = "multiprom compaction journal 1";
 
 /// The journal's name inside the staging directory.
 pub const JOURNAL: &str = "journal";
-const JOURNAL_TMP: &str = "journal.tmp";
+/// The journal while it is being written.
+pub const JOURNAL_TMP: &str = "journal.tmp";
 
 /// One fold, as recorded before it is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]

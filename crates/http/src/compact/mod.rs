@@ -177,7 +177,20 @@ impl Compactor {
         let mut recovery = Recovery::default();
         if let Some(journal) = Journal::read(self.staging.path())? {
             let target = self.dir().join(journal.target.to_string());
-            if FileId::of(&target).ok() == Some(journal.new) {
+            let current = match FileId::of(&target) {
+                Ok(id) => Some(id),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                // Not knowing is not "not committed": undoing a committed
+                // fold would count its files twice. Stop until it can be
+                // told.
+                Err(source) => {
+                    return Err(CompactError::Io {
+                        path: target,
+                        source,
+                    })
+                }
+            };
+            if current == Some(journal.new) {
                 // Committed: the compacted file holds the staged values.
                 for name in &journal.folded {
                     self.staging.remove(&name.to_string())?;
@@ -222,7 +235,9 @@ impl Compactor {
             })?;
         for entry in entries.flatten() {
             if let Some(name) = entry.file_name().to_str() {
-                if name.starts_with(staging::NEW_PREFIX) {
+                // A new file no journal names was never committed, and a
+                // half-written journal was never in force.
+                if name.starts_with(staging::NEW_PREFIX) || name == journal::JOURNAL_TMP {
                     self.staging.remove(name)?;
                 }
             }

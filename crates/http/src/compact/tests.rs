@@ -352,3 +352,24 @@ fn a_kill_at_any_step_loses_nothing() {
         at += 1;
     }
 }
+
+#[test]
+fn a_name_taken_by_a_new_writer_after_a_kill_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid = dead_pid().to_string();
+    write(dir.path(), MetricKind::Counter, &pid, &[("a", 3.0, 0.0)]);
+    // Killed right after staging the file ...
+    assert!(run_child(dir.path(), 1, false));
+    let name = format!("counter_{pid}.db");
+    assert!(!dir.path().join(&name).exists());
+    // ... and a new process with the same pid starts writing meanwhile.
+    write(dir.path(), MetricKind::Counter, &pid, &[("a", 4.0, 0.0)]);
+    let (compactor, recovery) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let moved = FileName::parse(&format!("counter_{pid}.1.db")).unwrap();
+    assert_eq!(recovery.put_back, [moved]);
+    let total = "requests_total{route=\"a\"} 7.0".to_owned();
+    assert!(merged(dir.path()).contains(&total));
+    // The moved-aside file keeps its values; the new writer's is folded.
+    compactor.pass(&mut |_| {}).unwrap();
+    assert!(merged(dir.path()).contains(&total));
+}
