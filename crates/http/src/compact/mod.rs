@@ -57,6 +57,7 @@ use multiprom_format::{read_file, FileName, MetricKind};
 pub use error::CompactError;
 pub use fold::{Fold, FoldRule};
 pub use journal::Journal;
+pub(crate) use staging::move_no_replace;
 pub use staging::{Staging, STAGING_DIR};
 pub use status::CompactionTotals;
 pub use visibility::{check_writers_visible, WritersNotVisible};
