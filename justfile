@@ -42,6 +42,12 @@ bench-python dir="target/python-bench":
     PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
     target/py-venv-bench/bin/python tests/python/bench_python_package.py {{dir}}
 
+# Compaction under worker churn (docs/benchmarks.md, last section): 100,000
+# simulated worker lifetimes through one directory, with and without
+# compaction; the Python figures use the venv the integration tests provision.
+bench-compaction lifetimes="100000" dir="target/compaction-bench":
+    cargo run --release -p multiprom-http --example compaction_churn -- {{dir}} target/py-venv-prometheus-client-0.26.0/bin/python {{lifetimes}}
+
 # Targets: read_file, decode_key, parse_cache, http_request; libFuzzer flags
 # may follow the seconds; cargo-fuzz is installed if missing (docs/fuzzing.md).
 # Fuzz one target for a while, adding what it finds to fuzz/corpus/TARGET.

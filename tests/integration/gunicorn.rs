@@ -26,7 +26,7 @@ use crate::spawned_server::{Spawned, PATIENCE};
 const CHURN: Duration = Duration::from_secs(20);
 
 /// A free loopback port for gunicorn (closed again before gunicorn binds it).
-fn free_port() -> SocketAddr {
+pub fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -36,7 +36,7 @@ fn free_port() -> SocketAddr {
 /// `GET path` on `addr`; `true` if it answered 200. Failures (a worker
 /// restarting, a server gone) are counted by the caller, never fatal here, so
 /// the test reports what went down rather than a connection error.
-fn answers_200(addr: SocketAddr, path: &str) -> bool {
+pub fn answers_200(addr: SocketAddr, path: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
         return false;
     };

@@ -142,7 +142,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         }
     }
 
-    let endpoint = serving::endpoint(dir, &args.endpoint, true);
+    let endpoint = serving::endpoint(dir, &args.endpoint, true, false);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {

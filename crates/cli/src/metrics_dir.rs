@@ -137,6 +137,19 @@ fn remove_stale_files(dir: &Path) -> Result<(), String> {
             }
         }
     }
+    // An earlier run's interrupted compaction: its staged files are stale
+    // too, and recovery would otherwise put them back.
+    let staging = dir.join(multiprom_http::compact::STAGING_DIR);
+    match std::fs::remove_dir_all(&staging) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(format!(
+                "cannot remove stale {}: {e} (pass --keep-files to keep it)",
+                staging.display()
+            ))
+        }
+    }
     if removed > 0 {
         tracing::info!(
             "removed {removed} stale *.db file{} from {} (left by an earlier run; --keep-files keeps them)",

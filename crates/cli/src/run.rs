@@ -40,6 +40,14 @@ pub struct Args {
     /// start: stale files from an earlier run make wrong metrics).
     #[arg(long, requires = "dir")]
     pub keep_files: bool,
+    /// Fold exited workers' files into *_compacted.db files (the default
+    /// for `run`: its workers are its own descendants, so their processes
+    /// are visible, and the directory is its own).
+    #[arg(long, overrides_with = "no_compact")]
+    pub compact: bool,
+    /// Keep every exited worker's files, as prometheus_client does.
+    #[arg(long, overrides_with = "compact")]
+    pub no_compact: bool,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
     /// The command to run, and its arguments.
@@ -117,7 +125,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     };
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
 
-    let endpoint = serving::endpoint(dir, &args.endpoint, true);
+    let endpoint = serving::endpoint(dir, &args.endpoint, true, !args.no_compact);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {

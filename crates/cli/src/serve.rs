@@ -23,6 +23,14 @@ pub struct Args {
     /// pids are visible: not from another pid namespace (container).
     #[arg(long)]
     pub reap_dead: bool,
+    /// Fold the counter, histogram, summary and gauge sum/max/min/mostrecent
+    /// files of exited workers into one *_compacted.db file per kind, at
+    /// start and every --compact-interval, so the directory stays small
+    /// under worker churn. Refused (with a warning) where the workers'
+    /// processes are not visible. Python's own collector reading the same
+    /// directory may miscount during a fold: read it through multiprom.
+    #[arg(long)]
+    pub compact: bool,
 }
 
 /// Runs `multiprom serve`: exit 0 after SIGINT/SIGTERM, 2 for a bad
@@ -52,7 +60,7 @@ pub fn main(args: Args) -> ExitCode {
     };
     let result = runtime.block_on(async {
         let stop = signals::termination()?;
-        let endpoint = serving::endpoint(&dir, &args.endpoint, args.reap_dead);
+        let endpoint = serving::endpoint(&dir, &args.endpoint, args.reap_dead, args.compact);
         serving::serve(listener, endpoint, &args.endpoint, "serving", async {
             let signal = stop.await;
             tracing::info!("{signal}: shutting down");

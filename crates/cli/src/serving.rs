@@ -49,6 +49,10 @@ pub struct EndpointArgs {
     /// before every scrape).
     #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
     pub reap_interval: Duration,
+    /// With compaction on: how often exited workers' files are folded
+    /// (e.g. 30s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub compact_interval: Duration,
     /// Test hook: while this file exists, every collection creates
     /// `<file>.waiting` and waits for the file to be removed. Lets tests hold
     /// a scrape slot deterministically.
@@ -133,8 +137,9 @@ pub fn bind(listen: &str) -> Result<TcpListener, ListenError> {
 }
 
 /// The endpoint for `dir` as the flags say.
-pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool) -> Endpoint {
+pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Endpoint {
     let config = EndpointConfig {
+        compact,
         max_concurrent_scrapes: args.max_concurrent_scrapes,
         scrape_queue_wait: args.scrape_queue_wait,
         scrape_timeout: args.scrape_timeout,
@@ -201,6 +206,26 @@ pub async fn serve(
             }
         })
     });
+    let compactor = endpoint.compacting().then(|| {
+        tracing::info!(
+            "compacting exited workers' files in {} every {:?}",
+            endpoint.dir().display(),
+            args.compact_interval
+        );
+        let endpoint = endpoint.clone();
+        let interval = args.compact_interval.max(Duration::from_millis(10));
+        tokio::spawn(async move {
+            // The first tick is at once: a directory left by an earlier run
+            // is folded at start.
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                // Outcomes are logged and counted by the endpoint.
+                let _ = endpoint.compact().await;
+            }
+        })
+    });
     let config = ServerConfig {
         header_read_timeout: args.header_read_timeout,
         max_connections: args.max_connections,
@@ -209,6 +234,9 @@ pub async fn serve(
     let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
     if let Some(reaper) = reaper {
         reaper.abort();
+    }
+    if let Some(compactor) = compactor {
+        compactor.abort();
     }
     result
 }

@@ -490,6 +490,21 @@ impl DirCollector {
 }
 
 impl DirCollector {
+    /// Runs `f` while no collection of this collector runs: collections that
+    /// arrive meanwhile wait, then list the directory afresh.
+    ///
+    /// For changes to the directory that must be seen whole or not at all by
+    /// this collector's scrapes, such as folding several files into one.
+    pub fn while_not_collecting<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f()
+    }
+}
+
+impl DirCollector {
     /// The listing, from the watch's events when nothing changed, else from
     /// the directory; marks files touched since the last collection.
     fn changed_listing(

@@ -27,6 +27,7 @@ use axum::Router;
 use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
 use tokio::sync::Semaphore;
 
+use crate::compact::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
 use crate::negotiate::{accepts_gzip, choose_format};
 use crate::process::process_state;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
@@ -50,6 +51,10 @@ pub struct EndpointConfig {
     /// How long a live-gauge file's process must have been gone before the
     /// file is removed.
     pub reap_grace: Duration,
+    /// Fold exited workers' files into one file per kind when
+    /// [`Endpoint::compact`] is called (see [`crate::compact`]). Refused,
+    /// with a warning, where the writers' processes cannot be seen.
+    pub compact: bool,
 }
 
 impl Default for EndpointConfig {
@@ -62,6 +67,7 @@ impl Default for EndpointConfig {
             scrape_timeout: Duration::from_secs(10),
             reap_dead: false,
             reap_grace: DEFAULT_REAP_GRACE,
+            compact: false,
         }
     }
 }
@@ -118,6 +124,8 @@ struct Inner {
     before_collect: Option<BeforeCollect>,
     /// Retires and removes exited processes' live-gauge files, when on.
     reaper: Option<Mutex<Reaper>>,
+    /// Folds exited workers' files, when on and possible.
+    compactor: Option<Mutex<Compaction>>,
     /// The last collection whose warnings were logged.
     logged_collection: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
@@ -170,12 +178,21 @@ impl Endpoint {
             max_concurrent_scrapes: config.max_concurrent_scrapes.max(1),
             ..config
         };
+        let compactor = config
+            .compact
+            .then(|| start_compaction(&collector))
+            .flatten();
+        let mut metrics = SelfMetrics::new();
+        if compactor.is_some() {
+            metrics.register_compaction();
+        }
         Endpoint {
             inner: Arc::new(Inner {
                 collector,
                 permits: Arc::new(Semaphore::new(config.max_concurrent_scrapes)),
                 config,
-                metrics: SelfMetrics::new(),
+                metrics,
+                compactor: compactor.map(Mutex::new),
                 before_collect,
                 reaper: config
                     .reap_dead
@@ -223,7 +240,11 @@ impl Endpoint {
     /// One bounded collection, as the `GET /` HTML page.
     pub async fn status_page(&self) -> Result<String, ScrapeFailure> {
         self.bounded(|inner, scrape| {
-            render_status_page(inner.collector.dir(), scrape, process_state)
+            let html = render_status_page(inner.collector.dir(), scrape, process_state);
+            match &inner.metrics.compaction {
+                Some(totals) => with_compaction_line(html, &totals.summary()),
+                None => html,
+            }
         })
         .await
     }
@@ -248,6 +269,46 @@ impl Endpoint {
         })
         .await
         .map_err(std::io::Error::other)?
+    }
+
+    /// Whether compaction is on (asked for, and the writers are visible).
+    #[must_use]
+    pub fn compacting(&self) -> bool {
+        self.inner.compactor.is_some()
+    }
+
+    /// One compaction pass now (on the blocking pool, while no scrape of
+    /// this endpoint collects), logged and counted. `None` when compaction
+    /// is off.
+    pub async fn compact(&self) -> Option<Result<CompactPass, CompactError>> {
+        self.inner.compactor.as_ref()?;
+        let inner = self.inner.clone();
+        let joined = tokio::task::spawn_blocking(move || {
+            let compaction = inner.compactor.as_ref()?;
+            let mut compaction = compaction
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if !compaction.writers_visible {
+                if check_writers_visible(inner.collector.dir()).is_err() {
+                    return Some(Ok(CompactPass::default()));
+                }
+                tracing::info!(
+                    "a writer of {} is visible now: compacting",
+                    inner.collector.dir().display()
+                );
+                compaction.writers_visible = true;
+            }
+            let result = inner
+                .collector
+                .while_not_collecting(|| compaction.compactor.pass(&mut |_| {}));
+            log_compaction(inner.collector.dir(), &result);
+            if let Some(totals) = &inner.metrics.compaction {
+                totals.record(&result);
+            }
+            Some(result)
+        })
+        .await;
+        joined.ok().flatten()
     }
 
     async fn bounded<T: Send + 'static>(
@@ -459,4 +520,88 @@ async fn not_found() -> Response {
         StatusCode::NOT_FOUND,
         "multiprom: not found; metrics are at /metrics".to_owned(),
     )
+}
+
+/// Takes charge of compacting the collector's directory, recovering from an
+/// earlier process's unfinished pass; `None` (with a warning saying why)
+/// where that is not safe or not possible.
+fn start_compaction(collector: &DirCollector) -> Option<Compaction> {
+    let dir = collector.dir();
+    let writers_visible = match check_writers_visible(dir) {
+        Ok(()) => true,
+        Err(why) if why.is_permanent() => {
+            tracing::warn!("not compacting {}: {why}", dir.display());
+            return None;
+        }
+        Err(why) => {
+            tracing::warn!(
+                "not compacting {} yet: {why}; compaction starts once a writer is seen holding its file here",
+                dir.display()
+            );
+            false
+        }
+    };
+    let mut log_step = |step: &Step| {
+        if let Step::PutBack(name) = step {
+            tracing::info!(
+                "compaction recovery: put {name} back into {}",
+                dir.display()
+            );
+        }
+    };
+    match collector.while_not_collecting(|| Compactor::open(dir, &mut log_step)) {
+        Ok((compactor, recovery)) => {
+            if let Some(target) = recovery.completed {
+                tracing::info!("compaction recovery: finished the interrupted fold into {target}");
+            }
+            if let Some(target) = recovery.undone {
+                tracing::info!("compaction recovery: undid the uncommitted fold into {target}");
+            }
+            Some(Compaction {
+                compactor,
+                writers_visible,
+            })
+        }
+        Err(e) => {
+            tracing::warn!("not compacting {}: {e}", dir.display());
+            None
+        }
+    }
+}
+
+/// The compactor, and whether the directory's writers have been seen from
+/// here (passes wait until they have).
+struct Compaction {
+    compactor: Compactor,
+    writers_visible: bool,
+}
+
+fn log_compaction(dir: &Path, result: &Result<CompactPass, CompactError>) {
+    match result {
+        Ok(pass) => {
+            for (target, files) in &pass.folded {
+                tracing::info!(
+                    "compacted {} files of exited workers into {}/{target} (pass took {:.1} ms)",
+                    files.len(),
+                    dir.display(),
+                    pass.duration.as_secs_f64() * 1000.0
+                );
+            }
+            for name in &pass.held {
+                tracing::info!("not compacting {name}: a process holds it (a reused pid?)");
+            }
+            for (name, why) in &pass.skipped {
+                tracing::warn!("not compacting {name}: {why}");
+            }
+        }
+        Err(e) => tracing::warn!("compaction of {} failed (nothing lost): {e}", dir.display()),
+    }
+}
+
+/// The status page with one paragraph about compaction before its end.
+fn with_compaction_line(mut html: String, line: &str) -> String {
+    let paragraph = format!("<p>{}</p>\n", crate::html_escape(line));
+    let at = html.rfind("</body>").unwrap_or(html.len());
+    html.insert_str(at, &paragraph);
+    html
 }

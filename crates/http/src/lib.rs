@@ -10,6 +10,8 @@
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
 //! * [`reap`]: `mark_process_dead` for every dead pid in the directory, in a
 //!   way that never races the application's own hook.
+//! * [`compact`]: folding exited workers' files into one file per kind,
+//!   crash-safely, so a directory stays bounded under worker churn.
 //! * [`process`]: process liveness, the pid counter, and who holds a file.
 //!
 //! ```no_run
@@ -26,6 +28,7 @@
 //! # }
 //! ```
 
+pub mod compact;
 mod endpoint;
 pub mod negotiate;
 pub mod process;

@@ -167,6 +167,8 @@ pub struct Holders {
     /// Processes whose fds or maps could not be read (another user's, without
     /// the privilege to look): they might hold any of the files.
     pub uninspectable: usize,
+    /// Their pids.
+    pub uninspectable_pids: HashSet<u32>,
 }
 
 /// Looks through every process's open files and memory maps for `files`.
@@ -196,7 +198,10 @@ pub fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
         match process_holds(pid, files, &mut found.held) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {} // exited meanwhile
-            Err(_) => found.uninspectable += 1,
+            Err(_) => {
+                found.uninspectable += 1;
+                found.uninspectable_pids.insert(pid);
+            }
         }
         if found.held.len() == files.len() {
             break;

@@ -21,7 +21,10 @@
 //!    after collecting the worker's exit status, so a zombie's hook is still
 //!    to come) for a grace period (five minutes by default), and only if no
 //!    process holds it open or mapped. A hook runs within milliseconds of its
-//!    worker being collected, so by then it has long finished.
+//!    worker being collected, so by then it has long finished. The file is
+//!    first renamed to a hidden name (out of the `*.db` namespace) and
+//!    checked for holders again before it is deleted, so a new process that
+//!    got the pid and opened the file just before the rename keeps it.
 //!
 //! The one way a hook for the same pid could run later is pid reuse: a new
 //! process gets the dead one's pid, and its own hook removes
@@ -190,6 +193,11 @@ impl Reaper {
         }
         let ids: Vec<Option<FileId>> = due.iter().map(|(p, _)| FileId::of(p).ok()).collect();
         let held = view.held(&ids.iter().flatten().copied().collect());
+        // Move each unheld file aside (a dot-name no scan lists and no
+        // writer opens), then look for holders again: a new process that
+        // got the pid and opened the file just before the move is found
+        // now, and the file goes back. Nothing can open it after the move.
+        let mut aside = Vec::new();
         for ((path, pid), id) in due.into_iter().zip(ids) {
             let Some(id) = id else {
                 // Already gone (someone else removed it).
@@ -200,12 +208,9 @@ impl Reaper {
             if held.contains(&id) {
                 continue;
             }
-            match std::fs::remove_file(&path) {
-                Ok(()) => {
-                    pass.retired.remove(&path);
-                    self.waiting.remove(&path);
-                    pass.removed.push((path, pid));
-                }
+            let hidden = hidden_name(&path);
+            match std::fs::rename(&path, &hidden) {
+                Ok(()) => aside.push((path, pid, id, hidden)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     pass.retired.remove(&path);
                     self.waiting.remove(&path);
@@ -213,9 +218,46 @@ impl Reaper {
                 Err(e) => pass.failed.push((path, e.to_string())),
             }
         }
+        if aside.is_empty() {
+            return pass;
+        }
+        std::thread::sleep(SETTLE);
+        let held = view.held(&aside.iter().map(|(_, _, id, _)| *id).collect());
+        for (path, pid, id, hidden) in aside {
+            if held.contains(&id) {
+                if let Err(e) = crate::compact::move_no_replace(&hidden, &path) {
+                    pass.failed.push((
+                        path,
+                        format!("cannot put it back from {}: {e}", hidden.display()),
+                    ));
+                }
+                continue;
+            }
+            match std::fs::remove_file(&hidden) {
+                Ok(()) => {
+                    pass.retired.remove(&path);
+                    self.waiting.remove(&path);
+                    pass.removed.push((path, pid));
+                }
+                Err(e) => pass.failed.push((path, e.to_string())),
+            }
+        }
         pass.removed.sort();
         pass
     }
+}
+
+/// How long a file sits under its hidden name before holders are looked for
+/// again: an `open` that resolved the old name just before the rename has
+/// installed its file descriptor well within this.
+const SETTLE: Duration = Duration::from_millis(20);
+
+/// `.<name>.reaping` beside `path`: out of the `*.db` namespace.
+fn hidden_name(path: &Path) -> PathBuf {
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(".reaping");
+    path.with_file_name(name)
 }
 
 /// The pid of a `gauge_live*_<pid>.db` file, if `path` is one whose id is a
@@ -243,6 +285,9 @@ mod tests {
         states: HashMap<u32, ProcessState>,
         last_pid: Option<u32>,
         held: HashSet<FileId>,
+        /// Held from the second look on: opened just before the move aside.
+        opened_meanwhile: HashSet<FileId>,
+        looks: usize,
     }
 
     impl ProcessView for Fake {
@@ -256,7 +301,12 @@ mod tests {
             self.last_pid
         }
         fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId> {
-            files.intersection(&self.held).copied().collect()
+            self.looks += 1;
+            let mut held: HashSet<FileId> = files.intersection(&self.held).copied().collect();
+            if self.looks > 1 {
+                held.extend(files.intersection(&self.opened_meanwhile));
+            }
+            held
         }
     }
 
@@ -402,6 +452,25 @@ mod tests {
         fake.held.clear();
         let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 9)]);
+    }
+
+    #[test]
+    fn a_file_opened_just_before_it_is_moved_aside_goes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livesum_77.db");
+        std::fs::write(&file, b"x").unwrap();
+        let mut fake = Fake::default();
+        fake.states.insert(77, ProcessState::Gone);
+        fake.opened_meanwhile.insert(FileId::of(&file).unwrap());
+        let mut reaper = Reaper::new(Duration::ZERO);
+        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        assert!(pass.removed.is_empty(), "{pass:?}");
+        assert_eq!(names(dir.path()), ["gauge_livesum_77.db"]);
+        // Once nobody holds it, it goes.
+        fake.opened_meanwhile.clear();
+        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        assert_eq!(pass.removed, [(file.clone(), 77)]);
+        assert!(names(dir.path()).is_empty());
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub(crate) struct SelfMetrics {
     series: Gauge,
     scrapes: Family<ResultLabels, Counter>,
     reaped_files: Counter,
+    /// Compaction passes, when compaction is on.
+    pub(crate) compaction: Option<crate::compact::CompactionTotals>,
     /// Makes "record this scrape's stats, then encode" one step, so a
     /// response never shows another scrape's numbers.
     render: Mutex<()>,
@@ -146,8 +148,16 @@ impl SelfMetrics {
             series,
             scrapes,
             reaped_files,
+            compaction: None,
             render: Mutex::new(()),
         }
+    }
+
+    /// Adds the compaction self-metrics (`multiprom_compaction*`).
+    pub(crate) fn register_compaction(&mut self) {
+        self.compaction = Some(crate::compact::CompactionTotals::register(
+            &mut self.registry,
+        ));
     }
 
     /// Counts a finished scrape request.

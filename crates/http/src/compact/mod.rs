@@ -1,0 +1,520 @@
+//! Compaction: folding the files of exited workers into one file per kind,
+//! so a directory stays as small as its live workers however many have come
+//! and gone, while every total stays exact.
+//!
+//! Python's multiprocess mode keeps every exited worker's counter,
+//! histogram, summary and non-live gauge file for good, since deleting one
+//! would make totals go backwards. A [`Compactor`] pass instead folds such
+//! files into `counter_compacted.db`, `histogram_compacted.db`,
+//! `summary_compacted.db` and `gauge_{sum,max,min,mostrecent}_compacted.db`,
+//! in Python's own format: `prometheus_client` reads them like any other file
+//! (the id `compacted` is no pid, so `mark_process_dead` never touches them,
+//! and those gauge modes drop the `pid` label when merging). Gauges `all`
+//! (one series per pid) and the `live*` modes are never folded
+//! ([`FoldRule::of`]).
+//!
+//! One pass, while the caller keeps its own scrapes out
+//! (`DirCollector::while_not_collecting`):
+//!
+//! 1. **Pick** files whose name carries a decimal pid that has exited.
+//! 2. **Stage**: rename each into `.multiprom-compaction/` (no writer opens
+//!    a file there, and no collector lists it), then, after a short settle,
+//!    look through `/proc/*/fd` and `/proc/*/maps` for every staged inode.
+//!    A file someone holds (a new process with the same pid that opened it
+//!    just before the rename) goes back at once.
+//! 3. **Write** the new compacted file (old compacted + staged files, merged
+//!    by [`FoldRule`]) in staging, and `fsync` it.
+//! 4. **Journal** the staged names and the new file's (device, inode), and
+//!    `fsync` the journal and directory.
+//! 5. **Commit**: rename the new file over the compacted name and `fsync`
+//!    the directory. The fold is committed exactly when the compacted name
+//!    has the journal's inode.
+//! 6. **Clean up**: delete the staged files, `fsync`, delete the journal.
+//!
+//! [`Compactor::recover`] (run at open and before every pass) finishes or
+//! undoes whatever a killed pass left: with a journal whose inode the
+//! compacted name has, it deletes the staged files (their values are in the
+//! compacted file); otherwise the old compacted file is untouched, so it puts
+//! every staged file back. Either way nothing is lost or counted twice;
+//! `docs/architecture.md` has the argument step by step.
+
+mod error;
+mod fold;
+mod journal;
+mod staging;
+mod status;
+#[cfg(test)]
+mod tests;
+mod visibility;
+
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use multiprom_format::{read_file, FileName, MetricKind};
+
+pub use error::CompactError;
+pub use fold::{Fold, FoldRule};
+pub use journal::Journal;
+pub(crate) use staging::move_no_replace;
+pub use staging::{Staging, STAGING_DIR};
+pub use status::CompactionTotals;
+pub use visibility::{check_writers_visible, WritersNotVisible};
+
+use crate::process::{holders, process_state, FileId};
+
+/// The id of every compacted file: not a pid, so nothing ever takes it for
+/// a worker's file.
+pub const COMPACTED_ID: &str = "compacted";
+
+/// How long staged files sit before their holders are looked for: an `open`
+/// that resolved the old name just before the rename has installed its file
+/// descriptor well within this.
+const SETTLE: Duration = Duration::from_millis(20);
+
+/// Files folded per kind in one pass, so one pass holds scrapes back for a
+/// bounded time; the rest wait for the next pass.
+pub const MAX_FILES_PER_FOLD: usize = 2000;
+
+/// A point in a pass or a recovery, reported to the caller's observer as it
+/// is passed (for progress, logging, and for tests that stop a pass there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A file was moved into staging.
+    Staged(FileName),
+    /// Holders were looked for; held files are back in place.
+    Checked,
+    /// The new compacted file is written and flushed (not yet journaled).
+    Written(FileName),
+    /// The journal is on disk.
+    Journaled(FileName),
+    /// The new compacted file replaced the old one: the fold is committed.
+    Committed(FileName),
+    /// A folded file was deleted from staging.
+    Removed(FileName),
+    /// The journal is gone; the fold of this compacted file is complete.
+    Finished(FileName),
+    /// Recovery put a staged file back into the directory (under the name
+    /// given).
+    PutBack(FileName),
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactPass {
+    /// Files folded, by compacted file.
+    pub folded: BTreeMap<FileName, Vec<FileName>>,
+    /// Disk space freed (allocated blocks of the folded files and the old
+    /// compacted files, less the new compacted files).
+    pub bytes_reclaimed: i64,
+    /// Staged files that a process held, put back untouched.
+    pub held: Vec<FileName>,
+    /// Files that could not be folded (unreadable or damaged), put back
+    /// untouched, with why.
+    pub skipped: Vec<(FileName, String)>,
+    /// How long the pass took.
+    pub duration: Duration,
+}
+
+impl CompactPass {
+    /// Number of files folded.
+    #[must_use]
+    pub fn files_folded(&self) -> usize {
+        self.folded.values().map(Vec::len).sum()
+    }
+}
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// A journal was found whose fold had been committed: its staged files
+    /// were deleted.
+    pub completed: Option<FileName>,
+    /// A journal was found whose fold had not been committed: undone.
+    pub undone: Option<FileName>,
+    /// Staged files put back into the directory.
+    pub put_back: Vec<FileName>,
+}
+
+impl Recovery {
+    /// Whether there was anything to recover.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Recovery::default()
+    }
+}
+
+/// Folds the files of exited writers in one directory (see the module docs).
+#[derive(Debug)]
+pub struct Compactor {
+    staging: Staging,
+}
+
+impl Compactor {
+    /// Takes charge of compacting `dir`: creates and locks its staging
+    /// directory, then recovers from any pass an earlier process left
+    /// unfinished. Run it while no collection of `dir` runs.
+    pub fn open(
+        dir: &Path,
+        observer: &mut dyn FnMut(&Step),
+    ) -> Result<(Compactor, Recovery), CompactError> {
+        let compactor = Compactor {
+            staging: Staging::open(dir)?,
+        };
+        let recovery = compactor.recover(observer)?;
+        Ok((compactor, recovery))
+    }
+
+    /// The directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        self.staging.dir()
+    }
+
+    /// Finishes or undoes what an interrupted pass left. Idempotent: a
+    /// recovery killed half-way is finished by the next one.
+    pub fn recover(&self, observer: &mut dyn FnMut(&Step)) -> Result<Recovery, CompactError> {
+        let mut recovery = Recovery::default();
+        if let Some(journal) = Journal::read(self.staging.path())? {
+            let target = self.dir().join(journal.target.to_string());
+            let current = match FileId::of(&target) {
+                Ok(id) => Some(id),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                // Not knowing is not "not committed": undoing a committed
+                // fold would count its files twice. Stop until it can be
+                // told.
+                Err(source) => {
+                    return Err(CompactError::Io {
+                        path: target,
+                        source,
+                    })
+                }
+            };
+            if current == Some(journal.new) {
+                // Committed: the compacted file holds the staged values.
+                for name in &journal.folded {
+                    self.staging.remove(&name.to_string())?;
+                    observer(&Step::Removed(name.clone()));
+                }
+                recovery.completed = Some(journal.target.clone());
+            } else {
+                // Not committed: the old compacted file is untouched; the
+                // staged files go back below, the new file is discarded.
+                recovery.undone = Some(journal.target.clone());
+            }
+            self.staging
+                .remove(&format!("{}{}", staging::NEW_PREFIX, journal.target))?;
+            self.staging.sync()?;
+            Journal::remove(self.staging.path())?;
+            observer(&Step::Finished(journal.target));
+        }
+        self.discard_unjournaled_new_files()?;
+        // Staged files no journal claims were never folded: they go back.
+        for name in self.staging.staged_files()? {
+            let back = self
+                .staging
+                .put_back(&name)
+                .map_err(|source| CompactError::Io {
+                    path: self.staging.staged(&name),
+                    source,
+                })?;
+            observer(&Step::PutBack(back.clone()));
+            recovery.put_back.push(back);
+        }
+        if !recovery.put_back.is_empty() {
+            self.staging.sync()?;
+        }
+        Ok(recovery)
+    }
+
+    fn discard_unjournaled_new_files(&self) -> Result<(), CompactError> {
+        let entries =
+            std::fs::read_dir(self.staging.path()).map_err(|source| CompactError::Io {
+                path: self.staging.path().to_owned(),
+                source,
+            })?;
+        for entry in entries.flatten() {
+            if let Some(name) = entry.file_name().to_str() {
+                // A new file no journal names was never committed, and a
+                // half-written journal was never in force.
+                if name.starts_with(staging::NEW_PREFIX) || name == journal::JOURNAL_TMP {
+                    self.staging.remove(name)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass over the directory against the running system. Run it while
+    /// no collection of the directory runs.
+    ///
+    /// A pass that fails half-way (a full disk, say) recovers before it
+    /// returns the error, so the directory is whole again either way.
+    pub fn pass(&self, observer: &mut dyn FnMut(&Step)) -> Result<CompactPass, CompactError> {
+        self.recover(observer)?;
+        let result = self.pass_after_recovery(observer);
+        if result.is_err() {
+            // If this fails too, the next pass tries again first.
+            let _ = self.recover(observer);
+        }
+        result
+    }
+
+    fn pass_after_recovery(
+        &self,
+        observer: &mut dyn FnMut(&Step),
+    ) -> Result<CompactPass, CompactError> {
+        let start = Instant::now();
+        let mut pass = CompactPass::default();
+        let listing =
+            multiprom_collector::scan_dir(self.dir()).map_err(|source| CompactError::Io {
+                path: self.dir().to_owned(),
+                source,
+            })?;
+        let candidates = pick(&listing);
+        if candidates.is_empty() {
+            pass.duration = start.elapsed();
+            return Ok(pass);
+        }
+
+        let mut staged = Vec::new();
+        for name in candidates {
+            match self.staging.stage(&name) {
+                Ok(()) => {
+                    observer(&Step::Staged(name.clone()));
+                    staged.push(name);
+                }
+                // Gone meanwhile, or a leftover of the same name in staging
+                // (recovery has just emptied it, so only by someone else).
+                Err(_) => continue,
+            }
+        }
+        std::thread::sleep(SETTLE);
+        let staged = self.drop_held(staged, &mut pass)?;
+        observer(&Step::Checked);
+
+        let mut by_kind: BTreeMap<MetricKind, Vec<FileName>> = BTreeMap::new();
+        for name in staged {
+            by_kind.entry(name.kind()).or_default().push(name);
+        }
+        for (kind, names) in by_kind {
+            self.fold(kind, names, &mut pass, observer)?;
+        }
+        pass.duration = start.elapsed();
+        Ok(pass)
+    }
+
+    /// Puts back every staged file some process holds open or mapped, or
+    /// whose pid now belongs to a process we cannot inspect (a writer only
+    /// ever opens the file named after its own pid).
+    fn drop_held(
+        &self,
+        staged: Vec<FileName>,
+        pass: &mut CompactPass,
+    ) -> Result<Vec<FileName>, CompactError> {
+        let mut ids = Vec::with_capacity(staged.len());
+        for name in &staged {
+            let meta = std::fs::metadata(self.staging.staged(name)).ok();
+            ids.push(meta.map(|m| FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            }));
+        }
+        let wanted: HashSet<FileId> = ids.iter().flatten().copied().collect();
+        let found = match holders(&wanted) {
+            Ok(found) => found,
+            Err(source) => {
+                // Without /proc nothing can be folded safely.
+                for name in &staged {
+                    let _ = self.staging.put_back(name);
+                }
+                return Err(CompactError::Io {
+                    path: PathBuf::from("/proc"),
+                    source,
+                });
+            }
+        };
+        let mut free = Vec::new();
+        for (name, id) in staged.into_iter().zip(ids) {
+            let busy = match id {
+                Some(id) => {
+                    found.held.contains(&id)
+                        || name
+                            .pid()
+                            .is_some_and(|pid| found.uninspectable_pids.contains(&pid))
+                }
+                None => true,
+            };
+            if busy {
+                self.staging
+                    .put_back(&name)
+                    .map_err(|source| CompactError::Io {
+                        path: self.staging.staged(&name),
+                        source,
+                    })?;
+                pass.held.push(name);
+            } else {
+                free.push(name);
+            }
+        }
+        Ok(free)
+    }
+
+    /// Folds the staged `names` of `kind` into its compacted file and
+    /// commits (steps 3 to 6 of the module docs).
+    fn fold(
+        &self,
+        kind: MetricKind,
+        names: Vec<FileName>,
+        pass: &mut CompactPass,
+        observer: &mut dyn FnMut(&Step),
+    ) -> Result<(), CompactError> {
+        let Some(rule) = FoldRule::of(kind) else {
+            return Ok(());
+        };
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| CompactError::Io { path, source }
+        };
+        let put_back_all = |names: &[FileName]| -> Result<(), CompactError> {
+            for name in names {
+                self.staging
+                    .put_back(name)
+                    .map_err(io(&self.staging.staged(name)))?;
+            }
+            Ok(())
+        };
+        let target = FileName::new(kind, COMPACTED_ID).map_err(|e| CompactError::Io {
+            path: self.dir().to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+        })?;
+        let target_path = self.dir().join(target.to_string());
+        let mut fold = Fold::new(rule);
+        let mut reclaimed: i64 = 0;
+        match read_file(&target_path) {
+            Ok(contents) => {
+                for e in contents.entries {
+                    fold.add(&e.raw_key, e.value, e.timestamp);
+                }
+                reclaimed += allocated(&target_path);
+            }
+            Err(e) if e.kind == multiprom_format::ReadErrorKind::Vanished => {}
+            Err(e) => {
+                // Our own file, damaged by someone: fold nothing into it.
+                put_back_all(&names)?;
+                for name in names {
+                    pass.skipped
+                        .push((name, format!("{target} cannot be read: {e}")));
+                }
+                return Ok(());
+            }
+        }
+        let mut folded = Vec::new();
+        for name in names {
+            let path = self.staging.staged(&name);
+            match read_file(&path) {
+                Ok(contents) => {
+                    for e in contents.entries {
+                        fold.add(&e.raw_key, e.value, e.timestamp);
+                    }
+                    reclaimed += allocated(&path);
+                    folded.push(name);
+                }
+                Err(e) => {
+                    // Damaged files stay as they were: collectors report
+                    // and skip them, as before.
+                    put_back_all(std::slice::from_ref(&name))?;
+                    pass.skipped.push((name, e.to_string()));
+                }
+            }
+        }
+        if folded.is_empty() {
+            return Ok(());
+        }
+
+        let new_name = format!("{}{target}", staging::NEW_PREFIX);
+        let new_path = self.staging.path().join(&new_name);
+        self.staging.remove(&new_name)?;
+        let new_id = (|| {
+            use std::io::Write;
+            let mut file = std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .open(&new_path)?;
+            file.write_all(&fold.image())?;
+            file.sync_all()?;
+            let meta = file.metadata()?;
+            Ok(FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            })
+        })()
+        .map_err(io(&new_path))?;
+        observer(&Step::Written(target.clone()));
+
+        let journal = Journal {
+            target: target.clone(),
+            new: new_id,
+            folded: folded.clone(),
+        };
+        journal.write(self.staging.path())?;
+        observer(&Step::Journaled(target.clone()));
+
+        std::fs::rename(&new_path, &target_path).map_err(io(&target_path))?;
+        staging::sync_dir(self.dir())?;
+        observer(&Step::Committed(target.clone()));
+        reclaimed -= allocated(&target_path);
+
+        for name in &folded {
+            self.staging.remove(&name.to_string())?;
+            observer(&Step::Removed(name.clone()));
+        }
+        // The deletions must be on disk before the journal goes: staged
+        // files that came back without it would be put back and counted
+        // twice.
+        staging::sync_dir(self.staging.path())?;
+        Journal::remove(self.staging.path())?;
+        observer(&Step::Finished(target.clone()));
+        pass.bytes_reclaimed += reclaimed;
+        pass.folded.insert(target, folded);
+        Ok(())
+    }
+}
+
+/// Disk space a file takes (allocated blocks: Python's files are sparse).
+fn allocated(path: &Path) -> i64 {
+    std::fs::metadata(path).map_or(0, |m| (m.blocks() * 512) as i64)
+}
+
+/// The files of `listing` that may be folded: a kind with a fold rule, and a
+/// decimal pid (exactly as `os.getpid()` writes it) whose process has exited.
+/// At most [`MAX_FILES_PER_FOLD`] per kind.
+fn pick(listing: &[PathBuf]) -> Vec<FileName> {
+    let mut per_kind: BTreeMap<MetricKind, usize> = BTreeMap::new();
+    let mut picked = Vec::new();
+    for path in listing {
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| FileName::parse(n).ok())
+        else {
+            continue;
+        };
+        if FoldRule::of(name.kind()).is_none() {
+            continue;
+        }
+        let Some(pid) = name.pid().filter(|p| p.to_string() == name.id()) else {
+            continue;
+        };
+        if !process_state(pid).is_dead() {
+            continue;
+        }
+        let count = per_kind.entry(name.kind()).or_default();
+        if *count < MAX_FILES_PER_FOLD {
+            *count += 1;
+            picked.push(name);
+        }
+    }
+    picked
+}

@@ -1,0 +1,375 @@
+//! Compaction against the real system: files named after pids of processes
+//! that really exited, and passes killed (`abort`, as `kill -9`) at every
+//! step in a child process.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use multiprom_collector::{scan_dir, CollectOptions, Format};
+use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
+
+use super::*;
+
+/// The pid of a process that has exited and been collected.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Writes one file of `kind` for `id` with `entries` (label value, value,
+/// timestamp).
+fn write(dir: &Path, kind: MetricKind, id: &str, entries: &[(&str, f64, f64)]) {
+    let name = FileName::new(kind, id).unwrap();
+    let mut writer = FileWriter::open(dir, &name).unwrap();
+    // One metric per kind: Python takes a gauge's mode from whichever file
+    // it read last, so one name across modes would merge by listing order.
+    let gauge;
+    let metric = match kind {
+        MetricKind::Counter => ("requests", "requests_total"),
+        MetricKind::Histogram => ("latency", "latency_bucket"),
+        MetricKind::Summary => ("size", "size_sum"),
+        MetricKind::Gauge(mode) => {
+            gauge = format!("level_{mode}");
+            (gauge.as_str(), gauge.as_str())
+        }
+    };
+    for &(label, value, ts) in entries {
+        let key = if kind == MetricKind::Histogram {
+            encode_key(metric.0, metric.1, [("le", label)], "help")
+        } else {
+            encode_key(metric.0, metric.1, [("route", label)], "help")
+        };
+        writer.slot(&key).unwrap().set_with_timestamp(value, ts);
+    }
+}
+
+/// A directory of dead workers' files of every kind, plus files that must
+/// never be folded.
+fn populate(dir: &Path) {
+    for w in 0..3u32 {
+        let pid = dead_pid().to_string();
+        let n = f64::from(w + 1);
+        write(
+            dir,
+            MetricKind::Counter,
+            &pid,
+            &[("a", n, 0.0), ("b", 10.0 * n, 0.0)],
+        );
+        write(
+            dir,
+            MetricKind::Histogram,
+            &pid,
+            &[("0.5", n, 0.0), ("+Inf", 1.0, 0.0)],
+        );
+        write(dir, MetricKind::Summary, &pid, &[("a", 2.0 * n, 0.0)]);
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::Sum),
+            &pid,
+            &[("a", n, 0.0)],
+        );
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::Max),
+            &pid,
+            &[("a", 5.0 - n, 0.0)],
+        );
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::Min),
+            &pid,
+            &[("a", 5.0 - n, 0.0)],
+        );
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::MostRecent),
+            &pid,
+            &[("a", 100.0 + n, [30.0, 10.0, 20.0][w as usize])],
+        );
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::All),
+            &pid,
+            &[("a", n, 0.0)],
+        );
+        write(
+            dir,
+            MetricKind::Gauge(GaugeMode::LiveSum),
+            &pid,
+            &[("a", n, 0.0)],
+        );
+    }
+    // A live writer (this process) and an id that is no pid: kept.
+    let me = std::process::id().to_string();
+    write(dir, MetricKind::Counter, &me, &[("a", 1000.0, 0.0)]);
+    write(dir, MetricKind::Counter, "worker", &[("a", 7.0, 0.0)]);
+}
+
+/// The directory's merged output as a set of lines (folding may change
+/// the order in which series appear, never what they are).
+fn merged(dir: &Path) -> BTreeSet<String> {
+    let scrape =
+        multiprom_collector::merge_files(scan_dir(dir).unwrap(), CollectOptions::default());
+    assert_eq!(
+        scrape.problems().count(),
+        0,
+        "{:?}",
+        scrape.problems().collect::<Vec<_>>()
+    );
+    scrape
+        .encode(Format::Prometheus)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".db"))
+        .collect()
+}
+
+fn staged(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir.join(STAGING_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "lock")
+        .collect()
+}
+
+const KEPT: [&str; 1] = ["counter_worker.db"];
+
+fn assert_compacted(dir: &Path) {
+    let left = names(dir);
+    let me = format!("counter_{}.db", std::process::id());
+    let mut expected: BTreeSet<String> = [
+        "counter_compacted.db",
+        "histogram_compacted.db",
+        "summary_compacted.db",
+        "gauge_sum_compacted.db",
+        "gauge_max_compacted.db",
+        "gauge_min_compacted.db",
+        "gauge_mostrecent_compacted.db",
+        me.as_str(),
+    ]
+    .into_iter()
+    .chain(KEPT)
+    .map(str::to_owned)
+    .collect();
+    // `all` and `live*` gauges are never folded.
+    expected.extend(
+        left.iter()
+            .filter(|n| n.starts_with("gauge_all_") || n.starts_with("gauge_livesum_"))
+            .cloned(),
+    );
+    assert_eq!(left, expected);
+    assert_eq!(
+        left.iter().filter(|n| n.starts_with("gauge_all_")).count(),
+        3
+    );
+}
+
+#[test]
+fn a_pass_folds_dead_writers_and_keeps_every_series() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let before = merged(dir.path());
+    assert!(
+        before.contains("requests_total{route=\"a\"} 1013.0"),
+        "{before:#?}"
+    );
+    assert!(
+        before.contains("level_mostrecent{route=\"a\"} 101.0"),
+        "{before:#?}"
+    );
+    let (compactor, recovery) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    assert!(recovery.is_empty());
+    let pass = compactor.pass(&mut |_| {}).unwrap();
+    assert_eq!(pass.files_folded(), 7 * 3);
+    assert!(pass.held.is_empty() && pass.skipped.is_empty(), "{pass:?}");
+    assert!(pass.bytes_reclaimed > 0);
+    assert_eq!(merged(dir.path()), before);
+    assert_compacted(dir.path());
+    assert!(staged(dir.path()).is_empty());
+
+    // More workers come and go: the compacted files absorb them too.
+    let pid = dead_pid().to_string();
+    write(
+        dir.path(),
+        MetricKind::Counter,
+        &pid,
+        &[("a", 0.5, 0.0), ("c", 1.0, 0.0)],
+    );
+    write(
+        dir.path(),
+        MetricKind::Gauge(GaugeMode::MostRecent),
+        &pid,
+        &[("a", -1.0, 25.0)],
+    );
+    let before = merged(dir.path());
+    assert!(before.contains("requests_total{route=\"c\"} 1.0"));
+    let pass = compactor.pass(&mut |_| {}).unwrap();
+    assert_eq!(pass.files_folded(), 2);
+    assert_eq!(merged(dir.path()), before);
+    assert_compacted(dir.path());
+}
+
+#[test]
+fn a_file_held_open_by_a_process_is_put_back() {
+    let dir = tempfile::tempdir().unwrap();
+    // A pid that is dead, but a process (as a new worker that got the pid)
+    // holds the file open.
+    let pid = dead_pid().to_string();
+    write(dir.path(), MetricKind::Counter, &pid, &[("a", 3.0, 0.0)]);
+    let path = dir.path().join(format!("counter_{pid}.db"));
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import sys; f=open(sys.argv[1],'rb'); print('ready', flush=True); sys.stdin.read()",
+        ])
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let pass = compactor.pass(&mut |_| {});
+    drop(holder.stdin.take());
+    holder.wait().unwrap();
+    let pass = pass.unwrap();
+    assert_eq!(
+        pass.held,
+        [FileName::parse(&format!("counter_{pid}.db")).unwrap()]
+    );
+    assert_eq!(pass.files_folded(), 0);
+    assert!(path.exists());
+    // Once nobody holds it, it is folded.
+    assert_eq!(compactor.pass(&mut |_| {}).unwrap().files_folded(), 1);
+    assert!(!path.exists());
+}
+
+#[test]
+fn a_second_compactor_on_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let err = Compactor::open(dir.path(), &mut |_| {}).unwrap_err();
+    assert!(matches!(err, CompactError::Locked { .. }), "{err}");
+}
+
+const CRASH_DIR: &str = "MULTIPROM_TEST_COMPACT_CRASH_DIR";
+const CRASH_AT: &str = "MULTIPROM_TEST_COMPACT_CRASH_AT";
+const CRASH_IN_RECOVERY: &str = "MULTIPROM_TEST_COMPACT_CRASH_IN_RECOVERY";
+
+/// Not a test on its own: the child process of
+/// `a_kill_at_any_step_loses_nothing`, which runs a pass (or a recovery)
+/// and aborts at the step it is told to.
+#[test]
+fn crash_child() {
+    let (Ok(dir), Ok(at)) = (std::env::var(CRASH_DIR), std::env::var(CRASH_AT)) else {
+        return;
+    };
+    let at: usize = at.parse().unwrap();
+    let in_recovery = std::env::var_os(CRASH_IN_RECOVERY).is_some();
+    let mut seen = 0;
+    let mut observer = |_: &Step| {
+        seen += 1;
+        if seen == at {
+            std::process::abort();
+        }
+    };
+    if in_recovery {
+        Compactor::open(Path::new(&dir), &mut observer).unwrap();
+    } else {
+        let (compactor, _) = Compactor::open(Path::new(&dir), &mut |_| {}).unwrap();
+        compactor.pass(&mut observer).unwrap();
+    }
+}
+
+/// Runs `crash_child`; true if it aborted, false if it finished first.
+fn run_child(dir: &Path, at: usize, in_recovery: bool) -> bool {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "compact::tests::crash_child",
+        "--exact",
+        "--test-threads=1",
+        "-q",
+    ])
+    .env(CRASH_DIR, dir)
+    .env(CRASH_AT, at.to_string())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    if in_recovery {
+        cmd.env(CRASH_IN_RECOVERY, "1");
+    }
+    let status = cmd.status().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    match status.signal() {
+        // SIGABRT
+        Some(6) => true,
+        _ => {
+            assert!(status.success(), "child failed: {status}");
+            false
+        }
+    }
+}
+
+#[test]
+fn a_kill_at_any_step_loses_nothing() {
+    let mut at = 1;
+    loop {
+        let dir = tempfile::tempdir().unwrap();
+        populate(dir.path());
+        let before = merged(dir.path());
+        if !run_child(dir.path(), at, false) {
+            // The pass finished before step `at`: every step was covered.
+            assert!(at > 7 * 3 * 2, "too few steps seen: {at}");
+            break;
+        }
+        // A restart recovers; it may itself be killed (here at its first
+        // step), and recovered again.
+        run_child(dir.path(), 1, true);
+        let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+        assert_eq!(merged(dir.path()), before, "after a kill at step {at}");
+        assert!(staged(dir.path()).is_empty(), "after a kill at step {at}");
+        compactor.pass(&mut |_| {}).unwrap();
+        assert_eq!(
+            merged(dir.path()),
+            before,
+            "after a kill at step {at} and a pass"
+        );
+        assert_compacted(dir.path());
+        at += 1;
+    }
+}
+
+#[test]
+fn a_name_taken_by_a_new_writer_after_a_kill_is_not_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid = dead_pid().to_string();
+    write(dir.path(), MetricKind::Counter, &pid, &[("a", 3.0, 0.0)]);
+    // Killed right after staging the file ...
+    assert!(run_child(dir.path(), 1, false));
+    let name = format!("counter_{pid}.db");
+    assert!(!dir.path().join(&name).exists());
+    // ... and a new process with the same pid starts writing meanwhile.
+    write(dir.path(), MetricKind::Counter, &pid, &[("a", 4.0, 0.0)]);
+    let (compactor, recovery) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let moved = FileName::parse(&format!("counter_{pid}.1.db")).unwrap();
+    assert_eq!(recovery.put_back, [moved]);
+    let total = "requests_total{route=\"a\"} 7.0".to_owned();
+    assert!(merged(dir.path()).contains(&total));
+    // The moved-aside file keeps its values; the new writer's is folded.
+    compactor.pass(&mut |_| {}).unwrap();
+    assert!(merged(dir.path()).contains(&total));
+}
