@@ -254,3 +254,66 @@ fn busy_port_exits_2_without_starting_the_command() {
     );
     drop(taken);
 }
+
+#[test]
+fn relative_dir_is_exported_as_an_absolute_path() {
+    let base = temp_dir();
+    let print = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "printf %s \"$PROMETHEUS_MULTIPROC_DIR\"".as_ref(),
+    ];
+    let out = run_cmd(&["--dir", "rel/metrics"], &print)
+        .current_dir(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        base.path().join("rel/metrics").to_str().unwrap()
+    );
+    assert!(base.path().join("rel/metrics").is_dir());
+}
+
+#[test]
+fn exported_dir_is_used_and_nothing_in_it_removed() {
+    let base = temp_dir();
+    let dir = base.path().join("app-metrics");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("counter_1.db"), b"x").unwrap();
+    let print = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "printf '%s\\n' \"$PROMETHEUS_MULTIPROC_DIR\"; ls \"$PROMETHEUS_MULTIPROC_DIR\"".as_ref(),
+    ];
+    let out = run_cmd(&[], &print)
+        .env("PROMETHEUS_MULTIPROC_DIR", &dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\ncounter_1.db\n", dir.display())
+    );
+    assert!(
+        stderr.contains(&format!(
+            "using the exported PROMETHEUS_MULTIPROC_DIR={}",
+            dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(dir.join("counter_1.db").exists(), "not ours to remove");
+
+    // --dir still wins, and says so.
+    let other = base.path().join("other");
+    let out = run_cmd(&["--dir", other.to_str().unwrap()], &print)
+        .env("PROMETHEUS_MULTIPROC_DIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\n", other.display())
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the exported"));
+}

@@ -17,7 +17,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::logging;
-use crate::metrics_dir::Launch;
+use crate::metrics_dir::{ExistingFiles, Launch};
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, EndpointArgs};
 
@@ -28,12 +28,15 @@ Examples:
   multiprom run -- gunicorn -w 4 app:app
   multiprom run --dir /run/app-metrics --listen 0.0.0.0:9478 -- python worker.py
 
-Without --dir, a fresh private directory is made under the temp dir and removed at the end. \
+Without --dir, an exported PROMETHEUS_MULTIPROC_DIR is used as it is (created if missing, its \
+files kept, never removed); without either, a fresh private directory is made under the temp \
+dir and removed at the end. \
 COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; \
 multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
 126 if it cannot be executed).")]
 pub struct Args {
-    /// Use this directory (created if missing) instead of a temporary one.
+    /// Use this directory (created if missing) instead of $PROMETHEUS_MULTIPROC_DIR
+    /// or a temporary one.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Keep *.db files already in --dir (by default they are removed at
@@ -61,10 +64,11 @@ const CANNOT_EXECUTE: u8 = 126;
 /// Runs `multiprom run`.
 pub fn main(args: Args) -> ExitCode {
     logging::init();
+    let (dir, existing) = directory(&args);
     let prepared = Launch::prepare(
         "multiprom run",
-        args.dir.as_deref(),
-        args.keep_files,
+        dir.as_deref(),
+        existing,
         "multiprom-run-",
         &args.endpoint.listen,
     );
@@ -77,6 +81,40 @@ pub fn main(args: Args) -> ExitCode {
         .block_on(supervise(&args, launch.dir.path(), listener));
     launch.finish("multiprom run");
     ExitCode::from(code)
+}
+
+/// The directory to use and what to do with files already in it: `--dir`
+/// (cleaned unless `--keep-files`), else an exported
+/// `PROMETHEUS_MULTIPROC_DIR` (the application's own setting: honoured, and
+/// as multiprom did not create it, nothing in it is removed), else none (a
+/// temporary one).
+fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
+    let exported = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty());
+    match (&args.dir, exported) {
+        (Some(dir), exported) => {
+            if let Some(exported) = exported.filter(|e| Path::new(e) != dir) {
+                tracing::info!(
+                    "--dir {} replaces the exported {ENV_VAR}={} for the command",
+                    dir.display(),
+                    Path::new(&exported).display()
+                );
+            }
+            let existing = if args.keep_files {
+                ExistingFiles::Keep
+            } else {
+                ExistingFiles::Remove
+            };
+            (Some(dir.clone()), existing)
+        }
+        (None, Some(exported)) => {
+            tracing::info!(
+                "using the exported {ENV_VAR}={} (files already there are kept)",
+                Path::new(&exported).display()
+            );
+            (Some(PathBuf::from(exported)), ExistingFiles::Keep)
+        }
+        (None, None) => (None, ExistingFiles::Remove),
+    }
 }
 
 /// Starts the command and the endpoint; returns the exit status to use.
