@@ -645,7 +645,16 @@ fn startup_errors_are_one_line_and_exit_2() {
                 "--listen".into(),
                 "127.0.0.1:70000".into(),
             ],
-            "invalid --listen address",
+            "invalid --listen address \"127.0.0.1:70000\": port \"70000\" is not a number from 0 to 65535",
+        ),
+        (
+            vec![
+                "--dir".into(),
+                dir.path().to_str().unwrap().into(),
+                "--listen".into(),
+                "no-such-host.invalid:9478".into(),
+            ],
+            "invalid --listen address \"no-such-host.invalid:9478\": cannot resolve host \"no-such-host.invalid\": ",
         ),
         (
             vec![

@@ -16,6 +16,8 @@ use multiprom_format::{
 };
 use serde::Serialize;
 
+mod sniff;
+
 /// Arguments of `multiprom inspect`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -283,7 +285,12 @@ fn header_line(inspected: &Inspected) -> String {
                 header.file_size,
             ));
         }
-        None => line.push_str(", unreadable"),
+        // The problem line below says why it cannot be read as a metrics
+        // file; this says what it is instead.
+        None => {
+            line.push_str(", not a readable metrics file: ");
+            line.push_str(&sniff::describe(&inspected.path));
+        }
     }
     line
 }
