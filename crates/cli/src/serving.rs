@@ -44,6 +44,12 @@ pub struct EndpointArgs {
     /// before every scrape).
     #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
     pub reap_interval: Duration,
+    /// Also serve CPU, resident memory and start time of every live process
+    /// writing to the directory (multiprom_worker_process_*{pid}, read from
+    /// /proc; the pid label joins the workers' liveall/all gauges). Only
+    /// where the workers' pids are visible (same pid namespace).
+    #[arg(long)]
+    pub worker_process_metrics: bool,
     /// Test hook: while this file exists, every collection creates
     /// `<file>.waiting` and waits for the file to be removed. Lets tests hold
     /// a scrape slot deterministically.
@@ -170,6 +176,7 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool) -> Endpoint {
         scrape_timeout: args.scrape_timeout,
         reap_dead,
         reap_grace: args.reap_grace,
+        worker_process_metrics: args.worker_process_metrics,
     };
     let gate: Option<BeforeCollect> = args.test_scrape_gate.clone().map(|gate| {
         let hook: BeforeCollect = Arc::new(move || wait_at_gate(&gate));

@@ -29,8 +29,9 @@ use tokio::sync::Semaphore;
 
 use crate::negotiate::{accepts_gzip, choose_format};
 use crate::process::process_state;
+use crate::process_metrics;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
-use crate::self_metrics::{append_blocks, reserved_names, split_blocks, ScrapeResult, SelfMetrics};
+use crate::self_metrics::{reserved_names, without_clashes, ScrapeResult, SelfMetrics};
 use crate::status_page::render_status_page;
 
 /// Limits and behaviour of an [`Endpoint`].
@@ -50,6 +51,11 @@ pub struct EndpointConfig {
     /// How long a live-gauge file's process must have been gone before the
     /// file is removed.
     pub reap_grace: Duration,
+    /// Add `multiprom_worker_process_*{pid}` (CPU, resident memory, start
+    /// time) for every live process that writes to the directory, read
+    /// from `/proc`. Only where the writers' pids are visible (same pid
+    /// namespace), as for reaping.
+    pub worker_process_metrics: bool,
 }
 
 impl Default for EndpointConfig {
@@ -62,6 +68,7 @@ impl Default for EndpointConfig {
             scrape_timeout: Duration::from_secs(10),
             reap_dead: false,
             reap_grace: DEFAULT_REAP_GRACE,
+            worker_process_metrics: false,
         }
     }
 }
@@ -332,25 +339,27 @@ impl Inner {
                 out.truncate(body.len());
             }
         }
-        let own = self.metrics.record_and_encode(&scrape.stats);
-        let blocks = split_blocks(&own);
+        let mut own = self.metrics.record(&scrape.stats);
+        own.extend(process_metrics::own());
+        if self.config.worker_process_metrics {
+            own.extend(process_metrics::workers(&scrape.files));
+        }
         let reserved = reserved_names(&scrape.families);
-        let shadowed = append_blocks(&blocks, &reserved, format, &mut out);
+        let (own, shadowed) = without_clashes(own, &reserved);
+        // OpenMetrics: the encoder ends with the one `# EOF`.
+        format.encode(&own, &mut out);
         if !shadowed.is_empty() {
             let mut reported = self
                 .shadowed_reported
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             for name in shadowed {
-                if reported.insert(name.to_owned()) {
+                if reported.insert(name.to_string()) {
                     tracing::warn!(
                         "a worker metric is named like multiprom's own {name}: serving the worker's, leaving out multiprom's"
                     );
                 }
             }
-        }
-        if format == Format::OpenMetrics {
-            out.push_str("# EOF\n");
         }
         out
     }

@@ -29,6 +29,7 @@
 mod endpoint;
 pub mod negotiate;
 pub mod process;
+mod process_metrics;
 pub mod reap;
 mod self_metrics;
 mod server;
