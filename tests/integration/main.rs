@@ -17,6 +17,7 @@ mod collector_upstream;
 mod demo;
 mod format_interop;
 mod gunicorn;
+mod health;
 mod http_client;
 mod inspect;
 mod python_package;

@@ -24,7 +24,7 @@ pub const PROMETHEUS_ACCEPT: &str =
     "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
 
 /// The self-metric families, in output order (text 0.0.4 names).
-const SELF_FAMILIES: [&str; 13] = [
+const SELF_FAMILIES: [&str; 14] = [
     "multiprom_scrape_duration_seconds",
     "multiprom_scrape_files",
     "multiprom_scrape_read_bytes",
@@ -32,6 +32,7 @@ const SELF_FAMILIES: [&str; 13] = [
     "multiprom_scrapes_total",
     "multiprom_reaped_files_total",
     "multiprom_build_info",
+    "multiprom_directory_listable",
     "process_cpu_seconds_total",
     "process_open_fds",
     "process_max_fds",

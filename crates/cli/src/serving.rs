@@ -25,6 +25,10 @@ pub struct EndpointArgs {
     /// A scrape that takes longer than this answers 503 (e.g. 10s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub scrape_timeout: Duration,
+    /// Path of the metrics (/ is the status page, /-/healthy and /-/ready
+    /// the health checks).
+    #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = multiprom_http::DEFAULT_METRICS_PATH, value_parser = parse_metrics_path)]
+    pub telemetry_path: String,
     /// Scrapes collected at once; more wait briefly, then get 503.
     #[arg(long, hide = true, default_value_t = 4)]
     pub max_concurrent_scrapes: usize,
@@ -55,6 +59,10 @@ pub struct EndpointArgs {
     /// a scrape slot deterministically.
     #[arg(long, hide = true, value_name = "FILE")]
     pub test_scrape_gate: Option<PathBuf>,
+}
+
+fn parse_metrics_path(text: &str) -> Result<String, String> {
+    multiprom_http::valid_metrics_path(text).map(|()| text.to_owned())
 }
 
 /// Parses `250ms`, `10s`, `1.5s`, `2m`.
@@ -183,6 +191,7 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool) -> Endpoint {
         hook
     });
     Endpoint::with_before_collect(DirCollector::new(dir), config, gate)
+        .with_metrics_path(&args.telemetry_path)
 }
 
 /// The test gate (see [`EndpointArgs::test_scrape_gate`]); gives up after a
@@ -217,8 +226,9 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
     tracing::info!(
-        "{what} {} at http://{addr}/metrics (status page http://{addr}/){}",
+        "{what} {} at http://{addr}{} (status page http://{addr}/){}",
         endpoint.dir().display(),
+        endpoint.metrics_path(),
         if endpoint.config().reap_dead {
             ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {

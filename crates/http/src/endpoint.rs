@@ -27,11 +27,13 @@ use axum::Router;
 use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
 use tokio::sync::Semaphore;
 
+use crate::dir_health::DirHealth;
+use crate::health;
 use crate::negotiate::{accepts_gzip, choose_format};
 use crate::process::process_state;
 use crate::process_metrics;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
-use crate::self_metrics::{reserved_names, without_clashes, ScrapeResult, SelfMetrics};
+use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
 use crate::status_page::render_status_page;
 
 /// Limits and behaviour of an [`Endpoint`].
@@ -129,6 +131,8 @@ struct Inner {
     logged_collection: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
+    /// Whether the directory could be listed, for logging changes once.
+    dir_health: DirHealth,
 }
 
 /// The metrics endpoint of one directory: cheap to clone, shared by all
@@ -147,7 +151,12 @@ struct Inner {
 #[derive(Clone)]
 pub struct Endpoint {
     inner: Arc<Inner>,
+    /// Where [`Endpoint::router`] serves the metrics.
+    metrics_path: Arc<str>,
 }
+
+/// The default path of the metrics.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,8 +198,28 @@ impl Endpoint {
                     .then(|| Mutex::new(Reaper::new(config.reap_grace))),
                 logged_collection: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
+                dir_health: DirHealth::default(),
             }),
+            metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
+    }
+
+    /// The same endpoint with the metrics at `path` (Prometheus calls it the
+    /// telemetry path) instead of `/metrics`. `path` must start with `/` and
+    /// must not be `/` or under `/-/` (those are the status page and the
+    /// health checks); such a path is ignored and `/metrics` kept.
+    #[must_use]
+    pub fn with_metrics_path(mut self, path: &str) -> Self {
+        if valid_metrics_path(path).is_ok() {
+            self.metrics_path = Arc::from(path);
+        }
+        self
+    }
+
+    /// Where the metrics are served.
+    #[must_use]
+    pub fn metrics_path(&self) -> &str {
+        &self.metrics_path
     }
 
     /// The directory served.
@@ -205,26 +234,46 @@ impl Endpoint {
         self.inner.config
     }
 
-    /// `GET|HEAD /metrics`, `GET|HEAD /`, 405 for other methods on those
-    /// paths, 404 elsewhere. Mount it (or [`Router::nest`] it) in a host app.
+    /// `GET|HEAD` on the metrics path (`/metrics` unless
+    /// [`Endpoint::with_metrics_path`]), `/` (status page), `/-/healthy`
+    /// and `/-/ready`; 405 for other methods on those paths, 404 elsewhere.
+    /// Mount it (or [`Router::nest`] it) in a host app.
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/metrics", get(metrics_handler))
+            .route(&self.metrics_path, get(metrics_handler))
             .route("/", get(status_handler))
+            .route("/-/healthy", get(health::healthy))
+            .route("/-/ready", get(health::ready))
             .fallback(not_found)
             .with_state(self.clone())
     }
 
     /// One bounded collection, encoded in `format` with the self-metrics
     /// appended: exactly the `/metrics` body.
+    ///
+    /// A directory that cannot be listed (deleted, unmounted) is not an
+    /// error here: the answer holds only the self-metrics, with
+    /// `multiprom_directory_listable 0`, so the target stays up and says
+    /// what is wrong; it is logged once, and once more when it is back.
     pub async fn metrics(&self, format: Format) -> Result<String, ScrapeFailure> {
         let result = self
-            .bounded(move |inner, scrape| inner.render_metrics(scrape, format))
+            .bounded(move |inner, scrape| {
+                inner.dir_health.listed(inner.collector.dir());
+                inner.render_metrics(scrape, format)
+            })
             .await;
-        if let Err(failure) = &result {
-            self.inner.metrics.count_scrape(failure.result());
+        match result {
+            Err(ScrapeFailure::Collect(err)) => {
+                self.inner.metrics.count_scrape(ScrapeResult::Error);
+                self.inner.dir_health.failed(&err);
+                Ok(self.inner.render_unlistable(format))
+            }
+            Err(failure) => {
+                self.inner.metrics.count_scrape(failure.result());
+                Err(failure)
+            }
+            Ok(body) => Ok(body),
         }
-        result
     }
 
     /// One bounded collection, as the `GET /` HTML page.
@@ -331,6 +380,17 @@ impl Inner {
         pass
     }
 
+    /// The `/metrics` body when the directory cannot be listed: the
+    /// self-metrics alone, the last scrape's numbers at zero.
+    fn render_unlistable(&self, format: Format) -> String {
+        let mut own = self.metrics.record_nothing_read();
+        own.push(directory_listable(false));
+        own.extend(process_metrics::own());
+        let mut out = String::new();
+        format.encode(&own, &mut out);
+        out
+    }
+
     fn render_metrics(&self, scrape: &Scrape, format: Format) -> String {
         let mut out = scrape.encode(format);
         if format == Format::OpenMetrics {
@@ -340,6 +400,7 @@ impl Inner {
             }
         }
         let mut own = self.metrics.record(&scrape.stats);
+        own.push(directory_listable(true));
         own.extend(process_metrics::own());
         if self.config.worker_process_metrics {
             own.extend(process_metrics::workers(&scrape.files));
@@ -365,9 +426,19 @@ impl Inner {
     }
 }
 
+/// `multiprom_directory_listable`: 1 when the last scrape could list the
+/// directory, 0 when it could not (and served only the self-metrics).
+fn directory_listable(listable: bool) -> multiprom_collector::MergedFamily {
+    gauge(
+        "multiprom_directory_listable",
+        "1 if the last scrape could list the directory, 0 if it could not (then only multiprom's own metrics are served).",
+        if listable { 1.0 } else { 0.0 },
+    )
+}
+
 const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 
-fn plain(status: StatusCode, message: String) -> Response {
+pub(crate) fn plain(status: StatusCode, message: String) -> Response {
     let mut response = (status, message + "\n").into_response();
     response
         .headers_mut()
@@ -463,9 +534,38 @@ async fn status_handler(State(endpoint): State<Endpoint>) -> Response {
     }
 }
 
-async fn not_found() -> Response {
+async fn not_found(State(endpoint): State<Endpoint>) -> Response {
     plain(
         StatusCode::NOT_FOUND,
-        "multiprom: not found; metrics are at /metrics".to_owned(),
+        format!(
+            "multiprom: not found; metrics are at {}",
+            endpoint.metrics_path()
+        ),
     )
+}
+
+/// Checks a metrics path: starts with `/`, is not `/` and not under `/-/`.
+///
+/// ```
+/// use multiprom_http::valid_metrics_path;
+/// assert!(valid_metrics_path("/federate/metrics").is_ok());
+/// assert!(valid_metrics_path("metrics").is_err());
+/// assert!(valid_metrics_path("/").is_err());
+/// assert!(valid_metrics_path("/-/ready").is_err());
+/// ```
+pub fn valid_metrics_path(path: &str) -> Result<(), String> {
+    if !path.starts_with('/') {
+        return Err(format!("{path:?} must start with /"));
+    }
+    if path == "/" || path.starts_with("/-/") {
+        return Err(format!(
+            "{path:?} is taken: / is the status page, /-/ the health checks"
+        ));
+    }
+    if path.contains(['{', '}', '*', '?', '#']) || path.ends_with('/') {
+        return Err(format!(
+            "{path:?}: a plain path without a trailing / (e.g. /metrics)"
+        ));
+    }
+    Ok(())
 }

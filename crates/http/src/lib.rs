@@ -26,7 +26,9 @@
 //! # }
 //! ```
 
+mod dir_health;
 mod endpoint;
+mod health;
 pub mod negotiate;
 pub mod process;
 mod process_metrics;
@@ -35,6 +37,9 @@ mod self_metrics;
 mod server;
 mod status_page;
 
-pub use endpoint::{BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure};
+pub use endpoint::{
+    valid_metrics_path, BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure,
+    DEFAULT_METRICS_PATH,
+};
 pub use server::{serve, ServerConfig};
 pub use status_page::{html_escape, render_status_page};

@@ -93,6 +93,18 @@ impl SelfMetrics {
         self.families(&last)
     }
 
+    /// Records a scrape that read nothing (the directory could not be
+    /// listed; counted as an error by the caller) and returns the
+    /// self-metrics.
+    pub(crate) fn record_nothing_read(&self) -> Vec<MergedFamily> {
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *last = ScrapeStats::default();
+        self.families(&last)
+    }
+
     fn families(&self, stats: &ScrapeStats) -> Vec<MergedFamily> {
         let files = [
             ("bad", stats.files_bad),
