@@ -20,6 +20,7 @@ mod gunicorn;
 mod health;
 mod http_client;
 mod inspect;
+mod logging;
 mod python_package;
 mod run;
 mod scrape;

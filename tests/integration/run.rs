@@ -174,6 +174,15 @@ fn signals_are_passed_on_to_the_command() {
         run.signal(signal);
         let (status, stderr) = run.wait();
         assert_eq!(status.code(), Some(10 + number), "{name}: {stderr}");
+        // Sent with kill(2), so only multiprom got it: passed on, and logged.
+        assert!(
+            stderr.contains(&format!("passing {name} on to pid ")),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(") exited with status {}", 10 + number)),
+            "{name}: {stderr}"
+        );
         assert_eq!(wait_for_file(&control.path().join("got")), name);
     }
     // A command that does not handle the signal dies of it: 128 + 15.
@@ -182,6 +191,8 @@ fn signals_are_passed_on_to_the_command() {
     run.signal(Signal::TERM);
     let (status, stderr) = run.wait();
     assert_eq!(status.code(), Some(128 + 15), "{stderr}");
+    assert!(stderr.contains("sleep (pid "), "{stderr}");
+    assert!(stderr.contains(") was killed by signal 15"), "{stderr}");
 }
 
 #[test]
@@ -316,4 +327,27 @@ fn exported_dir_is_used_and_nothing_in_it_removed() {
         format!("{}\n", other.display())
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the exported"));
+}
+
+#[test]
+fn ctrl_c_in_a_terminal_reaches_the_command_once() {
+    let control = temp_dir();
+    let out = crate::harness::run_python(
+        "run_tty.py",
+        &[
+            env!("CARGO_BIN_EXE_multiprom"),
+            python().to_str().unwrap(),
+            control.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let terminal = result["terminal"].as_str().unwrap();
+    assert_eq!(result["sigints"], 1, "{terminal}");
+    assert_eq!(result["exit"], 0, "{terminal}");
+    assert!(
+        terminal.contains("SIGINT from the terminal: pid "),
+        "{terminal}"
+    );
+    assert!(terminal.contains(") exited with status 0"), "{terminal}");
 }

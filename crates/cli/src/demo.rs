@@ -50,6 +50,8 @@ pub struct Args {
     pub restart_every: Duration,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
     /// Internal: run as demo worker N (started by the demo itself).
     #[arg(long, hide = true, value_name = "N")]
     pub worker: Option<u32>,
@@ -60,7 +62,7 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(index) = args.worker {
         return worker::main(index);
     }
-    logging::init();
+    logging::init(&args.log);
     let prepared = Launch::prepare(
         "multiprom demo",
         args.dir.as_deref(),

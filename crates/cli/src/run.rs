@@ -13,13 +13,14 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
-use rustix::process::{kill_process, Pid, Signal};
-use tokio::signal::unix::{signal, SignalKind};
+use rustix::process::{kill_process, Pid};
 
 use crate::logging;
 use crate::metrics_dir::{ExistingFiles, Launch};
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, EndpointArgs};
+
+mod forward;
 
 /// Arguments of `multiprom run`.
 #[derive(Debug, clap::Args)]
@@ -45,6 +46,8 @@ pub struct Args {
     pub keep_files: bool,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
     /// The command to run, and its arguments.
     #[arg(
         value_name = "COMMAND",
@@ -63,7 +66,7 @@ const CANNOT_EXECUTE: u8 = 126;
 
 /// Runs `multiprom run`.
 pub fn main(args: Args) -> ExitCode {
-    logging::init();
+    logging::init(&args.log);
     let (dir, existing) = directory(&args);
     let prepared = Launch::prepare(
         "multiprom run",
@@ -120,16 +123,12 @@ fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
 /// Starts the command and the endpoint; returns the exit status to use.
 async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> u8 {
     // Handlers first, so a signal right after the command starts is passed on.
-    let streams = [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-        SignalKind::quit(),
-    ]
-    .map(signal);
-    let [Ok(mut sigint), Ok(mut sigterm), Ok(mut sighup), Ok(mut sigquit)] = streams else {
-        eprintln!("multiprom run: cannot handle signals");
-        return 1;
+    let mut signals = match forward::receive() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("multiprom run: cannot handle signals: {err}");
+            return 1;
+        }
     };
     let (program, rest) = match args.command.split_first() {
         Some(split) => split,
@@ -171,16 +170,19 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         dir.display()
     );
 
-    let forward = |sig: Signal| {
-        if let Some(pid) = pid {
-            tracing::debug!(
-                "passing signal {} on to pid {}",
-                sig.as_raw(),
+    let pass_on = |received: forward::Received| {
+        let Some(pid) = pid else { return };
+        let name = forward::name(received.signal);
+        if !forward::should_pass_on(received, pid) {
+            tracing::info!(
+                "{name} from the terminal: pid {} got it too, not passing it on",
                 pid.as_raw_nonzero()
             );
-            if let Err(err) = kill_process(pid, sig) {
-                tracing::warn!("cannot pass signal {} on: {err}", sig.as_raw());
-            }
+            return;
+        }
+        tracing::info!("passing {name} on to pid {}", pid.as_raw_nonzero());
+        if let Err(err) = kill_process(pid, received.signal) {
+            tracing::warn!("cannot pass {name} on: {err}");
         }
     };
     // `Child::wait` is cancel-safe, and the child is only reaped inside it,
@@ -188,12 +190,17 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            Some(()) = sigint.recv() => forward(Signal::INT),
-            Some(()) = sigterm.recv() => forward(Signal::TERM),
-            Some(()) = sighup.recv() => forward(Signal::HUP),
-            Some(()) = sigquit.recv() => forward(Signal::QUIT),
+            Some(received) = signals.recv() => pass_on(received),
         }
     };
+    if let Ok(status) = &status {
+        tracing::info!(
+            "{} (pid {}) {}",
+            program.to_string_lossy(),
+            pid.map_or(0, |p| p.as_raw_nonzero().get()),
+            describe_exit(*status)
+        );
+    }
     let _ = stop_tx.send(());
     match server.await {
         Ok(Ok(())) => {}
@@ -206,6 +213,15 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
             eprintln!("multiprom run: cannot wait for the command: {err}");
             1
         }
+    }
+}
+
+/// "exited with status 3", "was killed by signal 9".
+fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended: {status}"),
     }
 }
 

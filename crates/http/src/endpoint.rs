@@ -333,9 +333,12 @@ impl Endpoint {
             }
             // One listing serves both: the reaper picks the exited
             // processes' live-gauge files to leave out, the rest is merged.
-            let scrape = inner
-                .collector
-                .collect_without(|paths| inner.reap(paths).retired)?;
+            let mut left_out = 0;
+            let scrape = inner.collector.collect_without(|paths| {
+                let retired = inner.reap(paths).retired;
+                left_out = retired.len();
+                retired
+            })?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if inner
@@ -346,6 +349,7 @@ impl Endpoint {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
+                crate::scrape_log::log_scrape(inner.collector.dir(), &scrape, left_out);
             }
             Ok::<T, CollectError>(finish(&inner, &scrape))
         });

@@ -33,6 +33,7 @@ pub mod negotiate;
 pub mod process;
 mod process_metrics;
 pub mod reap;
+mod scrape_log;
 mod self_metrics;
 mod server;
 mod status_page;
