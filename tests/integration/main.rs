@@ -28,3 +28,4 @@ mod scrape;
 mod serve;
 mod shrinking;
 mod spawned_server;
+mod status_page;

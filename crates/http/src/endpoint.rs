@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -34,7 +34,9 @@ use crate::process::process_state;
 use crate::process_metrics;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
-use crate::status_page::render_status_page;
+use crate::status_page::{
+    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
+};
 
 /// Limits and behaviour of an [`Endpoint`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,7 +135,12 @@ struct Inner {
     shadowed_reported: Mutex<HashSet<String>>,
     /// Whether the directory could be listed, for logging changes once.
     dir_health: DirHealth,
+    /// The last collections, oldest first, for the status page's chart.
+    history: Mutex<std::collections::VecDeque<ScrapePoint>>,
 }
+
+/// Collections the status page's chart shows.
+const HISTORY: usize = 120;
 
 /// The metrics endpoint of one directory: cheap to clone, shared by all
 /// requests.
@@ -199,6 +206,7 @@ impl Endpoint {
                 logged_collection: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
                 dir_health: DirHealth::default(),
+                history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
             }),
             metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
@@ -277,11 +285,34 @@ impl Endpoint {
     }
 
     /// One bounded collection, as the `GET /` HTML page.
-    pub async fn status_page(&self) -> Result<String, ScrapeFailure> {
-        self.bounded(|inner, scrape| {
-            render_status_page(inner.collector.dir(), scrape, process_state)
-        })
-        .await
+    ///
+    /// `page` is the page of the file table (0-based). A directory that
+    /// cannot be listed gives a page that says so, not an error.
+    pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
+        let metrics_path = self.metrics_path.clone();
+        let result = self
+            .bounded(move |inner, scrape| {
+                let history = inner.history_snapshot();
+                let view = StatusView {
+                    metrics_path: &metrics_path,
+                    page,
+                    history: &history,
+                };
+                render_status_page(inner.collector.dir(), scrape, view, process_state)
+            })
+            .await;
+        match result {
+            Err(ScrapeFailure::Collect(err)) => {
+                self.inner.dir_health.failed(&err);
+                let err = html_escape(&err.to_string());
+                Ok(format!(
+                    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>multiprom</title></head>\
+<body><h1>multiprom</h1>\n<p id=\"problems\" style=\"background:#fdd\">{err}</p>\n\
+<p>Scrapes answer with multiprom's own metrics only until the directory is back.</p></body></html>\n"
+                ))
+            }
+            other => other,
+        }
     }
 
     /// One reaping pass now (on the blocking pool): removes the
@@ -350,6 +381,7 @@ impl Endpoint {
                     tracing::warn!("{warning}");
                 }
                 crate::scrape_log::log_scrape(inner.collector.dir(), &scrape, left_out);
+                inner.remember(&scrape);
             }
             Ok::<T, CollectError>(finish(&inner, &scrape))
         });
@@ -362,6 +394,30 @@ impl Endpoint {
 }
 
 impl Inner {
+    /// Adds a collection to the chart's history.
+    fn remember(&self, scrape: &Scrape) {
+        let mut history = self
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if history.len() == HISTORY {
+            history.pop_front();
+        }
+        history.push_back(ScrapePoint {
+            duration: scrape.stats.duration,
+            files: scrape.files.len(),
+        });
+    }
+
+    fn history_snapshot(&self) -> Vec<ScrapePoint> {
+        self.history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect()
+    }
+
     /// One reaping pass over a listing (nothing when reaping is off).
     fn reap(&self, paths: &[std::path::PathBuf]) -> ReapPass {
         let Some(reaper) = &self.reaper else {
@@ -524,8 +580,11 @@ fn gzip_bytes(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
-async fn status_handler(State(endpoint): State<Endpoint>) -> Response {
-    match endpoint.status_page().await {
+async fn status_handler(State(endpoint): State<Endpoint>, RawQuery(query): RawQuery) -> Response {
+    match endpoint
+        .status_page(status_page_index(query.as_deref()))
+        .await
+    {
         Ok(html) => {
             let mut response = html.into_response();
             response.headers_mut().insert(

@@ -43,4 +43,6 @@ pub use endpoint::{
     DEFAULT_METRICS_PATH,
 };
 pub use server::{serve, ServerConfig};
-pub use status_page::{html_escape, render_status_page};
+pub use status_page::{
+    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView, FILES_PER_PAGE,
+};
