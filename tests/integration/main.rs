@@ -15,6 +15,7 @@ mod collector_diff;
 mod collector_registry;
 mod collector_upstream;
 mod completions;
+mod container;
 mod demo;
 mod format_interop;
 mod gunicorn;
