@@ -14,6 +14,7 @@ mod collector_conflicts;
 mod collector_diff;
 mod collector_registry;
 mod collector_upstream;
+mod compat;
 mod completions;
 mod container;
 mod demo;
