@@ -288,8 +288,15 @@ fn header_line(inspected: &Inspected) -> String {
         // The problem line below says why it cannot be read as a metrics
         // file; this says what it is instead.
         None => {
-            line.push_str(", not a readable metrics file: ");
-            line.push_str(&sniff::describe(&inspected.path));
+            let what = sniff::describe(&inspected.path);
+            // Unknown binary under a metrics file name is most likely a
+            // damaged metrics file: say that, the problem line says how.
+            if inspected.name.is_some() && what == sniff::UNKNOWN_BINARY {
+                line.push_str(", a damaged metrics file");
+            } else {
+                line.push_str(", not a readable metrics file: ");
+                line.push_str(&what);
+            }
         }
     }
     line

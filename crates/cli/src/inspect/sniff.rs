@@ -8,14 +8,59 @@
 use std::io::Read;
 use std::path::Path;
 
+/// What binary data nothing here recognises is called.
+pub(super) const UNKNOWN_BINARY: &str = "binary data of an unknown kind";
+
 /// How many leading bytes are looked at.
 const SNIFF_LEN: usize = 512;
 
-/// Describes the file at `path`, or says why it cannot be read.
+/// Describes the file at `path`, or says why it cannot be read. Only a
+/// regular file is opened, and without blocking: opening a named pipe would
+/// wait for a writer forever.
 pub(super) fn describe(path: &Path) -> String {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) => return format!("cannot read: {err}"),
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return match std::fs::metadata(path) {
+            Ok(target) if target.is_file() => describe_file(path),
+            Ok(_) => "a symbolic link to something that is not a file".to_owned(),
+            Err(_) => "a dangling symbolic link".to_owned(),
+        };
+    }
+    if kind.is_dir() {
+        return "a directory".to_owned();
+    }
+    if kind.is_fifo() {
+        return "a named pipe (FIFO)".to_owned();
+    }
+    if kind.is_socket() {
+        return "a socket".to_owned();
+    }
+    if kind.is_block_device() || kind.is_char_device() {
+        return "a device".to_owned();
+    }
+    describe_file(path)
+}
+
+fn describe_file(path: &Path) -> String {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut start = Vec::with_capacity(SNIFF_LEN);
-    let read = std::fs::File::open(path)
-        .and_then(|file| file.take(SNIFF_LEN as u64).read_to_end(&mut start));
+    // O_NONBLOCK: if the path was swapped for a pipe since it was looked
+    // at, the open still returns at once.
+    let read = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|file| {
+            if !file.metadata()?.is_file() {
+                return Err(std::io::Error::other("no longer a regular file"));
+            }
+            file.take(SNIFF_LEN as u64).read_to_end(&mut start)
+        });
     match read {
         Ok(_) => describe_bytes(&start).to_owned(),
         Err(err) => format!("cannot read: {err}"),
@@ -77,12 +122,42 @@ pub(super) fn describe_bytes(start: &[u8]) -> &'static str {
     if text.is_some_and(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace())) {
         return "text";
     }
-    "binary data of an unknown kind"
+    UNKNOWN_BINARY
 }
 
 #[cfg(test)]
 mod tests {
-    use super::describe_bytes;
+    use super::{describe, describe_bytes};
+
+    #[test]
+    fn never_opens_what_is_not_a_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("counter_1.db");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        // Opening it for reading would block until a writer comes: asked on
+        // a thread, so a regression fails here instead of hanging.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let asked = fifo.clone();
+        std::thread::spawn(move || tx.send(describe(&asked)));
+        let answer = rx.recv_timeout(std::time::Duration::from_secs(30));
+        if answer.is_err() {
+            // Let the blocked open return so the test process can exit.
+            drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+        }
+        assert_eq!(answer.as_deref(), Ok("a named pipe (FIFO)"));
+        assert_eq!(describe(dir.path()), "a directory");
+        let link = dir.path().join("counter_2.db");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &link).unwrap();
+        assert_eq!(describe(&link), "a dangling symbolic link");
+        let text = dir.path().join("counter_3.db");
+        std::fs::write(&text, "hello\n").unwrap();
+        assert_eq!(describe(&text), "text");
+    }
 
     #[test]
     fn names_what_it_knows() {
