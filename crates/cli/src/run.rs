@@ -32,7 +32,8 @@ Examples:
 Without --dir, an exported PROMETHEUS_MULTIPROC_DIR is used as it is (created if missing, its \
 files kept, never removed); without either, a fresh private directory is made under the temp \
 dir and removed at the end. \
-COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; \
+COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it \
+(except those a terminal already sent it, as Ctrl-C); \
 multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
 126 if it cannot be executed).")]
 pub struct Args {

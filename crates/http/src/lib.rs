@@ -2,9 +2,10 @@
 //! or run it with [`serve`] as `multiprom serve` and `multiprom run` do.
 //!
 //! * [`Endpoint`]: one directory's `GET /metrics` (text 0.0.4 or OpenMetrics
-//!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics
-//!   appended) and `GET /` (an HTML status page), with bounded, timed
-//!   collections off the async workers ([`EndpointConfig`]).
+//!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics and
+//!   `process_*` metrics appended), `GET /` (an HTML status page),
+//!   `GET /-/healthy` and `GET /-/ready`, with bounded, timed collections
+//!   off the async workers ([`EndpointConfig`]).
 //! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout and
 //!   graceful shutdown ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
