@@ -141,7 +141,7 @@ fn demo_without_dir_removes_its_temporary_dir() {
     });
     let printed = std::fs::read_to_string(&stdout).unwrap();
     let dir = printed
-        .split("workers writing to ")
+        .split(" writing to ")
         .nth(1)
         .and_then(|rest| rest.lines().next())
         .expect("the directory is printed")
@@ -180,4 +180,73 @@ fn demo_and_run_refuse_bad_arguments_with_exit_2() {
             "{command}"
         );
     }
+}
+
+#[test]
+fn demo_refuses_a_dir_holding_db_files_unless_clean() {
+    let tmp = temp_dir();
+    let files = tmp.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    let stale = files.join("counter_999999.db");
+    std::fs::write(&stale, b"not the demo's").unwrap();
+    // Spawned, not `output()`: a demo that wrongly starts must end the test
+    // (killed on drop after PATIENCE), not hang it.
+    let mut cmd = multiprom();
+    cmd.args(["demo", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(&files)
+        .stdout(Stdio::null());
+    let (status, stderr) = Spawned::start(cmd).wait();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "multiprom demo: {} already holds 1 *.db file; pass --clean to remove them first, or use an empty directory\n",
+            files.display()
+        )
+    );
+    assert!(stale.exists(), "a refused directory must be left alone");
+    assert!(!stderr.contains("--keep-files"), "{stderr}");
+
+    // --clean: removed (and logged), and one worker is "1 worker".
+    let stdout = tmp.path().join("stdout.txt");
+    let mut cmd = multiprom();
+    cmd.args(["demo", "--workers", "1", "--restart-every", "0s"])
+        .args(["--listen", "127.0.0.1:0", "--clean", "--dir"])
+        .arg(&files)
+        .stdout(Stdio::from(std::fs::File::create(&stdout).unwrap()));
+    let mut demo = Spawned::start(cmd);
+    demo.address();
+    demo.wait_for_stderr("removed 1 stale *.db file from");
+    assert!(!stale.exists());
+    let deadline = Instant::now() + PATIENCE;
+    let printed = loop {
+        let printed = std::fs::read_to_string(&stdout).unwrap();
+        if printed.contains("writing to") {
+            break printed;
+        }
+        assert!(Instant::now() < deadline, "no start line: {printed}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        printed.starts_with(&format!(
+            "multiprom demo: 1 worker writing to {}\n",
+            files.display()
+        )),
+        "{printed}"
+    );
+    demo.signal(Signal::TERM);
+    let (status, stderr) = demo.wait();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("stopping 1 worker\n"), "{stderr}");
+
+    let out = multiprom().args(["demo", "--clean"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "--clean needs --dir");
+}
+
+#[test]
+fn demo_help_shows_the_installed_command() {
+    let out = multiprom().args(["demo", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("\n  multiprom demo\n"), "{help}");
+    assert!(!help.contains("cargo"), "{help}");
 }

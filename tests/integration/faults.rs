@@ -747,18 +747,20 @@ fn directory_removed_and_recreated() {
         .text()
         .contains("\nc_total 7.0\n"));
     std::fs::remove_dir_all(&dir).unwrap();
-    // A directory that cannot be listed is not a bad file but a broken
-    // deployment: the scrape fails (500, so Prometheus' `up` says so)
-    // with the reason, rather than answering an empty 200 as Python's
-    // glob would. The server itself stays up.
+    // While it is gone, scrapes answer with multiprom's own metrics only,
+    // saying so (`multiprom_directory_listable 0`), and readiness fails
+    // with the reason; the server itself stays up.
     for _ in 0..5 {
         let response = get(addr, "/metrics", &[]);
         let text = response.text();
-        assert_eq!(response.status, 500, "{text}");
+        assert_eq!(response.status, 200, "{text}");
         assert!(
-            text.contains(&format!("{}: cannot list directory", dir.display())),
+            text.contains("\nmultiprom_directory_listable 0.0\n"),
             "{text}"
         );
+        assert!(!text.contains("\nc_total "), "{text}");
+        let ready = get(addr, "/-/ready", &[]);
+        assert_eq!(ready.status, 503, "{}", ready.text());
     }
     std::fs::create_dir(&dir).unwrap();
     write_good_counter(&dir.join("counter_2.db"), 9.0);

@@ -179,3 +179,48 @@ pub fn executable_copy(bin: &Path, dir: &Path) -> PathBuf {
         .expect("chmod executable");
     copy
 }
+
+/// The path of `program`, installing Debian package `package` with
+/// `apt-get install -y` if it is missing (CI runs as root on a fresh Debian
+/// machine). Panics with a clear message if it cannot be had: tests that
+/// need a tool never skip.
+pub fn ensure_tool(program: &str, package: &str) -> PathBuf {
+    let find = || {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    if let Some(found) = find() {
+        return found;
+    }
+    static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = find() {
+        return found;
+    }
+    let install = Command::new("apt-get")
+        .args(["install", "-y", "--no-install-recommends", package])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output();
+    let update_and_install = || {
+        Command::new("sh")
+            .args([
+                "-c",
+                &format!("apt-get update && apt-get install -y --no-install-recommends {package}"),
+            ])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let ok = matches!(&install, Ok(out) if out.status.success())
+        || matches!(update_and_install(), Ok(out) if out.status.success());
+    match find() {
+        Some(found) if ok => found,
+        _ => panic!(
+            "{program} is needed by this test and is not installed; `apt-get install -y {package}` did not provide it ({install:?}). Install {package} and run again."
+        ),
+    }
+}

@@ -418,3 +418,37 @@ fn check_is_safe_while_python_writes_and_grows_files() {
         "every entry written is read back"
     );
 }
+
+#[test]
+fn a_file_that_is_not_a_metrics_file_is_named_for_what_it_is() {
+    let dir = temp_dir();
+    // A real SQLite database, made by Python's sqlite3, under a metrics name.
+    let sqlite = dir.path().join("counter_7.db");
+    let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('create table t(x)'); c.commit()";
+    let out = Command::new(python())
+        .args(["-c", script])
+        .arg(&sqlite)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(dir.path().join("notes.db"), "kept for later\n").unwrap();
+    let out = multiprom().arg("inspect").arg(dir.path()).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{}: counter, pid 7, not a readable metrics file: an SQLite 3 database\n",
+            sqlite.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("notes.db: not a metrics file name, not a readable metrics file: text\n"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("unreadable"), "{stdout}");
+}

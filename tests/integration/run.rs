@@ -174,6 +174,15 @@ fn signals_are_passed_on_to_the_command() {
         run.signal(signal);
         let (status, stderr) = run.wait();
         assert_eq!(status.code(), Some(10 + number), "{name}: {stderr}");
+        // Sent with kill(2), so only multiprom got it: passed on, and logged.
+        assert!(
+            stderr.contains(&format!("passing {name} on to pid ")),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!(") exited with status {}", 10 + number)),
+            "{name}: {stderr}"
+        );
         assert_eq!(wait_for_file(&control.path().join("got")), name);
     }
     // A command that does not handle the signal dies of it: 128 + 15.
@@ -182,6 +191,8 @@ fn signals_are_passed_on_to_the_command() {
     run.signal(Signal::TERM);
     let (status, stderr) = run.wait();
     assert_eq!(status.code(), Some(128 + 15), "{stderr}");
+    assert!(stderr.contains("sleep (pid "), "{stderr}");
+    assert!(stderr.contains(") was killed by signal 15"), "{stderr}");
 }
 
 #[test]
@@ -253,4 +264,90 @@ fn busy_port_exits_2_without_starting_the_command() {
         "the command ran although the port was busy"
     );
     drop(taken);
+}
+
+#[test]
+fn relative_dir_is_exported_as_an_absolute_path() {
+    let base = temp_dir();
+    let print = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "printf %s \"$PROMETHEUS_MULTIPROC_DIR\"".as_ref(),
+    ];
+    let out = run_cmd(&["--dir", "rel/metrics"], &print)
+        .current_dir(base.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        base.path().join("rel/metrics").to_str().unwrap()
+    );
+    assert!(base.path().join("rel/metrics").is_dir());
+}
+
+#[test]
+fn exported_dir_is_used_and_nothing_in_it_removed() {
+    let base = temp_dir();
+    let dir = base.path().join("app-metrics");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("counter_1.db"), b"x").unwrap();
+    let print = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "printf '%s\\n' \"$PROMETHEUS_MULTIPROC_DIR\"; ls \"$PROMETHEUS_MULTIPROC_DIR\"".as_ref(),
+    ];
+    let out = run_cmd(&[], &print)
+        .env("PROMETHEUS_MULTIPROC_DIR", &dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\ncounter_1.db\n", dir.display())
+    );
+    assert!(
+        stderr.contains(&format!(
+            "using the exported PROMETHEUS_MULTIPROC_DIR={}",
+            dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(dir.join("counter_1.db").exists(), "not ours to remove");
+
+    // --dir still wins, and says so.
+    let other = base.path().join("other");
+    let out = run_cmd(&["--dir", other.to_str().unwrap()], &print)
+        .env("PROMETHEUS_MULTIPROC_DIR", &dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("{}\n", other.display())
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the exported"));
+}
+
+#[test]
+fn ctrl_c_in_a_terminal_reaches_the_command_once() {
+    let control = temp_dir();
+    let out = crate::harness::run_python(
+        "run_tty.py",
+        &[
+            env!("CARGO_BIN_EXE_multiprom"),
+            python().to_str().unwrap(),
+            control.path().to_str().unwrap(),
+        ],
+        &[],
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let terminal = result["terminal"].as_str().unwrap();
+    assert_eq!(result["sigints"], 1, "{terminal}");
+    assert_eq!(result["exit"], 0, "{terminal}");
+    assert!(
+        terminal.contains("SIGINT from the terminal: pid "),
+        "{terminal}"
+    );
+    assert!(terminal.contains(") exited with status 0"), "{terminal}");
 }

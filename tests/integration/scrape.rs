@@ -143,17 +143,27 @@ fn family_blocks(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn empty_directory_prints_nothing() {
+fn empty_directory_prints_nothing_warns_and_exits_0() {
     let dir = temp_dir();
-    let out = multiprom()
-        .args(["scrape", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(
-        (out.status.code(), stdout(&out), stderr(&out)),
-        (Some(0), "", "")
+    // Not a *.db file: the directory is still empty for a scrape.
+    std::fs::write(dir.path().join("README"), b"x").unwrap();
+    let warning = format!(
+        "multiprom scrape: warning: {}: no *.db files, nothing to merge\n",
+        dir.path().display()
     );
+    for strict in [false, true] {
+        let out = multiprom()
+            .args(["scrape", "--dir"])
+            .arg(dir.path())
+            .args(strict.then_some("--strict"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            (out.status.code(), stdout(&out), stderr(&out)),
+            (Some(0), "", warning.as_str()),
+            "strict: {strict}"
+        );
+    }
     let out = multiprom()
         .args(["scrape", "--format", "openmetrics", "--dir"])
         .arg(dir.path())
@@ -351,4 +361,27 @@ fn closed_stdout_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn help_is_one_line_per_option_and_states_the_exit_status() {
+    let out = multiprom().args(["scrape", "--help"]).output().unwrap();
+    let help = stdout(&out);
+    for option in [
+        "--dir <DIR>",
+        "--format <FORMAT>",
+        "--no-accumulate",
+        "--strict",
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(option))
+            .unwrap_or_else(|| panic!("no {option} in:\n{help}"));
+        assert!(
+            line.len() > option.len() + 10,
+            "{option}'s help is not on its line:\n{help}"
+        );
+    }
+    assert!(!help.contains("\n\n      --"), "sparse layout:\n{help}");
+    assert!(help.contains("Exit status: 0 when printed"), "{help}");
 }

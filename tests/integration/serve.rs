@@ -24,7 +24,7 @@ pub const PROMETHEUS_ACCEPT: &str =
     "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
 
 /// The self-metric families, in output order (text 0.0.4 names).
-const SELF_FAMILIES: [&str; 7] = [
+const SELF_FAMILIES: [&str; 14] = [
     "multiprom_scrape_duration_seconds",
     "multiprom_scrape_files",
     "multiprom_scrape_read_bytes",
@@ -32,6 +32,13 @@ const SELF_FAMILIES: [&str; 7] = [
     "multiprom_scrapes_total",
     "multiprom_reaped_files_total",
     "multiprom_build_info",
+    "multiprom_directory_listable",
+    "process_cpu_seconds_total",
+    "process_open_fds",
+    "process_max_fds",
+    "process_virtual_memory_bytes",
+    "process_resident_memory_bytes",
+    "process_start_time_seconds",
 ];
 
 /// A directory written by three real Python worker processes (now dead).
@@ -85,9 +92,10 @@ fn family_name(block: &str) -> &str {
 
 /// (worker families, self-metric families) of an exposition.
 pub fn partition_self(text: &str) -> (Vec<String>, Vec<String>) {
-    split_families(text)
-        .into_iter()
-        .partition(|f| !family_name(f).starts_with("multiprom_"))
+    split_families(text).into_iter().partition(|f| {
+        let name = family_name(f);
+        !name.starts_with("multiprom_") && !name.starts_with("process_")
+    })
 }
 
 /// Python's parser's view of `body`: `[[name, type, [[sample, labels, value]...]]...]`.
@@ -139,7 +147,7 @@ fn metrics_equal_python_in_both_formats_and_parse() {
     let dir = fixture();
     let files = db_files(dir.path()).len();
     assert_eq!(files, 3 * 13, "fixture: 3 workers x 13 files");
-    let (_server, addr) = serve(dir.path(), &[]);
+    let (server, addr) = serve(dir.path(), &[]);
     let cases = [
         ("text", None, PROMETHEUS_CONTENT_TYPE),
         (
@@ -176,10 +184,7 @@ fn metrics_equal_python_in_both_formats_and_parse() {
             .iter()
             .map(|n| match format {
                 "text" => (*n).to_owned(),
-                _ => n
-                    .trim_end_matches("_total")
-                    .trim_end_matches("_info")
-                    .to_owned(),
+                _ => n.trim_end_matches("_total").to_owned(),
             })
             .collect();
         assert_eq!(own_names, expected_names, "{format}");
@@ -241,6 +246,29 @@ fn metrics_equal_python_in_both_formats_and_parse() {
             ),
             Some(1.0)
         );
+        // multiprom's own process, as every exporter reports it.
+        let server_pid = server.pid();
+        let rss = std::fs::read_to_string(format!("/proc/{server_pid}/statm")).unwrap();
+        let pages: f64 = rss.split(' ').nth(1).unwrap().parse().unwrap();
+        let reported = sample_value(&parsed, "process_resident_memory_bytes", &[]).unwrap();
+        assert!(
+            reported > pages * 4096.0 / 4.0 && reported < pages * 4096.0 * 4.0,
+            "{format}: rss {reported} vs {pages} pages"
+        );
+        let started = sample_value(&parsed, "process_start_time_seconds", &[]).unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(
+            started > now - 600.0 && started <= now + 1.0,
+            "{format}: {started}"
+        );
+        assert!(sample_value(&parsed, "process_open_fds", &[]).is_some_and(|v| v >= 3.0));
+        assert!(sample_value(&parsed, "process_max_fds", &[]).is_some_and(|v| v >= 3.0));
+        assert!(sample_value(&parsed, "process_cpu_seconds_total", &[]).is_some_and(|v| v >= 0.0));
+        assert!(sample_value(&parsed, "process_virtual_memory_bytes", &[])
+            .is_some_and(|v| v > reported));
     }
 }
 
@@ -366,11 +394,13 @@ fn status_page_shows_every_file_escaped() {
         html.matches("<tr class=").count(),
         db_files(dir.path()).len()
     );
+    // One page: the file table is open.
+    assert!(html.contains("<details id=\"files\" open>"), "{html}");
     assert!(html.contains("&lt;b&gt;&amp;x&quot;"), "{html}");
     assert!(!html.contains("<b>&x"), "{html}");
     let bad_row = html
         .lines()
-        .find(|l| l.contains("counter_99.db"))
+        .find(|l| l.starts_with("<tr class=") && l.contains("counter_99.db"))
         .expect("row of the bad file");
     assert!(bad_row.starts_with("<tr class=\"bad\">"), "{bad_row}");
     assert!(bad_row.contains("offset 0: 0-byte file"), "{bad_row}");
@@ -441,11 +471,11 @@ fn overload_answers_503_and_recovers() {
     assert_eq!(first.status, 200);
     let after = get(addr, "/metrics", &[]).text();
     assert!(
-        after.contains("multiprom_scrapes_total{result=\"busy\"} 1\n"),
+        after.contains("multiprom_scrapes_total{result=\"busy\"} 1.0\n"),
         "{after}"
     );
     assert!(
-        after.contains("multiprom_scrapes_total{result=\"ok\"} 2\n"),
+        after.contains("multiprom_scrapes_total{result=\"ok\"} 2.0\n"),
         "{after}"
     );
 }
@@ -478,7 +508,7 @@ fn overrunning_scrape_answers_503_and_recovers() {
     assert_eq!(after.status, 200);
     assert!(after
         .text()
-        .contains("multiprom_scrapes_total{result=\"timeout\"} 1\n"));
+        .contains("multiprom_scrapes_total{result=\"timeout\"} 1.0\n"));
     server.wait_for_stderr("answering 503: scrape timed out");
 }
 
@@ -584,7 +614,10 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
     let body = get(addr, "/metrics", &[]).text();
     let (workers, _) = partition_self(&body);
     assert_eq!(workers, expected_output);
-    assert!(body.contains("multiprom_reaped_files_total 0\n"), "{body}");
+    assert!(
+        body.contains("multiprom_reaped_files_total 0.0\n"),
+        "{body}"
+    );
     assert_eq!(db_files(dir.path()), before);
     server.signal(Signal::TERM);
     server.wait();
@@ -594,7 +627,10 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
     // runs its child_exit hook), then it goes too.
     let (mut server, addr) = serve(dir.path(), &["--reap-dead", "--reap-grace", "0s"]);
     let body = get(addr, "/metrics", &[]).text();
-    assert!(body.contains("multiprom_reaped_files_total 15\n"), "{body}");
+    assert!(
+        body.contains("multiprom_reaped_files_total 15.0\n"),
+        "{body}"
+    );
     let zombie_file = format!("gauge_livesum_{}.db", zombie.id());
     let mut expected_files: Vec<String> = before
         .iter()
@@ -607,7 +643,10 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
 
     zombie.wait().unwrap();
     let body = get(addr, "/metrics", &[]).text();
-    assert!(body.contains("multiprom_reaped_files_total 16\n"), "{body}");
+    assert!(
+        body.contains("multiprom_reaped_files_total 16.0\n"),
+        "{body}"
+    );
     expected_files.retain(|name| *name != zombie_file);
     assert_eq!(db_files(dir.path()), expected_files);
     let (workers, _) = partition_self(&body);
@@ -645,7 +684,16 @@ fn startup_errors_are_one_line_and_exit_2() {
                 "--listen".into(),
                 "127.0.0.1:70000".into(),
             ],
-            "invalid --listen address",
+            "invalid --listen address \"127.0.0.1:70000\": port \"70000\" is not a number from 0 to 65535",
+        ),
+        (
+            vec![
+                "--dir".into(),
+                dir.path().to_str().unwrap().into(),
+                "--listen".into(),
+                "no-such-host.invalid:9478".into(),
+            ],
+            "invalid --listen address \"no-such-host.invalid:9478\": cannot resolve host \"no-such-host.invalid\": ",
         ),
         (
             vec![
@@ -762,4 +810,101 @@ fn rust_log_filters_and_each_warning_is_logged_once() {
         !stderr.contains(" INFO "),
         "RUST_LOG=warn ignored: {stderr}"
     );
+}
+
+#[test]
+fn worker_process_metrics_join_the_workers_pid_label() {
+    let dir = temp_dir();
+    let control = temp_dir();
+    let mut worker = Command::new(crate::harness::python());
+    worker
+        .arg(crate::harness::python_script("serve_live_worker.py"))
+        .arg(control.path())
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path());
+    let worker = worker.spawn().unwrap();
+    // Stop the worker however the test ends.
+    struct Stop<'a>(std::process::Child, &'a Path);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::write(self.1.join("stop"), b"");
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let worker = Stop(worker, control.path());
+    let deadline = Instant::now() + PATIENCE;
+    let pid = loop {
+        if let Ok(pid) = std::fs::read_to_string(control.path().join("ready")) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the worker never got ready");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pid, worker.0.id().to_string());
+
+    let (_plain, addr) = serve(dir.path(), &[]);
+    let body = get(addr, "/metrics", &[]).text();
+    assert!(
+        !body.contains("multiprom_worker_process"),
+        "opt-in only:\n{body}"
+    );
+
+    let (_server, addr) = serve(dir.path(), &["--worker-process-metrics"]);
+    let body = get(addr, "/metrics", &[]).text();
+    let parsed = python_parse(&body, "text");
+    let label = [("pid", pid.as_str())];
+    assert_eq!(
+        sample_value(&parsed, "worker_busy", &label),
+        Some(1.0),
+        "{body}"
+    );
+    let statm = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap();
+    let pages: f64 = statm.split(' ').nth(1).unwrap().parse().unwrap();
+    let rss = sample_value(
+        &parsed,
+        "multiprom_worker_process_resident_memory_bytes",
+        &label,
+    )
+    .unwrap_or_else(|| panic!("no rss for pid {pid}:\n{body}"));
+    assert!(
+        rss > pages * 4096.0 / 4.0 && rss < pages * 4096.0 * 4.0,
+        "rss {rss} vs {pages} pages"
+    );
+    assert!(
+        sample_value(
+            &parsed,
+            "multiprom_worker_process_cpu_seconds_total",
+            &label
+        )
+        .is_some_and(|v| v > 0.0),
+        "{body}"
+    );
+    assert!(
+        sample_value(
+            &parsed,
+            "multiprom_worker_process_start_time_seconds",
+            &label
+        )
+        .is_some(),
+        "{body}"
+    );
+    assert!(body.contains("# TYPE multiprom_worker_process_cpu_seconds_total counter\n"));
+
+    // Gone: its series go too (its files stay; the gauge is liveall but
+    // nothing reaps here).
+    drop(worker);
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let body = get(addr, "/metrics", &[]).text();
+        if !body.contains(&format!(
+            "multiprom_worker_process_resident_memory_bytes{{pid=\"{pid}\"}}"
+        )) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "a dead worker's process metrics stayed:\n{body}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -76,7 +76,7 @@ fn a_file_truncated_behind_the_watch_is_reported_not_a_crash() {
     assert!(after.contains("victim1_total{series=\"1\"} 1.0"), "{after}");
     assert!(!after.contains("victim2_total"), "{after}");
     assert!(
-        after.contains("multiprom_scrape_files{state=\"bad\"} 1"),
+        after.contains("multiprom_scrape_files{state=\"bad\"} 1.0"),
         "{after}"
     );
     assert_eq!(server.try_wait(), None, "the server died");

@@ -15,7 +15,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use tokio::process::{Child, Command};
 
 use crate::logging;
-use crate::metrics_dir::{Launch, MetricsDir};
+use crate::metrics_dir::{ExistingFiles, Launch, MetricsDir};
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, parse_duration, EndpointArgs};
 use crate::signals;
@@ -26,12 +26,13 @@ mod worker;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  cargo run --release -- demo
+  multiprom demo
   multiprom demo --workers 8 --listen 127.0.0.1:9100
   multiprom demo --dir /tmp/demo-metrics   # then: multiprom inspect /tmp/demo-metrics
 
 Without --dir the files go to a private temporary directory that is removed at the end; \
-with --dir stale *.db files are removed at start and the files are left there at the end.")]
+with --dir they are left there at the end. A --dir that already holds *.db files is refused \
+unless --clean is given.")]
 pub struct Args {
     /// Worker processes to start.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -39,11 +40,18 @@ pub struct Args {
     /// Write the files here (created if missing) and leave them for `multiprom inspect`.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Remove *.db files already in --dir (without it such a directory is
+    /// refused: they may be another application's, and would mix with the
+    /// demo's).
+    #[arg(long, requires = "dir")]
+    pub clean: bool,
     /// Kill and restart one worker this often (0s: never).
     #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
     pub restart_every: Duration,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
     /// Internal: run as demo worker N (started by the demo itself).
     #[arg(long, hide = true, value_name = "N")]
     pub worker: Option<u32>,
@@ -54,11 +62,15 @@ pub fn main(args: Args) -> ExitCode {
     if let Some(index) = args.worker {
         return worker::main(index);
     }
-    logging::init();
+    logging::init(&args.log);
     let prepared = Launch::prepare(
         "multiprom demo",
         args.dir.as_deref(),
-        false,
+        if args.clean {
+            ExistingFiles::Remove
+        } else {
+            ExistingFiles::Refuse { flag: "--clean" }
+        },
         "multiprom-demo-",
         &args.endpoint.listen,
     );
@@ -79,6 +91,15 @@ pub fn main(args: Args) -> ExitCode {
         );
     }
     code
+}
+
+/// "1 worker", "4 workers".
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// One worker slot: its index and the running process.
@@ -152,12 +173,12 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         .await
     });
     println!(
-        "multiprom demo: {} workers writing to {}\n\
+        "multiprom demo: {} writing to {}\n\
          \x20 metrics:  http://{addr}/metrics\n\
          \x20 status:   http://{addr}/\n\
          \x20 try:      curl -s http://{addr}/metrics | grep '^demo_'\n\
          \x20 Ctrl-C stops everything.",
-        args.workers,
+        count(args.workers as usize, "worker"),
         dir.display()
     );
 
@@ -173,7 +194,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     loop {
         tokio::select! {
             signal = &mut shutdown => {
-                tracing::info!("{signal}: stopping {} workers", workers.len());
+                tracing::info!("{signal}: stopping {}", count(workers.len(), "worker"));
                 break;
             }
             _ = restarts.tick(), if !args.restart_every.is_zero() => {

@@ -14,6 +14,8 @@ use multiprom_collector::{merge_files, scan_dir, CollectOptions, FileProblem};
 use multiprom_format::{float_to_go_string, read_valid_prefix, FileName, Header, Key, MetricKind};
 use serde::Serialize;
 
+mod sniff;
+
 /// Arguments of `multiprom inspect`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -286,7 +288,19 @@ fn header_line(inspected: &Inspected) -> String {
                 header.file_size,
             ));
         }
-        None => line.push_str(", unreadable"),
+        // The problem line below says why it cannot be read as a metrics
+        // file; this says what it is instead.
+        None => {
+            let what = sniff::describe(&inspected.path);
+            // Unknown binary under a metrics file name is most likely a
+            // damaged metrics file: say that, the problem line says how.
+            if inspected.name.is_some() && what == sniff::UNKNOWN_BINARY {
+                line.push_str(", a damaged metrics file");
+            } else {
+                line.push_str(", not a readable metrics file: ");
+                line.push_str(&what);
+            }
+        }
     }
     line
 }

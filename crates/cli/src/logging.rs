@@ -1,26 +1,97 @@
-//! Logs for the long-running commands (`serve`, `run`): tracing to stderr,
-//! filtered by `RUST_LOG` (default `info`).
+//! Logs for the long-running commands (`serve`, `run`, `demo`): tracing to
+//! stderr, as text (default), logfmt or JSON lines, at `--log.level`, else
+//! as `RUST_LOG` says, else `info`.
 
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
-/// Installs the stderr logger. Colours only on a terminal. A bad `RUST_LOG`
-/// is reported and the default used, rather than failing the command.
-pub fn init() {
-    let filter = match EnvFilter::try_from_default_env() {
-        Ok(filter) => filter,
-        Err(err) => {
-            if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
-                eprintln!("multiprom: warning: ignoring RUST_LOG: {err}");
-            }
-            EnvFilter::new("info")
+/// `--log.level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Level {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Error => "error",
+            Level::Warn => "warn",
+            Level::Info => "info",
+            Level::Debug => "debug",
+            Level::Trace => "trace",
         }
+    }
+}
+
+/// `--log.format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// For people: `2024-01-01T00:00:00.000000Z  INFO message`.
+    #[default]
+    Text,
+    /// `ts=... level=info msg="..."`, as Prometheus and its exporters log.
+    Logfmt,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The logging flags of the long-running commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LogArgs {
+    /// Only log at this level or above (debug explains every scrape: files
+    /// listed, read and skipped) [default: $RUST_LOG, else info]
+    #[arg(long = "log.level", value_name = "LEVEL", value_enum)]
+    pub level: Option<Level>,
+    /// Log line layout on stderr.
+    #[arg(
+        long = "log.format",
+        value_name = "FORMAT",
+        value_enum,
+        default_value = "text"
+    )]
+    pub format: Format,
+}
+
+/// Installs the stderr logger. Colours only for text on a terminal. A bad
+/// `RUST_LOG` is reported and the default used, rather than failing the
+/// command.
+pub fn init(args: &LogArgs) {
+    let filter = match args.level {
+        Some(level) => EnvFilter::new(level.as_str()),
+        None => match EnvFilter::try_from_default_env() {
+            Ok(filter) => filter,
+            Err(err) => {
+                if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
+                    eprintln!("multiprom: warning: ignoring RUST_LOG: {err}");
+                }
+                EnvFilter::new("info")
+            }
+        },
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    let _ = match args.format {
+        Format::Text => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_target(false)
+            .try_init(),
+        Format::Json => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .json()
+            .with_ansi(false)
+            .with_target(false)
+            .try_init(),
+        Format::Logfmt => tracing_logfmt::builder()
+            .with_target(false)
+            .subscriber_builder()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init(),
+    };
 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod docs;
 mod inspect;
 mod logging;
 mod metrics_dir;
@@ -39,6 +40,10 @@ enum Command {
     Inspect(inspect::Args),
     /// Start demo workers that behave like an LLM inference server.
     Demo(demo::Args),
+    /// Print a shell completion script.
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (or write all of them with --dir).
+    Man(docs::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -61,5 +66,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Demo(args) => demo::main(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }

@@ -25,11 +25,11 @@ impl Launch {
     pub fn prepare(
         command: &str,
         dir: Option<&Path>,
-        keep_files: bool,
+        existing: ExistingFiles,
         temp_prefix: &str,
         listen: &str,
     ) -> Result<(Launch, TcpListener), ExitCode> {
-        let dir = MetricsDir::prepare(dir, keep_files, temp_prefix).map_err(|err| {
+        let dir = MetricsDir::prepare(dir, existing, temp_prefix).map_err(|err| {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
@@ -55,6 +55,24 @@ impl Launch {
     }
 }
 
+/// What to do with `*.db` files already in a given directory: files left by
+/// an earlier run make wrong metrics, but they may also be someone else's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExistingFiles {
+    /// Remove them (`run --dir`; `--keep-files` says otherwise).
+    Remove,
+    /// Leave them (`run --keep-files`, or a directory from the environment,
+    /// which multiprom did not create and so does not clean).
+    Keep,
+    /// Refuse the directory, naming `flag` as the way to remove them
+    /// (`demo`: its files are throwaway, a directory holding others is a
+    /// mistake more often than not).
+    Refuse {
+        /// The flag that removes them instead.
+        flag: &'static str,
+    },
+}
+
 /// The directory the workers write to.
 pub enum MetricsDir {
     /// Ours: removed at the end.
@@ -65,11 +83,13 @@ pub enum MetricsDir {
 
 impl MetricsDir {
     /// A private temporary directory (mode 0700, named `<prefix>XXXXXX`), or
-    /// `dir`, created if missing, with stale `*.db` files removed unless
-    /// `keep_files`: files left by an earlier run make wrong metrics.
+    /// `dir`, created if missing, made absolute (workers get it in
+    /// `PROMETHEUS_MULTIPROC_DIR`, and one that changes directory must still
+    /// write to the same place), with `*.db` files already there handled as
+    /// `existing` says.
     pub fn prepare(
         dir: Option<&Path>,
-        keep_files: bool,
+        existing: ExistingFiles,
         prefix: &str,
     ) -> Result<MetricsDir, String> {
         let Some(dir) = dir else {
@@ -87,12 +107,24 @@ impl MetricsDir {
         if dir.exists() && !dir.is_dir() {
             return Err(format!("{}: not a directory", dir.display()));
         }
-        std::fs::create_dir_all(dir)
+        let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
             .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
-        if !keep_files {
-            remove_stale_files(dir)?;
+        match existing {
+            ExistingFiles::Remove => remove_stale_files(&dir)?,
+            ExistingFiles::Keep => {}
+            ExistingFiles::Refuse { flag } => {
+                let found = db_files(&dir)?.len();
+                if found > 0 {
+                    return Err(format!(
+                        "{} already holds {found} *.db file{}; pass {flag} to remove them first, or use an empty directory",
+                        dir.display(),
+                        plural(found)
+                    ));
+                }
+            }
         }
-        Ok(MetricsDir::Given(dir.to_path_buf()))
+        Ok(MetricsDir::Given(dir))
     }
 
     /// The directory.
@@ -116,25 +148,31 @@ impl MetricsDir {
     }
 }
 
-fn remove_stale_files(dir: &Path) -> Result<(), String> {
-    let stale = multiprom_collector::scan_dir(dir)
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The regular `*.db` files in `dir` (a directory named x.db is not ours to
+/// delete).
+fn db_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut paths = multiprom_collector::scan_dir(dir)
         .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
+    paths.retain(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()));
+    Ok(paths)
+}
+
+/// Removes `*.db` files left in `dir`, logging how many.
+pub fn remove_stale_files(dir: &Path) -> Result<(), String> {
     let mut removed = 0usize;
-    for path in stale {
-        // Only regular files: a directory named x.db is not ours to delete.
-        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        if !is_file {
-            continue;
-        }
+    for path in db_files(dir)? {
         match std::fs::remove_file(&path) {
             Ok(()) => removed += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(format!(
-                    "cannot remove stale {}: {e} (pass --keep-files to keep it)",
-                    path.display()
-                ))
-            }
+            Err(e) => return Err(format!("cannot remove stale {}: {e}", path.display())),
         }
     }
     // An earlier run's interrupted compaction: its staged files are stale
@@ -152,8 +190,8 @@ fn remove_stale_files(dir: &Path) -> Result<(), String> {
     }
     if removed > 0 {
         tracing::info!(
-            "removed {removed} stale *.db file{} from {} (left by an earlier run; --keep-files keeps them)",
-            if removed == 1 { "" } else { "s" },
+            "removed {removed} stale *.db file{} from {} (left by an earlier run)",
+            plural(removed),
             dir.display()
         );
     }

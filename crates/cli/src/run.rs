@@ -13,13 +13,14 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
-use rustix::process::{kill_process, Pid, Signal};
-use tokio::signal::unix::{signal, SignalKind};
+use rustix::process::{kill_process, Pid};
 
 use crate::logging;
-use crate::metrics_dir::Launch;
+use crate::metrics_dir::{ExistingFiles, Launch};
 use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::serving::{self, EndpointArgs};
+
+mod forward;
 
 /// Arguments of `multiprom run`.
 #[derive(Debug, clap::Args)]
@@ -28,12 +29,16 @@ Examples:
   multiprom run -- gunicorn -w 4 app:app
   multiprom run --dir /run/app-metrics --listen 0.0.0.0:9478 -- python worker.py
 
-Without --dir, a fresh private directory is made under the temp dir and removed at the end. \
-COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; \
+Without --dir, an exported PROMETHEUS_MULTIPROC_DIR is used as it is (created if missing, its \
+files kept, never removed); without either, a fresh private directory is made under the temp \
+dir and removed at the end. \
+COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it \
+(except those a terminal already sent it, as Ctrl-C); \
 multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
 126 if it cannot be executed).")]
 pub struct Args {
-    /// Use this directory (created if missing) instead of a temporary one.
+    /// Use this directory (created if missing) instead of $PROMETHEUS_MULTIPROC_DIR
+    /// or a temporary one.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Keep *.db files already in --dir (by default they are removed at
@@ -50,6 +55,8 @@ pub struct Args {
     pub no_compact: bool,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
     /// The command to run, and its arguments.
     #[arg(
         value_name = "COMMAND",
@@ -68,11 +75,12 @@ const CANNOT_EXECUTE: u8 = 126;
 
 /// Runs `multiprom run`.
 pub fn main(args: Args) -> ExitCode {
-    logging::init();
+    logging::init(&args.log);
+    let (dir, existing) = directory(&args);
     let prepared = Launch::prepare(
         "multiprom run",
-        args.dir.as_deref(),
-        args.keep_files,
+        dir.as_deref(),
+        existing,
         "multiprom-run-",
         &args.endpoint.listen,
     );
@@ -87,19 +95,49 @@ pub fn main(args: Args) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The directory to use and what to do with files already in it: `--dir`
+/// (cleaned unless `--keep-files`), else an exported
+/// `PROMETHEUS_MULTIPROC_DIR` (the application's own setting: honoured, and
+/// as multiprom did not create it, nothing in it is removed), else none (a
+/// temporary one).
+fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
+    let exported = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty());
+    match (&args.dir, exported) {
+        (Some(dir), exported) => {
+            if let Some(exported) = exported.filter(|e| Path::new(e) != dir) {
+                tracing::info!(
+                    "--dir {} replaces the exported {ENV_VAR}={} for the command",
+                    dir.display(),
+                    Path::new(&exported).display()
+                );
+            }
+            let existing = if args.keep_files {
+                ExistingFiles::Keep
+            } else {
+                ExistingFiles::Remove
+            };
+            (Some(dir.clone()), existing)
+        }
+        (None, Some(exported)) => {
+            tracing::info!(
+                "using the exported {ENV_VAR}={} (files already there are kept)",
+                Path::new(&exported).display()
+            );
+            (Some(PathBuf::from(exported)), ExistingFiles::Keep)
+        }
+        (None, None) => (None, ExistingFiles::Remove),
+    }
+}
+
 /// Starts the command and the endpoint; returns the exit status to use.
 async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> u8 {
     // Handlers first, so a signal right after the command starts is passed on.
-    let streams = [
-        SignalKind::interrupt(),
-        SignalKind::terminate(),
-        SignalKind::hangup(),
-        SignalKind::quit(),
-    ]
-    .map(signal);
-    let [Ok(mut sigint), Ok(mut sigterm), Ok(mut sighup), Ok(mut sigquit)] = streams else {
-        eprintln!("multiprom run: cannot handle signals");
-        return 1;
+    let mut signals = match forward::receive() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("multiprom run: cannot handle signals: {err}");
+            return 1;
+        }
     };
     let (program, rest) = match args.command.split_first() {
         Some(split) => split,
@@ -141,16 +179,19 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         dir.display()
     );
 
-    let forward = |sig: Signal| {
-        if let Some(pid) = pid {
-            tracing::debug!(
-                "passing signal {} on to pid {}",
-                sig.as_raw(),
+    let pass_on = |received: forward::Received| {
+        let Some(pid) = pid else { return };
+        let name = forward::name(received.signal);
+        if !forward::should_pass_on(received, pid) {
+            tracing::info!(
+                "{name} from the terminal: pid {} got it too, not passing it on",
                 pid.as_raw_nonzero()
             );
-            if let Err(err) = kill_process(pid, sig) {
-                tracing::warn!("cannot pass signal {} on: {err}", sig.as_raw());
-            }
+            return;
+        }
+        tracing::info!("passing {name} on to pid {}", pid.as_raw_nonzero());
+        if let Err(err) = kill_process(pid, received.signal) {
+            tracing::warn!("cannot pass {name} on: {err}");
         }
     };
     // `Child::wait` is cancel-safe, and the child is only reaped inside it,
@@ -158,12 +199,17 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            Some(()) = sigint.recv() => forward(Signal::INT),
-            Some(()) = sigterm.recv() => forward(Signal::TERM),
-            Some(()) = sighup.recv() => forward(Signal::HUP),
-            Some(()) = sigquit.recv() => forward(Signal::QUIT),
+            Some(received) = signals.recv() => pass_on(received),
         }
     };
+    if let Ok(status) = &status {
+        tracing::info!(
+            "{} (pid {}) {}",
+            program.to_string_lossy(),
+            pid.map_or(0, |p| p.as_raw_nonzero().get()),
+            describe_exit(*status)
+        );
+    }
     let _ = stop_tx.send(());
     match server.await {
         Ok(Ok(())) => {}
@@ -176,6 +222,15 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
             eprintln!("multiprom run: cannot wait for the command: {err}");
             1
         }
+    }
+}
+
+/// "exited with status 3", "was killed by signal 9".
+fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => format!("ended: {status}"),
     }
 }
 

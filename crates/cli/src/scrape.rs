@@ -2,6 +2,10 @@
 //!
 //! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
 //! with `--strict` when a file was bad, 2 when there is no usable directory.
+//! A directory with no `*.db` files prints nothing (or only `# EOF`) and
+//! exits 0, as it is a normal state before the first worker starts, but says
+//! so on stderr: a cron job publishing the output should not publish an
+//! empty file unnoticed.
 //! A file that vanished while being read (a worker reaped by
 //! `mark_process_dead` mid-scrape) is reported but is not "bad": it is the
 //! normal race Python also tolerates for live gauges, so `--strict` ignores it.
@@ -16,29 +20,33 @@ use crate::multiproc_dir;
 
 /// Exposition format of `multiprom scrape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+// No doc comments on the values: clap would then list them one per
+// paragraph and switch all of `--help` to the sparse long layout.
 pub enum FormatArg {
-    /// Prometheus text format 0.0.4.
     Prometheus,
-    /// OpenMetrics 1.0.0 (ends with `# EOF`).
     Openmetrics,
 }
 
 /// Arguments of `multiprom scrape`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The directory is --dir, else $PROMETHEUS_MULTIPROC_DIR, else the deprecated \
+$prometheus_multiproc_dir.
+
+Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
+no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \
+no usable directory.")]
 pub struct Args {
-    /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR, then
-    /// the deprecated $prometheus_multiproc_dir].
+    /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR]
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Output format.
+    /// Prometheus text 0.0.4, or OpenMetrics 1.0.0 (ends with # EOF)
     #[arg(long, value_enum, default_value = "prometheus")]
     format: FormatArg,
-    /// Keep histogram buckets per-bucket with no `_count` (Python's
-    /// `accumulate=False`), for writing merged data back into files.
+    /// Raw histogram buckets, no _count (Python's accumulate=False)
     #[arg(long)]
     no_accumulate: bool,
-    /// Exit with status 1 if any file was bad (it is still skipped and the
-    /// rest is still printed). A file that vanished mid-scrape is not bad.
+    /// Exit 1 if a file was bad (still skipped, the rest still printed)
     #[arg(long)]
     strict: bool,
 }
@@ -92,6 +100,13 @@ pub fn main(args: Args) -> ExitCode {
     }
     drop(stdout);
     let mut stderr = std::io::stderr().lock();
+    if scrape.files.is_empty() {
+        let _ = writeln!(
+            stderr,
+            "multiprom scrape: warning: {}: no *.db files, nothing to merge",
+            dir.display()
+        );
+    }
     for warning in &scrape.warnings {
         let _ = writeln!(stderr, "multiprom scrape: warning: {warning}");
     }

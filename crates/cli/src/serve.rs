@@ -11,13 +11,15 @@ use crate::{logging, multiproc_dir, signals};
 #[command(after_help = "\
 Serves GET /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0.0 when the Accept header \
 prefers it; gzip when allowed) and GET / (a status page of the directory's files). \
-Logs go to stderr; RUST_LOG=debug shows more. SIGINT/SIGTERM stop it gracefully.")]
+Logs go to stderr (--log.level debug explains every scrape). SIGINT/SIGTERM stop it gracefully.")]
 pub struct Args {
     /// The multiprocess directory (default: $PROMETHEUS_MULTIPROC_DIR).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub endpoint: EndpointArgs,
+    #[command(flatten)]
+    pub log: logging::LogArgs,
     /// Remove the gauge_live* files of processes that no longer exist (as
     /// prometheus_client's mark_process_dead does). Only where the workers'
     /// pids are visible: not from another pid namespace (container).
@@ -36,7 +38,7 @@ pub struct Args {
 /// Runs `multiprom serve`: exit 0 after SIGINT/SIGTERM, 2 for a bad
 /// directory or listen address, 1 if serving fails.
 pub fn main(args: Args) -> ExitCode {
-    logging::init();
+    logging::init(&args.log);
     let dir = match multiproc_dir::resolve(args.dir) {
         Ok(dir) => dir,
         Err(err) => {

@@ -25,6 +25,10 @@ pub struct EndpointArgs {
     /// A scrape that takes longer than this answers 503 (e.g. 10s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub scrape_timeout: Duration,
+    /// Path of the metrics (/ is the status page, /-/healthy and /-/ready
+    /// the health checks).
+    #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = multiprom_http::DEFAULT_METRICS_PATH, value_parser = parse_metrics_path)]
+    pub telemetry_path: String,
     /// Scrapes collected at once; more wait briefly, then get 503.
     #[arg(long, hide = true, default_value_t = 4)]
     pub max_concurrent_scrapes: usize,
@@ -53,11 +57,21 @@ pub struct EndpointArgs {
     /// (e.g. 30s, 5m).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub compact_interval: Duration,
+    /// Also serve CPU, resident memory and start time of every live process
+    /// writing to the directory (multiprom_worker_process_*{pid}, read from
+    /// /proc; the pid label joins the workers' liveall/all gauges). Only
+    /// where the workers' pids are visible (same pid namespace).
+    #[arg(long)]
+    pub worker_process_metrics: bool,
     /// Test hook: while this file exists, every collection creates
     /// `<file>.waiting` and waits for the file to be removed. Lets tests hold
     /// a scrape slot deterministically.
     #[arg(long, hide = true, value_name = "FILE")]
     pub test_scrape_gate: Option<PathBuf>,
+}
+
+fn parse_metrics_path(text: &str) -> Result<String, String> {
+    multiprom_http::valid_metrics_path(text).map(|()| text.to_owned())
 }
 
 /// Parses `250ms`, `10s`, `1.5s`, `2m`.
@@ -76,14 +90,34 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| err())
 }
 
-/// Why `--listen` could not be used: one line for people.
+/// Why `--listen` could not be used: one line for people, saying what is
+/// wrong rather than only that something is.
 #[derive(Debug, thiserror::Error)]
 pub enum ListenError {
-    /// Not `HOST:PORT`, or the host does not resolve.
-    #[error(
-        "invalid --listen address {0:?}: expected HOST:PORT, e.g. 127.0.0.1:9478 or [::1]:9478"
-    )]
-    BadAddress(String),
+    /// Not of the form `HOST:PORT`.
+    #[error("invalid --listen address {0:?}: expected HOST:PORT, e.g. 127.0.0.1:9478, [::1]:9478 or :9478")]
+    NotHostPort(String),
+    /// An IPv6 address without the brackets that set it apart from the port.
+    #[error("invalid --listen address {0:?}: put an IPv6 address in brackets, e.g. [::1]:9478")]
+    BareIpv6(String),
+    /// The port is not a number from 0 to 65535.
+    #[error("invalid --listen address {listen:?}: port {port:?} is not a number from 0 to 65535")]
+    BadPort {
+        /// What was asked for.
+        listen: String,
+        /// The port part.
+        port: String,
+    },
+    /// The host name does not resolve.
+    #[error("invalid --listen address {listen:?}: cannot resolve host {host:?}: {source}")]
+    Unresolvable {
+        /// What was asked for.
+        listen: String,
+        /// The host part.
+        host: String,
+        /// The resolver's answer.
+        source: std::io::Error,
+    },
     /// Bind failed (in use, not local, no permission).
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -96,7 +130,6 @@ pub enum ListenError {
 
 /// Resolves `HOST:PORT` (`:PORT` means every IPv4 interface).
 pub fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
-    let bad = || ListenError::BadAddress(listen.to_owned());
     let listen_all;
     let spec = if let Some(port) = listen.strip_prefix(':') {
         listen_all = format!("0.0.0.0:{port}");
@@ -109,13 +142,29 @@ pub fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
     }
     // A host name: resolve it (only at start, so blocking is fine). Reject
     // anything without an explicit port.
-    let (host, port) = spec.rsplit_once(':').ok_or_else(bad)?;
-    if host.is_empty() || port.parse::<u16>().is_err() {
-        return Err(bad());
+    let (host, port) = spec
+        .rsplit_once(':')
+        .ok_or_else(|| ListenError::NotHostPort(listen.to_owned()))?;
+    if host.is_empty() {
+        return Err(ListenError::NotHostPort(listen.to_owned()));
     }
-    let addrs: Vec<SocketAddr> = spec.to_socket_addrs().map_err(|_| bad())?.collect();
+    if host.contains(':') && !host.starts_with('[') {
+        return Err(ListenError::BareIpv6(listen.to_owned()));
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(ListenError::BadPort {
+            listen: listen.to_owned(),
+            port: port.to_owned(),
+        });
+    }
+    let unresolvable = |source| ListenError::Unresolvable {
+        listen: listen.to_owned(),
+        host: host.to_owned(),
+        source,
+    };
+    let addrs: Vec<SocketAddr> = spec.to_socket_addrs().map_err(unresolvable)?.collect();
     if addrs.is_empty() {
-        return Err(bad());
+        return Err(unresolvable(std::io::Error::other("no addresses")));
     }
     Ok(addrs)
 }
@@ -145,12 +194,14 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool)
         scrape_timeout: args.scrape_timeout,
         reap_dead,
         reap_grace: args.reap_grace,
+        worker_process_metrics: args.worker_process_metrics,
     };
     let gate: Option<BeforeCollect> = args.test_scrape_gate.clone().map(|gate| {
         let hook: BeforeCollect = Arc::new(move || wait_at_gate(&gate));
         hook
     });
     Endpoint::with_before_collect(DirCollector::new(dir), config, gate)
+        .with_metrics_path(&args.telemetry_path)
 }
 
 /// The test gate (see [`EndpointArgs::test_scrape_gate`]); gives up after a
@@ -185,8 +236,9 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
     tracing::info!(
-        "{what} {} at http://{addr}/metrics (status page http://{addr}/){}",
+        "{what} {} at http://{addr}{} (status page http://{addr}/){}",
         endpoint.dir().display(),
+        endpoint.metrics_path(),
         if endpoint.config().reap_dead {
             ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {
@@ -282,18 +334,36 @@ mod tests {
             ["0.0.0.0:9478".parse::<SocketAddr>().unwrap()]
         );
         assert!(resolve_listen("localhost:0").is_ok());
-        for bad in [
-            "",
-            "127.0.0.1",
-            "127.0.0.1:",
-            "127.0.0.1:99999",
-            ":x",
-            "localhost",
-        ] {
+        for not_host_port in ["", "127.0.0.1", "localhost", ":"] {
             assert!(
-                matches!(resolve_listen(bad), Err(ListenError::BadAddress(_))),
-                "{bad}"
+                matches!(
+                    resolve_listen(not_host_port),
+                    Err(ListenError::NotHostPort(_) | ListenError::BadPort { .. })
+                ),
+                "{not_host_port}"
             );
         }
+        for bad_port in ["127.0.0.1:", "127.0.0.1:99999", ":x", "localhost:65536"] {
+            assert!(
+                matches!(resolve_listen(bad_port), Err(ListenError::BadPort { .. })),
+                "{bad_port}"
+            );
+        }
+        assert!(matches!(
+            resolve_listen("::1:9478"),
+            Err(ListenError::BareIpv6(_))
+        ));
+        // `.invalid` never resolves (RFC 6761).
+        let err = resolve_listen("no-such-host.invalid:9478").unwrap_err();
+        assert!(matches!(err, ListenError::Unresolvable { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("invalid --listen address \"no-such-host.invalid:9478\": cannot resolve host \"no-such-host.invalid\": "),
+            "{err}"
+        );
+        assert_eq!(
+            resolve_listen("127.0.0.1:99999").unwrap_err().to_string(),
+            "invalid --listen address \"127.0.0.1:99999\": port \"99999\" is not a number from 0 to 65535"
+        );
     }
 }

@@ -535,9 +535,9 @@ impl DirCollector {
             // Events were lost or the directory went away: start a new watch
             // (before listing, so nothing between the two is missed).
             state.watch = None;
-            let retry = state.watch_failed.map_or(true, |failed| {
-                now.saturating_duration_since(failed) >= RESYNC
-            });
+            let retry = state
+                .watch_failed
+                .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
             if retry {
                 match DirWatch::new(&self.dir) {
                     Ok(watch) => {
@@ -551,7 +551,7 @@ impl DirCollector {
         let full_look = changes.everything
             || state
                 .last_full_look
-                .map_or(true, |at| now.saturating_duration_since(at) >= RESYNC);
+                .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
         let listing = match state.listing.take() {
             Some(listing) if !full_look && !changes.relist => listing,
             _ => match scan_dir(&self.dir) {

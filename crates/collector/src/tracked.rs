@@ -621,7 +621,7 @@ fn check_used(used: i64, size: u64) -> Result<u64, Trouble> {
     if used > size {
         return Err(Trouble::read(0, ReadErrorKind::UsedPastEnd { used, size }));
     }
-    if used % 8 != 0 {
+    if !used.is_multiple_of(8) {
         return Err(Trouble::read(0, ReadErrorKind::UsedNotOnBoundary { used }));
     }
     Ok(used)

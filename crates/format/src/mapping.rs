@@ -79,7 +79,7 @@ impl Mapping {
     /// they are not inside the mapping or not 8-byte aligned.
     pub(crate) fn slot(self: &Arc<Self>, value_offset: usize) -> Option<ValueSlot> {
         let end = value_offset.checked_add(VALUE_PAIR_LEN)?;
-        if end > self.len() || value_offset % 8 != 0 {
+        if end > self.len() || !value_offset.is_multiple_of(8) {
             return None;
         }
         // SAFETY: in bounds (checked above), so the pointer stays inside the

@@ -257,7 +257,7 @@ pub struct MapView<'a> {
 impl MapView<'_> {
     fn ptr(&self, offset: usize, len: usize, align: usize) -> Option<*const u8> {
         let end = offset.checked_add(len)?;
-        if end > self.map.map.len() || offset % align != 0 {
+        if end > self.map.map.len() || !offset.is_multiple_of(align) {
             return None;
         }
         // SAFETY: `offset + len <= map.len()`, so the pointer stays inside

@@ -152,7 +152,7 @@ pub fn parse_header(bytes: &[u8], file_size: u64) -> Result<Header, ParseError> 
             size: file_size,
         }));
     }
-    if used % 8 != 0 {
+    if !used.is_multiple_of(8) {
         return Err(err(ReadErrorKind::UsedNotOnBoundary { used }));
     }
     Ok(Header { used, file_size })

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -28,11 +28,16 @@ use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
 use tokio::sync::Semaphore;
 
 use crate::compact::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
+use crate::dir_health::DirHealth;
+use crate::health;
 use crate::negotiate::{accepts_gzip, choose_format};
 use crate::process::process_state;
+use crate::process_metrics;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
-use crate::self_metrics::{append_blocks, reserved_names, split_blocks, ScrapeResult, SelfMetrics};
-use crate::status_page::render_status_page;
+use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
+use crate::status_page::{
+    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
+};
 
 /// Limits and behaviour of an [`Endpoint`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +60,11 @@ pub struct EndpointConfig {
     /// [`Endpoint::compact`] is called (see [`crate::compact`]). Refused,
     /// with a warning, where the writers' processes cannot be seen.
     pub compact: bool,
+    /// Add `multiprom_worker_process_*{pid}` (CPU, resident memory, start
+    /// time) for every live process that writes to the directory, read
+    /// from `/proc`. Only where the writers' pids are visible (same pid
+    /// namespace), as for reaping.
+    pub worker_process_metrics: bool,
 }
 
 impl Default for EndpointConfig {
@@ -68,6 +78,7 @@ impl Default for EndpointConfig {
             reap_dead: false,
             reap_grace: DEFAULT_REAP_GRACE,
             compact: false,
+            worker_process_metrics: false,
         }
     }
 }
@@ -130,7 +141,14 @@ struct Inner {
     logged_collection: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
+    /// Whether the directory could be listed, for logging changes once.
+    dir_health: DirHealth,
+    /// The last collections, oldest first, for the status page's chart.
+    history: Mutex<std::collections::VecDeque<ScrapePoint>>,
 }
+
+/// Collections the status page's chart shows.
+const HISTORY: usize = 120;
 
 /// The metrics endpoint of one directory: cheap to clone, shared by all
 /// requests.
@@ -148,7 +166,12 @@ struct Inner {
 #[derive(Clone)]
 pub struct Endpoint {
     inner: Arc<Inner>,
+    /// Where [`Endpoint::router`] serves the metrics.
+    metrics_path: Arc<str>,
 }
+
+/// The default path of the metrics.
+pub const DEFAULT_METRICS_PATH: &str = "/metrics";
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -199,8 +222,29 @@ impl Endpoint {
                     .then(|| Mutex::new(Reaper::new(config.reap_grace))),
                 logged_collection: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
+                dir_health: DirHealth::default(),
+                history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
             }),
+            metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
+    }
+
+    /// The same endpoint with the metrics at `path` (Prometheus calls it the
+    /// telemetry path) instead of `/metrics`. `path` must start with `/` and
+    /// must not be `/` or under `/-/` (those are the status page and the
+    /// health checks); such a path is ignored and `/metrics` kept.
+    #[must_use]
+    pub fn with_metrics_path(mut self, path: &str) -> Self {
+        if valid_metrics_path(path).is_ok() {
+            self.metrics_path = Arc::from(path);
+        }
+        self
+    }
+
+    /// Where the metrics are served.
+    #[must_use]
+    pub fn metrics_path(&self) -> &str {
+        &self.metrics_path
     }
 
     /// The directory served.
@@ -215,38 +259,81 @@ impl Endpoint {
         self.inner.config
     }
 
-    /// `GET|HEAD /metrics`, `GET|HEAD /`, 405 for other methods on those
-    /// paths, 404 elsewhere. Mount it (or [`Router::nest`] it) in a host app.
+    /// `GET|HEAD` on the metrics path (`/metrics` unless
+    /// [`Endpoint::with_metrics_path`]), `/` (status page), `/-/healthy`
+    /// and `/-/ready`; 405 for other methods on those paths, 404 elsewhere.
+    /// Mount it (or [`Router::nest`] it) in a host app.
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/metrics", get(metrics_handler))
+            .route(&self.metrics_path, get(metrics_handler))
             .route("/", get(status_handler))
+            .route("/-/healthy", get(health::healthy))
+            .route("/-/ready", get(health::ready))
             .fallback(not_found)
             .with_state(self.clone())
     }
 
     /// One bounded collection, encoded in `format` with the self-metrics
     /// appended: exactly the `/metrics` body.
+    ///
+    /// A directory that cannot be listed (deleted, unmounted) is not an
+    /// error here: the answer holds only the self-metrics, with
+    /// `multiprom_directory_listable 0`, so the target stays up and says
+    /// what is wrong; it is logged once, and once more when it is back.
     pub async fn metrics(&self, format: Format) -> Result<String, ScrapeFailure> {
         let result = self
-            .bounded(move |inner, scrape| inner.render_metrics(scrape, format))
+            .bounded(move |inner, scrape| {
+                inner.dir_health.listed(inner.collector.dir());
+                inner.render_metrics(scrape, format)
+            })
             .await;
-        if let Err(failure) = &result {
-            self.inner.metrics.count_scrape(failure.result());
+        match result {
+            Err(ScrapeFailure::Collect(err)) => {
+                self.inner.metrics.count_scrape(ScrapeResult::Error);
+                self.inner.dir_health.failed(&err);
+                Ok(self.inner.render_unlistable(format))
+            }
+            Err(failure) => {
+                self.inner.metrics.count_scrape(failure.result());
+                Err(failure)
+            }
+            Ok(body) => Ok(body),
         }
-        result
     }
 
     /// One bounded collection, as the `GET /` HTML page.
-    pub async fn status_page(&self) -> Result<String, ScrapeFailure> {
-        self.bounded(|inner, scrape| {
-            let html = render_status_page(inner.collector.dir(), scrape, process_state);
-            match &inner.metrics.compaction {
-                Some(totals) => with_compaction_line(html, &totals.summary()),
-                None => html,
+    ///
+    /// `page` is the page of the file table (0-based). A directory that
+    /// cannot be listed gives a page that says so, not an error.
+    pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
+        let metrics_path = self.metrics_path.clone();
+        let result = self
+            .bounded(move |inner, scrape| {
+                let history = inner.history_snapshot();
+                let view = StatusView {
+                    metrics_path: &metrics_path,
+                    page,
+                    history: &history,
+                };
+                let html = render_status_page(inner.collector.dir(), scrape, view, process_state);
+                match &inner.metrics.compaction {
+                    Some(totals) => with_compaction_line(html, &totals.summary()),
+                    None => html,
+                }
+            })
+            .await;
+        match result {
+            Err(ScrapeFailure::Collect(err)) => {
+                self.inner.dir_health.failed(&err);
+                let err = html_escape(&err.to_string());
+                Ok(format!(
+                    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>multiprom</title></head>\
+<body><h1>multiprom</h1>\n<p id=\"problems\" style=\"background:#fdd\">{err}</p>\n\
+<p>Scrapes answer with multiprom's own metrics only until the directory is back.</p></body></html>\n"
+                ))
             }
-        })
-        .await
+            other => other,
+        }
     }
 
     /// One reaping pass now (on the blocking pool): removes the
@@ -338,9 +425,12 @@ impl Endpoint {
             }
             // One listing serves both: the reaper picks the exited
             // processes' live-gauge files to leave out, the rest is merged.
-            let scrape = inner
-                .collector
-                .collect_without(|paths| inner.reap(paths).retired)?;
+            let mut left_out = 0;
+            let scrape = inner.collector.collect_without(|paths| {
+                let retired = inner.reap(paths).retired;
+                left_out = retired.len();
+                retired
+            })?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if inner
@@ -351,6 +441,8 @@ impl Endpoint {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
+                crate::scrape_log::log_scrape(inner.collector.dir(), &scrape, left_out);
+                inner.remember(&scrape);
             }
             Ok::<T, CollectError>(finish(&inner, &scrape))
         });
@@ -363,6 +455,30 @@ impl Endpoint {
 }
 
 impl Inner {
+    /// Adds a collection to the chart's history.
+    fn remember(&self, scrape: &Scrape) {
+        let mut history = self
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if history.len() == HISTORY {
+            history.pop_front();
+        }
+        history.push_back(ScrapePoint {
+            duration: scrape.stats.duration,
+            files: scrape.files.len(),
+        });
+    }
+
+    fn history_snapshot(&self) -> Vec<ScrapePoint> {
+        self.history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .copied()
+            .collect()
+    }
+
     /// One reaping pass over a listing (nothing when reaping is off).
     fn reap(&self, paths: &[std::path::PathBuf]) -> ReapPass {
         let Some(reaper) = &self.reaper else {
@@ -385,6 +501,17 @@ impl Inner {
         pass
     }
 
+    /// The `/metrics` body when the directory cannot be listed: the
+    /// self-metrics alone, the last scrape's numbers at zero.
+    fn render_unlistable(&self, format: Format) -> String {
+        let mut own = self.metrics.record_nothing_read();
+        own.push(directory_listable(false));
+        own.extend(process_metrics::own());
+        let mut out = String::new();
+        format.encode(&own, &mut out);
+        out
+    }
+
     fn render_metrics(&self, scrape: &Scrape, format: Format) -> String {
         let mut out = scrape.encode(format);
         if format == Format::OpenMetrics {
@@ -393,33 +520,46 @@ impl Inner {
                 out.truncate(body.len());
             }
         }
-        let own = self.metrics.record_and_encode(&scrape.stats);
-        let blocks = split_blocks(&own);
+        let mut own = self.metrics.record(&scrape.stats);
+        own.push(directory_listable(true));
+        own.extend(process_metrics::own());
+        if self.config.worker_process_metrics {
+            own.extend(process_metrics::workers(&scrape.files));
+        }
         let reserved = reserved_names(&scrape.families);
-        let shadowed = append_blocks(&blocks, &reserved, format, &mut out);
+        let (own, shadowed) = without_clashes(own, &reserved);
+        // OpenMetrics: the encoder ends with the one `# EOF`.
+        format.encode(&own, &mut out);
         if !shadowed.is_empty() {
             let mut reported = self
                 .shadowed_reported
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             for name in shadowed {
-                if reported.insert(name.to_owned()) {
+                if reported.insert(name.to_string()) {
                     tracing::warn!(
                         "a worker metric is named like multiprom's own {name}: serving the worker's, leaving out multiprom's"
                     );
                 }
             }
         }
-        if format == Format::OpenMetrics {
-            out.push_str("# EOF\n");
-        }
         out
     }
 }
 
+/// `multiprom_directory_listable`: 1 when the last scrape could list the
+/// directory, 0 when it could not (and served only the self-metrics).
+fn directory_listable(listable: bool) -> multiprom_collector::MergedFamily {
+    gauge(
+        "multiprom_directory_listable",
+        "1 if the last scrape could list the directory, 0 if it could not (then only multiprom's own metrics are served).",
+        if listable { 1.0 } else { 0.0 },
+    )
+}
+
 const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
 
-fn plain(status: StatusCode, message: String) -> Response {
+pub(crate) fn plain(status: StatusCode, message: String) -> Response {
     let mut response = (status, message + "\n").into_response();
     response
         .headers_mut()
@@ -501,8 +641,11 @@ fn gzip_bytes(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     encoder.finish()
 }
 
-async fn status_handler(State(endpoint): State<Endpoint>) -> Response {
-    match endpoint.status_page().await {
+async fn status_handler(State(endpoint): State<Endpoint>, RawQuery(query): RawQuery) -> Response {
+    match endpoint
+        .status_page(status_page_index(query.as_deref()))
+        .await
+    {
         Ok(html) => {
             let mut response = html.into_response();
             response.headers_mut().insert(
@@ -515,10 +658,13 @@ async fn status_handler(State(endpoint): State<Endpoint>) -> Response {
     }
 }
 
-async fn not_found() -> Response {
+async fn not_found(State(endpoint): State<Endpoint>) -> Response {
     plain(
         StatusCode::NOT_FOUND,
-        "multiprom: not found; metrics are at /metrics".to_owned(),
+        format!(
+            "multiprom: not found; metrics are at {}",
+            endpoint.metrics_path()
+        ),
     )
 }
 
@@ -604,4 +750,30 @@ fn with_compaction_line(mut html: String, line: &str) -> String {
     let at = html.rfind("</body>").unwrap_or(html.len());
     html.insert_str(at, &paragraph);
     html
+}
+
+/// Checks a metrics path: starts with `/`, is not `/` and not under `/-/`.
+///
+/// ```
+/// use multiprom_http::valid_metrics_path;
+/// assert!(valid_metrics_path("/federate/metrics").is_ok());
+/// assert!(valid_metrics_path("metrics").is_err());
+/// assert!(valid_metrics_path("/").is_err());
+/// assert!(valid_metrics_path("/-/ready").is_err());
+/// ```
+pub fn valid_metrics_path(path: &str) -> Result<(), String> {
+    if !path.starts_with('/') {
+        return Err(format!("{path:?} must start with /"));
+    }
+    if path == "/" || path.starts_with("/-/") {
+        return Err(format!(
+            "{path:?} is taken: / is the status page, /-/ the health checks"
+        ));
+    }
+    if path.contains(['{', '}', '*', '?', '#']) || path.ends_with('/') {
+        return Err(format!(
+            "{path:?}: a plain path without a trailing / (e.g. /metrics)"
+        ));
+    }
+    Ok(())
 }

@@ -2,9 +2,10 @@
 //! or run it with [`serve`] as `multiprom serve` and `multiprom run` do.
 //!
 //! * [`Endpoint`]: one directory's `GET /metrics` (text 0.0.4 or OpenMetrics
-//!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics
-//!   appended) and `GET /` (an HTML status page), with bounded, timed
-//!   collections off the async workers ([`EndpointConfig`]).
+//!   by `Accept`, gzip by `Accept-Encoding`, `multiprom_*` self-metrics and
+//!   `process_*` metrics appended), `GET /` (an HTML status page),
+//!   `GET /-/healthy` and `GET /-/ready`, with bounded, timed collections
+//!   off the async workers ([`EndpointConfig`]).
 //! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout, a cap
 //!   on open connections and graceful shutdown ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
@@ -29,14 +30,23 @@
 //! ```
 
 pub mod compact;
+mod dir_health;
 mod endpoint;
+mod health;
 pub mod negotiate;
 pub mod process;
+mod process_metrics;
 pub mod reap;
+mod scrape_log;
 mod self_metrics;
 mod server;
 mod status_page;
 
-pub use endpoint::{BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure};
+pub use endpoint::{
+    valid_metrics_path, BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure,
+    DEFAULT_METRICS_PATH,
+};
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};
-pub use status_page::{html_escape, render_status_page};
+pub use status_page::{
+    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView, FILES_PER_PAGE,
+};

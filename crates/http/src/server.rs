@@ -80,7 +80,7 @@ pub async fn serve(
         let slot = match Arc::clone(&slots).try_acquire_owned() {
             Ok(slot) => slot,
             Err(_) => {
-                if cap_logged.map_or(true, |at| at.elapsed() >= CAP_LOG_INTERVAL) {
+                if cap_logged.is_none_or(|at| at.elapsed() >= CAP_LOG_INTERVAL) {
                     cap_logged = Some(Instant::now());
                     tracing::warn!(
                         "{max_connections} connections open, the limit (--max-connections): \

@@ -1,0 +1,39 @@
+//! Debug logs that explain a scrape: what was listed, read and skipped, so
+//! `--log.level debug` answers "why is this series missing?" without a
+//! debugger. Trace level adds one line per file.
+
+use multiprom_collector::{FileState, Scrape};
+
+/// Logs `scrape` of `dir` at debug (summary and every skipped file) and
+/// trace (every file) level. Cheap when those levels are off.
+pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let stats = &scrape.stats;
+    tracing::debug!(
+        "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms",
+        stats.collection,
+        scrape.files.len() + left_out,
+        dir.display(),
+        stats.files_ok,
+        stats.files_bad,
+        stats.files_vanished,
+        stats.bytes_read,
+        stats.series,
+        stats.duration.as_secs_f64() * 1000.0,
+    );
+    for file in &scrape.files {
+        match (&file.problem, file.state()) {
+            (Some(problem), FileState::Bad) => tracing::debug!("skipped (bad): {problem}"),
+            (Some(problem), _) => tracing::debug!("skipped (vanished): {problem}"),
+            (None, _) => tracing::trace!(
+                "read {}: {} entries, {} of {} bytes used",
+                file.path.display(),
+                file.entries,
+                file.used,
+                file.file_size
+            ),
+        }
+    }
+}

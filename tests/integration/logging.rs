@@ -1,0 +1,84 @@
+//! `--log.level` and `--log.format` of the long-running commands, and the
+//! debug lines that explain a scrape.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::harness::multiprom;
+use crate::http_client::get;
+use crate::serve::fixture;
+use crate::spawned_server::Spawned;
+
+fn serve_with(dir: &std::path::Path, flags: &[&str], rust_log: Option<&str>) -> Spawned {
+    let mut cmd = multiprom();
+    cmd.arg("serve")
+        .arg("--dir")
+        .arg(dir)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(flags);
+    match rust_log {
+        Some(filter) => cmd.env("RUST_LOG", filter),
+        None => cmd.env_remove("RUST_LOG"),
+    };
+    Spawned::start(cmd)
+}
+
+#[test]
+fn json_lines_at_debug_explain_each_scrape() {
+    let dir = fixture();
+    let mut server = serve_with(
+        dir.path(),
+        &["--log.format", "json", "--log.level", "debug"],
+        None,
+    );
+    let addr = server.address();
+    assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    let log = server.wait_for_stderr("scrape 1: listed 39 *.db files in ");
+    for line in log.lines() {
+        let object: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        assert!(object["level"].is_string(), "{line}");
+        assert!(object["fields"]["message"].is_string(), "{line}");
+    }
+    let summary = log
+        .lines()
+        .find(|l| l.contains("scrape 1: listed"))
+        .unwrap();
+    assert!(
+        summary.contains("read 39 ok, skipped 0 bad and 0 vanished"),
+        "{summary}"
+    );
+    assert!(summary.contains("\"level\":\"DEBUG\""), "{summary}");
+}
+
+#[test]
+fn logfmt_and_the_flag_wins_over_rust_log() {
+    let dir = fixture();
+    // A damaged file, so a skipped file is logged at debug and warn.
+    std::fs::write(dir.path().join("counter_999999.db"), b"damaged").unwrap();
+    let mut server = serve_with(
+        dir.path(),
+        &["--log.format", "logfmt", "--log.level", "debug"],
+        Some("error"),
+    );
+    let addr = server.address();
+    get(addr, "/metrics", &[]);
+    let log = server.wait_for_stderr("skipped (bad): ");
+    for line in log.lines() {
+        assert!(line.starts_with("ts="), "{line}");
+        assert!(line.contains(" level="), "{line}");
+    }
+    assert!(log.contains("level=info message=\"serving "), "{log}");
+    assert!(
+        log.contains("level=debug message=\"skipped (bad): "),
+        "{log}"
+    );
+    assert!(log.contains("counter_999999.db"), "{log}");
+
+    // --log.level warn: no info lines (so no start line; the address is
+    // not needed here).
+    drop(server);
+    let mut quiet = serve_with(dir.path(), &["--log.level", "warn"], Some("debug"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(quiet.try_wait().is_none(), "{}", quiet.stderr());
+    assert!(!quiet.stderr().contains("INFO"), "{}", quiet.stderr());
+}
