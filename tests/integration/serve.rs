@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -416,100 +416,6 @@ fn status_page_shows_every_file_escaped() {
         db_files(dir.path()).len(),
         db_files(dir.path()).len() - 1
     )));
-}
-
-/// Waits until `path` exists.
-fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + PATIENCE;
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn gate_paths(dir: &Path) -> (PathBuf, PathBuf) {
-    (dir.join("gate"), dir.join("gate.waiting"))
-}
-
-#[test]
-fn overload_answers_503_and_recovers() {
-    let dir = fixture();
-    let control = temp_dir();
-    let (gate, waiting) = gate_paths(control.path());
-    std::fs::write(&gate, b"").unwrap();
-    let (_server, addr) = serve(
-        dir.path(),
-        &[
-            "--max-concurrent-scrapes",
-            "1",
-            "--scrape-queue-wait",
-            "100ms",
-            "--test-scrape-gate",
-            gate.to_str().unwrap(),
-        ],
-    );
-    // The first scrape takes the only slot and waits at the gate...
-    let first = std::thread::spawn(move || get(addr, "/metrics", &[]));
-    wait_for_file(&waiting);
-    // ...so the next one waits 100 ms for a slot and gets 503.
-    let busy = get(addr, "/metrics", &[]);
-    assert_eq!(busy.status, 503);
-    assert_eq!(busy.header("retry-after"), Some("1"));
-    assert!(
-        busy.text().contains("too many scrapes at once (limit 1)"),
-        "{}",
-        busy.text()
-    );
-    let busy_page = get(addr, "/", &[]);
-    assert_eq!(busy_page.status, 503);
-    std::fs::remove_file(&gate).unwrap();
-    let first = first.join().unwrap();
-    assert_eq!(first.status, 200);
-    let after = get(addr, "/metrics", &[]).text();
-    assert!(
-        after.contains("multiprom_scrapes_total{result=\"busy\"} 1.0\n"),
-        "{after}"
-    );
-    assert!(
-        after.contains("multiprom_scrapes_total{result=\"ok\"} 2.0\n"),
-        "{after}"
-    );
-}
-
-#[test]
-fn overrunning_scrape_answers_503_and_recovers() {
-    let dir = fixture();
-    let control = temp_dir();
-    let (gate, waiting) = gate_paths(control.path());
-    std::fs::write(&gate, b"").unwrap();
-    let (mut server, addr) = serve(
-        dir.path(),
-        &[
-            "--scrape-timeout",
-            "200ms",
-            "--test-scrape-gate",
-            gate.to_str().unwrap(),
-        ],
-    );
-    let timed_out = get(addr, "/metrics", &[]);
-    assert_eq!(timed_out.status, 503);
-    assert!(
-        timed_out.text().contains("scrape timed out after 200ms"),
-        "{}",
-        timed_out.text()
-    );
-    assert!(waiting.exists(), "the scrape is still held at the gate");
-    std::fs::remove_file(&gate).unwrap();
-    let after = get(addr, "/metrics", &[]);
-    assert_eq!(after.status, 200);
-    assert!(after
-        .text()
-        .contains("multiprom_scrapes_total{result=\"timeout\"} 1.0\n"));
-    server.wait_for_stderr("answering 503: scrape timed out");
 }
 
 #[test]

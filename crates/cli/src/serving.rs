@@ -3,12 +3,11 @@
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
 
 use multiprom_collector::DirCollector;
-use multiprom_http::{BeforeCollect, Endpoint, EndpointConfig, ServerConfig};
+use multiprom_http::{Endpoint, EndpointConfig, ServerConfig};
 
 /// The default listen address: loopback only, so nothing is exposed until an
 /// operator says so. Port 9478 is not used by Prometheus or its common
@@ -30,13 +29,14 @@ pub struct EndpointArgs {
     #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = multiprom_http::DEFAULT_METRICS_PATH, value_parser = parse_metrics_path)]
     pub telemetry_path: String,
     /// Scrapes collected at once; more wait briefly, then get 503.
-    #[arg(long, hide = true, default_value_t = 4)]
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_concurrent_scrapes: usize,
     /// How long a scrape waits for a free slot before 503.
-    #[arg(long, hide = true, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub scrape_queue_wait: Duration,
     /// Connections whose request headers take longer are closed.
-    #[arg(long, hide = true, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
     /// Connections open at once; more wait (in the listen backlog) until one
     /// closes, and reaching the limit is logged.
@@ -51,7 +51,7 @@ pub struct EndpointArgs {
     pub reap_grace: Duration,
     /// How often dead processes' live-gauge files are looked for (besides
     /// before every scrape).
-    #[arg(long, hide = true, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub reap_interval: Duration,
     /// With compaction on: how often exited workers' files are folded
     /// (e.g. 30s, 5m).
@@ -63,11 +63,6 @@ pub struct EndpointArgs {
     /// where the workers' pids are visible (same pid namespace).
     #[arg(long)]
     pub worker_process_metrics: bool,
-    /// Test hook: while this file exists, every collection creates
-    /// `<file>.waiting` and waits for the file to be removed. Lets tests hold
-    /// a scrape slot deterministically.
-    #[arg(long, hide = true, value_name = "FILE")]
-    pub test_scrape_gate: Option<PathBuf>,
 }
 
 fn parse_metrics_path(text: &str) -> Result<String, String> {
@@ -196,31 +191,7 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool)
         reap_grace: args.reap_grace,
         worker_process_metrics: args.worker_process_metrics,
     };
-    let gate: Option<BeforeCollect> = args.test_scrape_gate.clone().map(|gate| {
-        let hook: BeforeCollect = Arc::new(move || wait_at_gate(&gate));
-        hook
-    });
-    Endpoint::with_before_collect(DirCollector::new(dir), config, gate)
-        .with_metrics_path(&args.telemetry_path)
-}
-
-/// The test gate (see [`EndpointArgs::test_scrape_gate`]); gives up after a
-/// minute so a forgotten gate cannot hang a scrape slot forever.
-fn wait_at_gate(gate: &Path) {
-    if !gate.exists() {
-        return;
-    }
-    let mut waiting = gate.as_os_str().to_owned();
-    waiting.push(".waiting");
-    let waiting = PathBuf::from(waiting);
-    let _ = std::fs::write(&waiting, b"");
-    for _ in 0..6000 {
-        if !gate.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = std::fs::remove_file(&waiting);
+    Endpoint::new(DirCollector::new(dir), config).with_metrics_path(&args.telemetry_path)
 }
 
 /// Serves `endpoint` on `listener` until `shutdown` completes. Logs the one

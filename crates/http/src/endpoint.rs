@@ -124,7 +124,9 @@ impl ScrapeFailure {
     }
 }
 
-/// Called on the blocking pool before each collection.
+/// Called on the blocking pool before each collection, while it holds its
+/// scrape slot: for a host that computes values at scrape time (it can
+/// update its own metrics in the directory here, before they are read).
 pub type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
 
 struct Inner {
