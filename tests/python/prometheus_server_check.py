@@ -1,0 +1,120 @@
+"""Checks what a real Prometheus server stored from `multiprom serve`.
+
+usage: prometheus_server_check.py PROMETHEUS_URL MULTIPROM_URL
+
+Waits (at most 60 s) until Prometheus reports the `multiprom` job's target
+up, with no scrape error, and its stored series equal, name for name, label
+for label and value for value, what multiprom serves at /metrics (parsed by
+prometheus_client's own text parser). multiprom's self-metrics
+(`multiprom_*`, `process_*`) change from scrape to scrape and are left out,
+as are the series Prometheus makes itself (`up`, `scrape_*`). Exits 1 with
+the differences if they never agree.
+"""
+
+import json
+import math
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+SELF_METRICS = ("multiprom_", "process_")
+PROMETHEUS_OWN = ("up", "scrape_")
+PATIENCE = 60.0
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+def api(prometheus, path, **params):
+    url = f"{prometheus}/api/v1/{path}"
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    answer = json.loads(fetch(url))
+    if answer.get("status") != "success":
+        raise RuntimeError(f"{url}: {answer}")
+    return answer["data"]
+
+
+def served(multiprom):
+    """(name, labels) -> value, as multiprom serves them."""
+    text = fetch(multiprom + "/metrics").decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith(SELF_METRICS):
+                continue
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def stored(prometheus):
+    """(name, labels) -> value, as Prometheus stored them last."""
+    series = {}
+    for result in api(prometheus, "query", query='{job="multiprom"}')["result"]:
+        labels = dict(result["metric"])
+        name = labels.pop("__name__")
+        if name.startswith(SELF_METRICS) or name.startswith(PROMETHEUS_OWN):
+            continue
+        del labels["job"], labels["instance"]
+        series[(name, tuple(sorted(labels.items())))] = float(result["value"][1])
+    return series
+
+
+def same(a, b):
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def differences(got, want):
+    lines = []
+    for key in sorted(set(got) | set(want), key=repr):
+        if key not in got:
+            lines.append(f"missing in Prometheus: {key} = {want[key]}")
+        elif key not in want:
+            lines.append(f"only in Prometheus: {key} = {got[key]}")
+        elif not same(got[key], want[key]):
+            lines.append(f"{key}: Prometheus {got[key]}, multiprom {want[key]}")
+    return lines
+
+
+def main():
+    prometheus, multiprom = sys.argv[1], sys.argv[2]
+    deadline = time.monotonic() + PATIENCE
+    state = "Prometheus did not answer"
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            targets = api(prometheus, "targets")["activeTargets"]
+        except OSError as error:
+            state = f"Prometheus did not answer: {error}"
+            continue
+        target = next((t for t in targets if t["labels"].get("job") == "multiprom"), None)
+        if target is None or target["health"] != "up":
+            state = f"target not up: {target}"
+            continue
+        if target["lastError"]:
+            state = f"scrape error: {target['lastError']}"
+            continue
+        up = api(prometheus, "query", query='up{job="multiprom"}')["result"]
+        if [float(r["value"][1]) for r in up] != [1.0]:
+            state = f"up is {up}"
+            continue
+        want = served(multiprom)
+        if not want:
+            state = "multiprom serves no series"
+            continue
+        got = stored(prometheus)
+        diff = differences(got, want)
+        if not diff:
+            print(f"Prometheus stored all {len(got)} series multiprom serves, equal")
+            return
+        state = "stored series differ:\n" + "\n".join(diff)
+    sys.exit(f"after {PATIENCE:.0f} s: {state}")
+
+
+if __name__ == "__main__":
+    main()
