@@ -26,6 +26,7 @@ mod health;
 mod http_client;
 mod inspect;
 mod logging;
+mod node_exporter;
 mod prometheus_server;
 mod python_package;
 mod run;
