@@ -16,6 +16,15 @@
 //! order, so once the sentinel's event has arrived, so has every earlier
 //! event about the directory.
 //!
+//! The sentinel lives in a directory of its own under the temporary
+//! directory (`$TMPDIR`, else `/tmp`), removed when the watch is dropped. A
+//! process killed with SIGKILL cannot remove it; so that such directories do
+//! not pile up (gunicorn kills workers that time out), the owner holds an
+//! `flock` on its sentinel for as long as it lives, and every new watch
+//! removes the sentinel directories whose lock is free (the owner is gone)
+//! and which are more than a minute old (older than any owner that has not
+//! taken its lock yet).
+//!
 //! When the watch cannot be set (a network file system, no inotify
 //! instances left), events were lost (the kernel queue overflowed) or the
 //! sentinel's event does not come in time, the collector lists the
@@ -28,6 +37,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, SystemTime};
+
+use rustix::fs::{flock, FlockOperation};
 
 use notify::event::{EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
@@ -55,6 +66,45 @@ struct Shared {
 /// everything instead.
 const BARRIER_WAIT: Duration = Duration::from_millis(200);
 
+/// Names of sentinel directories in the temporary directory start so.
+const SENTINEL_DIR_PREFIX: &str = "multiprom-watch-";
+
+/// A sentinel directory whose lock is free is removed only when it is older
+/// than this: its owner creates and locks the sentinel within microseconds.
+const ABANDONED_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes the sentinel directories under `temp` that no live process
+/// holds: the lock on their sentinel is free and they are old enough.
+/// Anything unexpected (not a directory, no sentinel, unreadable) is left.
+fn remove_abandoned_sentinels(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(SENTINEL_DIR_PREFIX) {
+            continue;
+        }
+        let dir = entry.path();
+        let old_enough = entry
+            .metadata()
+            .ok()
+            .filter(std::fs::Metadata::is_dir)
+            .and_then(|m| m.modified().ok())
+            .and_then(|modified| modified.elapsed().ok())
+            .is_some_and(|age| age > ABANDONED_AFTER);
+        if !old_enough {
+            continue;
+        }
+        let Ok(sentinel) = File::open(dir.join("sentinel")) else {
+            continue;
+        };
+        if flock(&sentinel, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
 /// A watch on one directory.
 pub(crate) struct DirWatch {
     shared: Arc<(Mutex<Shared>, Condvar)>,
@@ -74,12 +124,18 @@ impl DirWatch {
     /// Starts watching `dir`. Everything that happens from now on is
     /// reported; the caller lists the directory once after this returns.
     pub(crate) fn new(dir: &Path) -> notify::Result<DirWatch> {
+        remove_abandoned_sentinels(&std::env::temp_dir());
         let sentinel_dir = tempfile::Builder::new()
-            .prefix("multiprom-watch-")
+            .prefix(SENTINEL_DIR_PREFIX)
             .tempdir()
             .map_err(notify::Error::io)?;
         let sentinel_path = sentinel_dir.path().join("sentinel");
         let sentinel = File::create(&sentinel_path).map_err(notify::Error::io)?;
+        // Held while this process (or a child it forked, which inherits the
+        // descriptor) lives: the directory is in use. Where the file system
+        // has no locks, nobody can take this one either, so nothing removes
+        // the directory early; it is merely left behind after a SIGKILL.
+        let _ = flock(&sentinel, FlockOperation::NonBlockingLockExclusive);
         let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
         let sink = Arc::clone(&shared);
         let watched = dir.to_path_buf();
@@ -174,6 +230,60 @@ impl DirWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sentinel directory under `temp`, dated `age` back; the sentinel
+    /// file is returned open, for a test to lock.
+    fn sentinel_dir(temp: &Path, name: &str, age: Duration) -> File {
+        let dir = temp.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let sentinel = File::create(dir.join("sentinel")).unwrap();
+        File::open(&dir)
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+        sentinel
+    }
+
+    #[test]
+    fn removes_only_old_unlocked_sentinel_directories() {
+        let temp = tempfile::tempdir().unwrap();
+        let old = Duration::from_secs(3600);
+        drop(sentinel_dir(temp.path(), "multiprom-watch-gone", old));
+        let live = sentinel_dir(temp.path(), "multiprom-watch-live", old);
+        flock(&live, FlockOperation::NonBlockingLockExclusive).unwrap();
+        drop(sentinel_dir(
+            temp.path(),
+            "multiprom-watch-young",
+            Duration::ZERO,
+        ));
+        drop(sentinel_dir(temp.path(), "something-else", old));
+        std::fs::create_dir(temp.path().join("multiprom-watch-empty")).unwrap();
+        remove_abandoned_sentinels(temp.path());
+        let mut left: Vec<String> = std::fs::read_dir(temp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "multiprom-watch-empty",
+                "multiprom-watch-live",
+                "multiprom-watch-young",
+                "something-else"
+            ]
+        );
+        drop(live);
+    }
+
+    #[test]
+    fn a_watch_holds_the_lock_on_its_sentinel() {
+        let dir = tempfile::tempdir().unwrap();
+        let watch = DirWatch::new(dir.path()).unwrap();
+        let other = File::open(watch._sentinel_dir.path().join("sentinel")).unwrap();
+        assert!(flock(&other, FlockOperation::NonBlockingLockExclusive).is_err());
+        drop(watch);
+    }
 
     #[test]
     fn sees_changes_made_before_take() {
