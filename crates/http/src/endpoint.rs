@@ -489,7 +489,10 @@ impl Inner {
         let mut reaper = reaper
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let pass = reaper.pass(paths);
+        let mut pass = reaper.pass(paths);
+        let leftovers = reaper.recover_leftovers(self.collector.dir());
+        pass.removed.extend(leftovers.removed);
+        pass.failed.extend(leftovers.failed);
         // Counted under the lock: a scrape whose pass comes next must see
         // what this pass removed.
         self.metrics.count_reaped(pass.removed.len());

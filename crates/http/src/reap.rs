@@ -34,13 +34,21 @@
 //! ([`crate::process::PidWindow`]). A file is therefore removed only when
 //! no process with its pid can have existed for the whole grace period.
 //!
+//! A reaper killed between moving a file aside and removing it (a 20 ms
+//! window) leaves the hidden `.<name>.reaping` behind, which no scan lists
+//! and no hook looks for. The first pass of the next reaper finishes the
+//! job ([`Reaper::recover_leftovers`]): such a file, untouched for a minute
+//! (a younger one may be another reaper's, mid-pass), is removed, or put
+//! back under its name if some process holds it.
+//!
 //! Ids that are not plain decimal pids (a custom `process_identifier`) are
 //! never reaped. None of this is valid across pid namespaces: reap only where
 //! the workers' pids are visible (`docs/operations.md`).
 
 use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use multiprom_format::{FileName, MetricKind};
 
@@ -112,6 +120,8 @@ pub struct Reaper {
     grace: Duration,
     waiting: HashMap<PathBuf, Waiting>,
     last_pid: Option<u32>,
+    /// Whether the leftovers of an earlier reaper were dealt with.
+    recovered: bool,
 }
 
 impl Reaper {
@@ -122,6 +132,7 @@ impl Reaper {
             grace,
             waiting: HashMap::new(),
             last_pid: None,
+            recovered: false,
         }
     }
 
@@ -129,6 +140,87 @@ impl Reaper {
     #[must_use]
     pub fn grace(&self) -> Duration {
         self.grace
+    }
+
+    /// Finishes, once per reaper, what a reaper killed mid-pass left in
+    /// `dir`: each `.<name>.reaping` of a live-gauge file, unchanged for a
+    /// minute, is removed, or moved back to `<name>` if a process holds it.
+    /// Later calls do nothing.
+    pub fn recover_leftovers(&mut self, dir: &Path) -> ReapPass {
+        self.recover_leftovers_with(dir, SystemTime::now(), &mut SystemProcesses)
+    }
+
+    /// [`Reaper::recover_leftovers`] at time `now`, with `view` telling
+    /// about processes.
+    pub fn recover_leftovers_with(
+        &mut self,
+        dir: &Path,
+        now: SystemTime,
+        view: &mut impl ProcessView,
+    ) -> ReapPass {
+        let mut pass = ReapPass::default();
+        if std::mem::replace(&mut self.recovered, true) {
+            return pass;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return pass;
+        };
+        let mut leftovers = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(original) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix('.'))
+                .and_then(|n| n.strip_suffix(".reaping"))
+            else {
+                continue;
+            };
+            let path = dir.join(original);
+            let Some(pid) = live_gauge_pid(&path) else {
+                continue;
+            };
+            let hidden = entry.path();
+            // The rename aside set the change time; a minute later no
+            // reaper is between its two looks at the file.
+            let Ok(meta) = std::fs::symlink_metadata(&hidden) else {
+                continue;
+            };
+            let changed = SystemTime::UNIX_EPOCH
+                + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(0));
+            let unchanged_for = now.duration_since(changed).unwrap_or_default();
+            if !meta.is_file() || unchanged_for < LEFTOVER_AFTER {
+                continue;
+            }
+            let id = FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            };
+            leftovers.push((path, pid, id, hidden));
+        }
+        if leftovers.is_empty() {
+            return pass;
+        }
+        let held = view.held(&leftovers.iter().map(|(_, _, id, _)| *id).collect());
+        for (path, pid, id, hidden) in leftovers {
+            let done = if held.contains(&id) {
+                crate::compact::move_no_replace(&hidden, &path)
+                    .map_err(|e| format!("cannot put it back from {}: {e}", hidden.display()))
+            } else {
+                match std::fs::remove_file(&hidden) {
+                    Ok(()) => {
+                        pass.removed.push((path.clone(), pid));
+                        Ok(())
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    Err(e) => Err(format!("cannot remove {}: {e}", hidden.display())),
+                }
+            };
+            if let Err(why) = done {
+                pass.failed.push((path, why));
+            }
+        }
+        pass.removed.sort();
+        pass
     }
 
     /// One pass over `paths` (a listing of the directory), against the
@@ -252,6 +344,10 @@ impl Reaper {
 /// installed its file descriptor well within this.
 const SETTLE: Duration = Duration::from_millis(20);
 
+/// A `.<name>.reaping` file unchanged for this long is a leftover of a
+/// killed reaper: a live one looks at it again 20 ms after moving it aside.
+const LEFTOVER_AFTER: Duration = Duration::from_secs(60);
+
 /// `.<name>.reaping` beside `path`: out of the `*.db` namespace.
 fn hidden_name(path: &Path) -> PathBuf {
     let mut name = std::ffi::OsString::from(".");
@@ -324,6 +420,52 @@ mod tests {
     }
 
     const GRACE: Duration = Duration::from_secs(300);
+
+    #[test]
+    fn leftovers_of_a_killed_reaper_are_removed_or_put_back_once_a_minute_old() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            ".gauge_livesum_100.db.reaping",
+            ".gauge_livesum_200.db.reaping",
+            ".counter_100.db.reaping",
+            ".gauge_livesum_worker.db.reaping",
+            "gauge_livesum_300.db",
+        ] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        let mut fake = Fake::default();
+        let held = FileId::of(&dir.path().join(".gauge_livesum_200.db.reaping")).unwrap();
+        fake.held.insert(held);
+        let before = names(dir.path());
+
+        // Just moved aside: another reaper may be between its two looks.
+        let now = SystemTime::now();
+        let pass = Reaper::new(GRACE).recover_leftovers_with(dir.path(), now, &mut fake);
+        assert_eq!(pass, ReapPass::default());
+        assert_eq!(names(dir.path()), before);
+
+        let later = now + Duration::from_secs(120);
+        let mut reaper = Reaper::new(GRACE);
+        let pass = reaper.recover_leftovers_with(dir.path(), later, &mut fake);
+        assert_eq!(
+            pass.removed,
+            [(dir.path().join("gauge_livesum_100.db"), 100)]
+        );
+        assert!(pass.failed.is_empty(), "{:?}", pass.failed);
+        assert_eq!(
+            names(dir.path()),
+            [
+                ".counter_100.db.reaping",
+                ".gauge_livesum_worker.db.reaping",
+                "gauge_livesum_200.db",
+                "gauge_livesum_300.db",
+            ]
+        );
+        // Once per reaper.
+        std::fs::write(dir.path().join(".gauge_livesum_400.db.reaping"), b"x").unwrap();
+        let again = reaper.recover_leftovers_with(dir.path(), later, &mut fake);
+        assert_eq!(again, ReapPass::default());
+    }
 
     #[test]
     fn retires_at_once_and_removes_only_live_gauges_after_the_grace() {
