@@ -482,14 +482,32 @@ impl Compactor {
     }
 }
 
+/// The pid in a file id as `os.getpid()` writes it (`1234`), or as a staged
+/// file put back under a taken name has it (`1234.1`): plain decimals, no
+/// sign or leading zeros.
+fn exited_writer_pid(id: &str) -> Option<u32> {
+    let plain = |digits: &str| -> Option<u32> {
+        digits
+            .parse::<u32>()
+            .ok()
+            .filter(|n| n.to_string() == digits)
+    };
+    match id.split_once('.') {
+        None => plain(id),
+        Some((pid, n)) => plain(n).and(plain(pid)),
+    }
+}
+
 /// Disk space a file takes (allocated blocks: Python's files are sparse).
 fn allocated(path: &Path) -> i64 {
     std::fs::metadata(path).map_or(0, |m| (m.blocks() * 512) as i64)
 }
 
 /// The files of `listing` that may be folded: a kind with a fold rule, and a
-/// decimal pid (exactly as `os.getpid()` writes it) whose process has exited.
-/// At most [`MAX_FILES_PER_FOLD`] per kind.
+/// decimal pid (exactly as `os.getpid()` writes it) whose process has exited,
+/// alone or followed by `.<n>` (a staged file put back beside a newer file
+/// of the same name, [`Staging::put_back`]). At most [`MAX_FILES_PER_FOLD`]
+/// per kind.
 fn pick(listing: &[PathBuf]) -> Vec<FileName> {
     let mut per_kind: BTreeMap<MetricKind, usize> = BTreeMap::new();
     let mut picked = Vec::new();
@@ -504,7 +522,7 @@ fn pick(listing: &[PathBuf]) -> Vec<FileName> {
         if FoldRule::of(name.kind()).is_none() {
             continue;
         }
-        let Some(pid) = name.pid().filter(|p| p.to_string() == name.id()) else {
+        let Some(pid) = exited_writer_pid(name.id()) else {
             continue;
         };
         if !process_state(pid).is_dead() {

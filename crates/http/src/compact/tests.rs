@@ -369,7 +369,32 @@ fn a_name_taken_by_a_new_writer_after_a_kill_is_not_overwritten() {
     assert_eq!(recovery.put_back, [moved]);
     let total = "requests_total{route=\"a\"} 7.0".to_owned();
     assert!(merged(dir.path()).contains(&total));
-    // The moved-aside file keeps its values; the new writer's is folded.
+    // Once that process has exited too, both files are folded: the one put
+    // back under `<pid>.1` (no writer ever opens such a name) and its own.
     compactor.pass(&mut |_| {}).unwrap();
     assert!(merged(dir.path()).contains(&total));
+    assert_eq!(
+        names(dir.path()),
+        BTreeSet::from(["counter_compacted.db".to_owned()])
+    );
+}
+
+#[test]
+fn only_plain_decimal_pids_count_as_exited_writers() {
+    assert_eq!(exited_writer_pid("1234"), Some(1234));
+    assert_eq!(exited_writer_pid("1234.1"), Some(1234));
+    assert_eq!(exited_writer_pid("1234.12"), Some(1234));
+    for id in [
+        "compacted",
+        "01234",
+        "+1234",
+        "1234.",
+        ".1",
+        "1234.01",
+        "1234.1.2",
+        "1234.x",
+        "worker",
+    ] {
+        assert_eq!(exited_writer_pid(id), None, "{id}");
+    }
 }
