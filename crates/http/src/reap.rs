@@ -82,7 +82,7 @@ struct Waiting {
 
 /// What the reaper needs to know about the system; the real one reads
 /// `/proc`, tests substitute their own.
-pub trait ProcessView {
+pub(crate) trait ProcessView {
     /// Whether `pid` is alive.
     fn state(&mut self, pid: u32) -> ProcessState;
     /// The last pid handed out, if known.
@@ -93,7 +93,7 @@ pub trait ProcessView {
 
 /// The running system, through `/proc`.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SystemProcesses;
+pub(crate) struct SystemProcesses;
 
 impl ProcessView for SystemProcesses {
     fn state(&mut self, pid: u32) -> ProcessState {
@@ -152,7 +152,7 @@ impl Reaper {
 
     /// [`Reaper::recover_leftovers`] at time `now`, with `view` telling
     /// about processes.
-    pub fn recover_leftovers_with(
+    fn recover_leftovers_with(
         &mut self,
         dir: &Path,
         now: SystemTime,
@@ -230,7 +230,7 @@ impl Reaper {
     }
 
     /// One pass at time `now`, with `view` telling about processes.
-    pub fn pass_with(
+    fn pass_with(
         &mut self,
         paths: &[PathBuf],
         now: Instant,
