@@ -530,7 +530,7 @@ fn each_kind_of_bad_file_is_skipped_and_reported_once_per_state() {
             (3, 1),
             "{what}"
         );
-        let report = first.files.iter().find(|f| f.path == path).unwrap();
+        let report = first.files.iter().find(|f| *f.path == *path).unwrap();
         assert_eq!(report.state(), FileState::Bad, "{what}");
 
         let second = collector.collect().unwrap();
@@ -576,7 +576,7 @@ fn a_file_being_created_is_empty_until_it_stays_as_a_writer_left_it() {
     assert_eq!(outputs(&fresh), baseline);
     assert_eq!((fresh.stats.files_ok, fresh.stats.files_bad), (5, 0));
     for path in [&zero, &unwritten] {
-        let report = fresh.files.iter().find(|f| f.path == *path).unwrap();
+        let report = fresh.files.iter().find(|f| *f.path == **path).unwrap();
         assert_eq!((report.state(), report.entries), (FileState::Ok, 0));
     }
     // The writer finishes one of them: it merges.
@@ -770,7 +770,7 @@ fn vanished_file_is_skipped_but_not_bad() {
     let gone = dir.path().join("gauge_livesum_999.db");
     let scrape = merge_files(good.iter().chain([&gone]), CollectOptions::default());
     assert_eq!(outputs(&scrape), baseline);
-    let report = scrape.files.iter().find(|f| f.path == gone).unwrap();
+    let report = scrape.files.iter().find(|f| *f.path == *gone).unwrap();
     assert_eq!(report.state(), FileState::Vanished);
     let problem = report.problem.as_ref().unwrap();
     assert!(problem.is_vanished());

@@ -70,8 +70,9 @@ impl FileState {
 /// What the last collection saw of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReport {
-    /// The file.
-    pub path: PathBuf,
+    /// The file (shared with the collector's own record of it: a report
+    /// costs no allocation per file and scrape).
+    pub path: Arc<Path>,
     /// The parsed name, if it is a metrics file name.
     pub name: Option<FileName>,
     /// File size (capacity) in bytes, when read.
@@ -292,7 +293,7 @@ impl FileStamp {
 /// A `*.db` name the collector has seen, with what it knows of the file.
 #[derive(Debug)]
 struct Known {
-    path: PathBuf,
+    path: Arc<Path>,
     /// The parsed name (`None`: not a metrics file name).
     file: Option<TrackedFile>,
     /// Why it contributes nothing now, if it does not.
@@ -667,7 +668,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
         known.problem.is_none().then_some(())?;
         Some(PlanInput {
             index,
-            path: known.path.as_path(),
+            path: &known.path,
             file: known.file.as_ref()?,
         })
     });
@@ -700,7 +701,8 @@ fn apply(
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
-    values.clear();
+    // No clearing: gather writes every slot (a 3 MB memset per scrape on
+    // 4,000 files otherwise).
     values.resize(plan.ops.len(), (0.0, 0.0));
     let threads = gather_threads(plan.ops.len());
     if threads <= 1 {
@@ -775,11 +777,13 @@ fn gather(
             .and_then(Option::as_ref)
             .and_then(|k| k.file.as_ref())
         else {
+            file_out.fill((0.0, 0.0));
             continue;
         };
         file.gather_values(file_ops, file_out)
             .map_err(|_| planned.index)?;
     }
+    out.fill((0.0, 0.0));
     Ok(())
 }
 
@@ -802,7 +806,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
             Some(&index) => index,
             None => {
                 let known = Known {
-                    path: path.clone(),
+                    path: Arc::from(path.as_path()),
                     file: file_name(path).map(TrackedFile::new),
                     problem: None,
                     last_problem: None,
@@ -841,7 +845,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
                 }
                 file.reset(&mut state.keys);
             }
-            state.by_path.remove(&known.path);
+            state.by_path.remove(&*known.path);
             state.free.push(index);
             state.replan = true;
             state.files_forgotten += 1;
@@ -1124,7 +1128,7 @@ fn build_plan(state: &mut State, order: &[usize], options: CollectOptions) -> Pl
         }
         Some(PlanInput {
             index,
-            path: known.path.as_path(),
+            path: &known.path,
             file: known.file.as_ref()?,
         })
     });

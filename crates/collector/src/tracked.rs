@@ -579,10 +579,13 @@ impl TrackedFile {
     /// Copies the values (and, for most-recent gauges, the timestamps) of
     /// this file's entries into `out`, one per entry, as `ops` (the plan's
     /// operations for them) need. `Err` if the file shrank under its map.
+    /// Every slot of `out` is written (zero where the file has no entry for
+    /// it), so the caller need not clear `out` first.
     pub(crate) fn gather_values(&self, ops: &[Op], out: &mut [(f64, f64)]) -> Result<(), Trouble> {
-        match &self.access {
+        let written = match &self.access {
             Access::Mapped(map) => map
                 .read(|view| {
+                    let mut written = 0;
                     for ((entry, &op), slot) in self.entries.iter().zip(ops).zip(out.iter_mut()) {
                         let at = entry.value_at as usize;
                         let value = view.f64_at(at).unwrap_or(0.0);
@@ -591,17 +594,21 @@ impl TrackedFile {
                             _ => 0.0,
                         };
                         *slot = (value, timestamp);
+                        written += 1;
                     }
+                    written
                 })
-                .map_err(|_| shrunk()),
+                .map_err(|_| shrunk())?,
             Access::Read { values } => {
                 for (slot, &value) in out.iter_mut().zip(values) {
                     *slot = value;
                 }
-                Ok(())
+                values.len().min(out.len())
             }
-            Access::Closed => Ok(()),
-        }
+            Access::Closed => 0,
+        };
+        out[written..].fill((0.0, 0.0));
+        Ok(())
     }
 }
 

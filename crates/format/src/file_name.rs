@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// One of the ten gauge aggregation modes of `prometheus_client`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -184,15 +185,19 @@ pub enum FileNameError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileName {
     kind: MetricKind,
-    id: String,
+    /// Shared: a collector hands a file's name to every scrape's report.
+    id: Arc<str>,
 }
 
 impl FileName {
     /// A file name for writing. Refuses ids Python's reader would misread.
     pub fn new(kind: MetricKind, id: impl Into<String>) -> Result<Self, FileNameError> {
-        let id = id.into();
+        let id: String = id.into();
         validate_id(&id)?;
-        Ok(FileName { kind, id })
+        Ok(FileName {
+            kind,
+            id: Arc::from(id),
+        })
     }
 
     /// Metric type and gauge mode.
@@ -231,7 +236,7 @@ impl FileName {
                 validate_id(id)?;
                 return Ok(FileName {
                     kind: MetricKind::Gauge(mode),
-                    id: id.to_owned(),
+                    id: Arc::from(id),
                 });
             }
             other => return Err(FileNameError::UnknownType(other.to_owned())),
@@ -239,7 +244,7 @@ impl FileName {
         validate_id(rest)?;
         Ok(FileName {
             kind,
-            id: rest.to_owned(),
+            id: Arc::from(rest),
         })
     }
 }
