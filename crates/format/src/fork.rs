@@ -12,7 +12,7 @@
 //! `clone` system call does not.
 #![allow(unsafe_code)]
 
-use std::io::{self, Write as _};
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -55,6 +55,7 @@ pub fn fork_generation() -> u64 {
 }
 
 /// How a child run by [`run_in_forked_child`] ended.
+#[cfg(any(test, feature = "test-util"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ForkedChildExit {
     /// The child's pid.
@@ -65,6 +66,7 @@ pub struct ForkedChildExit {
     pub signal: Option<i32>,
 }
 
+#[cfg(any(test, feature = "test-util"))]
 impl ForkedChildExit {
     /// Whether the child exited with code 0.
     #[must_use]
@@ -84,7 +86,8 @@ impl ForkedChildExit {
 /// this crate; test binaries run their tests on extra threads, so call it from
 /// a single-threaded `main` (an example, a doctest).
 ///
-/// Linux only (the thread count comes from `/proc/self/task`).
+/// Linux only (the thread count comes from `/proc/self/task`). Only with
+/// the `test-util` feature: a tool for this workspace's tests.
 ///
 /// ```
 /// use multiprom_format::fork::{fork_generation, run_in_forked_child, watch_forks};
@@ -95,7 +98,9 @@ impl ForkedChildExit {
 /// assert_eq!(fork_generation(), parent);
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[cfg(any(test, feature = "test-util"))]
 pub fn run_in_forked_child(child: impl FnOnce() -> i32) -> io::Result<ForkedChildExit> {
+    use std::io::Write as _;
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::new(
