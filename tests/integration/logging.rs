@@ -48,6 +48,18 @@ fn json_lines_at_debug_explain_each_scrape() {
         "{summary}"
     );
     assert!(summary.contains("\"level\":\"DEBUG\""), "{summary}");
+    assert!(
+        summary.contains("merge plan rebuilt; looked at every file"),
+        "{summary}"
+    );
+    // Nothing changed: the second scrape reuses the plan.
+    assert_eq!(get(addr, "/metrics", &[]).status, 200);
+    let log = server.wait_for_stderr("scrape 2: listed 39 *.db files in ");
+    let second = log
+        .lines()
+        .find(|l| l.contains("scrape 2: listed"))
+        .unwrap();
+    assert!(second.contains("merge plan reused"), "{second}");
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize
     }
     let stats = &scrape.stats;
     tracing::debug!(
-        "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms",
+        "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms; {}; {}",
         stats.collection,
         scrape.files.len() + left_out,
         dir.display(),
@@ -22,6 +22,18 @@ pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize
         stats.bytes_read,
         stats.series,
         stats.duration.as_secs_f64() * 1000.0,
+        // What makes one scrape slower than the last: a new merge plan
+        // (files came or went, or gained keys), a look at every file.
+        if stats.planned {
+            "merge plan rebuilt"
+        } else {
+            "merge plan reused"
+        },
+        if stats.full_look {
+            "looked at every file"
+        } else {
+            "looked only at files the directory watch named"
+        },
     );
     for file in &scrape.files {
         match (&file.problem, file.state()) {
