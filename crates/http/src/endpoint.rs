@@ -125,9 +125,8 @@ impl ScrapeFailure {
 }
 
 /// Called on the blocking pool before each collection, while it holds its
-/// scrape slot: for a host that computes values at scrape time (it can
-/// update its own metrics in the directory here, before they are read).
-pub type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
+/// scrape slot: lets the overload tests hold a collection.
+pub(crate) type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
 
 struct Inner {
     collector: DirCollector,
@@ -194,7 +193,7 @@ impl Endpoint {
     /// Like [`Endpoint::new`], with a function run on the blocking pool
     /// before each collection (while holding its slot).
     #[must_use]
-    pub fn with_before_collect(
+    pub(crate) fn with_before_collect(
         collector: DirCollector,
         config: EndpointConfig,
         before_collect: Option<BeforeCollect>,

@@ -34,6 +34,8 @@ mod dir_health;
 mod endpoint;
 mod health;
 pub mod negotiate;
+#[cfg(test)]
+mod overload_tests;
 pub mod process;
 mod process_metrics;
 pub mod reap;
@@ -43,8 +45,7 @@ mod server;
 mod status_page;
 
 pub use endpoint::{
-    valid_metrics_path, BeforeCollect, Endpoint, EndpointConfig, ScrapeFailure,
-    DEFAULT_METRICS_PATH,
+    valid_metrics_path, Endpoint, EndpointConfig, ScrapeFailure, DEFAULT_METRICS_PATH,
 };
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};
 pub use status_page::{

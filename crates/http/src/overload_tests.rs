@@ -2,17 +2,16 @@
 //! the whole queue wait, and a scrape that overruns its timeout, answer 503
 //! and leave the endpoint working. A collection is held deterministically by
 //! the endpoint's before-collect hook, so no timing decides the outcome.
-// A test fails by panicking.
-#![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::endpoint::BeforeCollect;
+use crate::{serve, Endpoint, EndpointConfig, ServerConfig};
 use multiprom_collector::DirCollector;
 use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
-use multiprom_http::{serve, BeforeCollect, Endpoint, EndpointConfig, ServerConfig};
 
 /// How long any wait here lasts before the test fails instead of hanging.
 const PATIENCE: Duration = Duration::from_secs(60);
