@@ -88,8 +88,9 @@ pub fn push_entry(out: &mut Vec<u8>, key: &[u8], value: f64, timestamp: f64) {
 }
 
 /// A whole file image without a writer: header, `entries` (key, value,
-/// timestamp), zeros up to `capacity`. For tests and fixtures that need
-/// exact bytes, including ones they then damage on purpose.
+/// timestamp), zeros up to `capacity`: what compaction writes, and what
+/// tests and fixtures use for exact bytes (including ones they then damage
+/// on purpose).
 ///
 /// ```
 /// use multiprom_format::{layout, parse_file};

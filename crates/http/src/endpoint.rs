@@ -750,7 +750,7 @@ fn log_compaction(dir: &Path, result: &Result<CompactPass, CompactError>) {
 
 /// The status page with one paragraph about compaction before its end.
 fn with_compaction_line(mut html: String, line: &str) -> String {
-    let paragraph = format!("<p>{}</p>\n", crate::html_escape(line));
+    let paragraph = format!("<p>{}</p>\n", crate::status_page::html_escape(line));
     let at = html.rfind("</body>").unwrap_or(html.len());
     html.insert_str(at, &paragraph);
     html

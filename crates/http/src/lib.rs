@@ -48,6 +48,3 @@ pub use endpoint::{
     valid_metrics_path, Endpoint, EndpointConfig, ScrapeFailure, DEFAULT_METRICS_PATH,
 };
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};
-pub use status_page::{
-    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView, FILES_PER_PAGE,
-};

@@ -78,7 +78,7 @@ const SETTLE: Duration = Duration::from_millis(20);
 pub const MAX_FILES_PER_FOLD: usize = 2000;
 
 /// A point in a pass or a recovery, reported to the caller's observer as it
-/// is passed (for progress, logging, and for tests that stop a pass there).
+/// is passed: for progress and logging (`serve` logs files put back).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// A file was moved into staging.
