@@ -224,3 +224,12 @@ pub fn ensure_tool(program: &str, package: &str) -> PathBuf {
         ),
     }
 }
+
+/// A loopback port nothing listens on now (for servers that take a fixed
+/// port, as Prometheus and node_exporter do).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}

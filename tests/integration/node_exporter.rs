@@ -5,13 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use crate::harness::{ensure_tool, python, python_script, temp_dir};
+use crate::harness::{ensure_tool, free_port, temp_dir};
 use crate::serve::fixture;
-use crate::spawned_server::Spawned;
+use crate::spawned_server::{run_checker, Spawned};
 
 /// The README's cron line, after the schedule and the user.
 fn readme_cron_command() -> String {
@@ -51,11 +50,7 @@ fn the_readme_cron_recipe_feeds_a_real_node_exporter() {
         .collect();
     assert_eq!(names, ["app.prom"], "only the renamed file is left");
 
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut cmd = Command::new(node_exporter);
     cmd.arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg("--collector.disable-defaults")
@@ -65,19 +60,13 @@ fn the_readme_cron_recipe_feeds_a_real_node_exporter() {
             textfiles.path().display()
         ));
     let exporter = Spawned::start(cmd);
-    let check = Command::new(python())
-        .arg(python_script("textfile_check.py"))
-        .arg(format!("http://127.0.0.1:{port}"))
-        .arg(textfiles.path().join("app.prom"))
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}\n{}\nnode_exporter's log:\n{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr),
-        exporter.stderr()
+    let said = run_checker(
+        &exporter,
+        "textfile_check.py",
+        &[
+            format!("http://127.0.0.1:{port}").as_ref(),
+            textfiles.path().join("app.prom").as_os_str(),
+        ],
     );
-    let said = String::from_utf8_lossy(&check.stdout);
     assert!(said.contains("node_exporter publishes all"), "{said}");
 }

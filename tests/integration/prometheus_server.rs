@@ -6,18 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::net::TcpListener;
 use std::process::Command;
 
-use crate::harness::{ensure_tool, python, python_script, temp_dir};
+use crate::harness::{ensure_tool, free_port, temp_dir};
 use crate::serve::{fixture, serve};
-use crate::spawned_server::Spawned;
-
-/// A loopback port nothing listens on now (Prometheus takes a fixed one).
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+use crate::spawned_server::{run_checker, Spawned};
 
 #[test]
 fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
@@ -44,19 +37,13 @@ fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
         ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"));
     let prometheus = Spawned::start(cmd);
-    let check = Command::new(python())
-        .arg(python_script("prometheus_server_check.py"))
-        .arg(format!("http://127.0.0.1:{port}"))
-        .arg(format!("http://{addr}"))
-        .output()
-        .unwrap();
-    assert!(
-        check.status.success(),
-        "{}\n{}\nPrometheus' log:\n{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr),
-        prometheus.stderr()
+    let said = run_checker(
+        &prometheus,
+        "prometheus_server_check.py",
+        &[
+            format!("http://127.0.0.1:{port}").as_ref(),
+            format!("http://{addr}").as_ref(),
+        ],
     );
-    let said = String::from_utf8_lossy(&check.stdout);
     assert!(said.contains("Prometheus stored all"), "{said}");
 }

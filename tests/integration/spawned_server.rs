@@ -135,3 +135,23 @@ impl Drop for Spawned {
         }
     }
 }
+
+/// Runs the checker `script` from `tests/python/` with `args` against the
+/// running `server` (a real Prometheus or node_exporter); panics with the
+/// checker's output and the server's log unless it succeeds. Returns its
+/// standard output.
+pub fn run_checker(server: &Spawned, script: &str, args: &[&std::ffi::OsStr]) -> String {
+    let check = Command::new(crate::harness::python())
+        .arg(crate::harness::python_script(script))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{script}: {}\n{}\nthe server's log:\n{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr),
+        server.stderr()
+    );
+    String::from_utf8_lossy(&check.stdout).into_owned()
+}

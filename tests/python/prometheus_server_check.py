@@ -12,13 +12,14 @@ the differences if they never agree.
 """
 
 import json
-import math
 import sys
 import time
 import urllib.parse
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from series_diff import differences
 
 SELF_METRICS = ("multiprom_", "process_")
 PROMETHEUS_OWN = ("up", "scrape_")
@@ -65,22 +66,6 @@ def stored(prometheus):
     return series
 
 
-def same(a, b):
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
-def differences(got, want):
-    lines = []
-    for key in sorted(set(got) | set(want), key=repr):
-        if key not in got:
-            lines.append(f"missing in Prometheus: {key} = {want[key]}")
-        elif key not in want:
-            lines.append(f"only in Prometheus: {key} = {got[key]}")
-        elif not same(got[key], want[key]):
-            lines.append(f"{key}: Prometheus {got[key]}, multiprom {want[key]}")
-    return lines
-
-
 def main():
     prometheus, multiprom = sys.argv[1], sys.argv[2]
     deadline = time.monotonic() + PATIENCE
@@ -108,7 +93,7 @@ def main():
             state = "multiprom serves no series"
             continue
         got = stored(prometheus)
-        diff = differences(got, want)
+        diff = differences(got, want, "Prometheus", "multiprom")
         if not diff:
             print(f"Prometheus stored all {len(got)} series multiprom serves, equal")
             return

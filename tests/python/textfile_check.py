@@ -9,12 +9,13 @@ prometheus_client's text parser) with an equal value, and no other series
 of the file's families. Exits 1 with the differences otherwise.
 """
 
-import math
 import sys
 import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from series_diff import differences
 
 PATIENCE = 60.0
 
@@ -62,11 +63,7 @@ def main():
             state = f"node_textfile_scrape_error is {errors}"
             continue
         got, _ = series(text, names)
-        diff = []
-        for key in sorted(set(got) | set(want), key=repr):
-            a, b = got.get(key), want.get(key)
-            if a is None or b is None or not (a == b or (math.isnan(a) and math.isnan(b))):
-                diff.append(f"{key}: node_exporter {a}, file {b}")
+        diff = differences(got, want, "node_exporter", "the file")
         if not diff:
             print(f"node_exporter publishes all {len(want)} series of the file, equal")
             return
