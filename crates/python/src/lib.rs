@@ -2,9 +2,9 @@
 //!
 //! The Python half (`python/multiprom/__init__.py`) holds the public
 //! `MultiProcessCollector` class, with `prometheus_client`'s constructor and
-//! errors; this module does the work: [`NativeDirCollector`] keeps a
+//! errors; this module does the work: `NativeDirCollector` keeps a
 //! [`DirCollector`] (so unchanged files are not parsed again on the next
-//! scrape) and [`merge`] merges given files once. Both read and merge with
+//! scrape) and `merge` merges given files once. Both read and merge with
 //! the GIL released and return `(metrics, reports)`: a list of
 //! `prometheus_client` `Metric` objects and a list of `(level, message)`
 //! pairs for Python's `logging`. Bad files, a directory that cannot be
