@@ -51,10 +51,6 @@ impl Default for StatusView<'_> {
 }
 
 /// Escapes text for HTML element content and double-quoted attributes.
-///
-/// ```
-/// assert_eq!(multiprom_http::html_escape(r#"<a href="x">&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-/// ```
 #[must_use]
 pub fn html_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -366,14 +362,6 @@ fn push_file_table(
 
 /// The page number asked for in a query string (`page=N`, 1-based), as a
 /// 0-based index; anything else is the first page.
-///
-/// ```
-/// use multiprom_http::status_page_index;
-/// assert_eq!(status_page_index(Some("page=3")), 2);
-/// assert_eq!(status_page_index(Some("x=1&page=1")), 0);
-/// assert_eq!(status_page_index(Some("page=zero")), 0);
-/// assert_eq!(status_page_index(None), 0);
-/// ```
 #[must_use]
 pub fn status_page_index(query: Option<&str>) -> usize {
     query
@@ -382,4 +370,25 @@ pub fn status_page_index(query: Option<&str>) -> usize {
         .find_map(|pair| pair.strip_prefix("page="))
         .and_then(|n| n.parse::<usize>().ok())
         .map_or(0, |n| n.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_html() {
+        assert_eq!(
+            html_escape(r#"<a href="x">&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn page_index_from_the_query() {
+        assert_eq!(status_page_index(Some("page=3")), 2);
+        assert_eq!(status_page_index(Some("x=1&page=1")), 0);
+        assert_eq!(status_page_index(Some("page=zero")), 0);
+        assert_eq!(status_page_index(None), 0);
+    }
 }
