@@ -250,6 +250,51 @@ fn mapped_file(line: &str) -> Option<FileId> {
     })
 }
 
+/// A `python3` process that maps some files and holds others open until it
+/// is dropped: what [`holders`] must find, for this crate's tests.
+#[cfg(test)]
+pub(crate) struct TestHolder {
+    child: std::process::Child,
+}
+
+#[cfg(test)]
+impl TestHolder {
+    /// Returns once the process maps each of `mapped` (its first page) and
+    /// holds each of `open` open.
+    pub(crate) fn start(mapped: &[&std::path::Path], open: &[&std::path::Path]) -> TestHolder {
+        let script = "import mmap,sys,time\n\
+            n=int(sys.argv[1]); keep=[]\n\
+            for p in sys.argv[2:2+n]:\n    f=open(p,'r+b'); keep.append(mmap.mmap(f.fileno(),4096)); f.close()\n\
+            for p in sys.argv[2+n:]:\n    keep.append(open(p,'rb'))\n\
+            print('ready',flush=True); sys.stdin.read()";
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", script])
+            .arg(mapped.len().to_string())
+            .args(mapped)
+            .args(open)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+        TestHolder { child }
+    }
+}
+
+#[cfg(test)]
+impl Drop for TestHolder {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,29 +350,9 @@ mod tests {
             .iter()
             .map(|f| FileId::of(f).unwrap())
             .collect();
-        // python3 maps one file and keeps the other open, then waits.
-        let script = "import mmap,sys,time\n\
-            f=open(sys.argv[1],'r+b'); m=mmap.mmap(f.fileno(),4096); f.close()\n\
-            g=open(sys.argv[2],'rb')\n\
-            print('ready',flush=True); sys.stdin.read()";
-        let mut child = std::process::Command::new("python3")
-            .args(["-c", script])
-            .arg(&mapped)
-            .arg(&open)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
-        assert_eq!(line.trim(), "ready");
+        let holder = TestHolder::start(&[&mapped], &[&open]);
         let found = holders(&ids).unwrap();
-        drop(child.stdin.take());
-        child.wait().unwrap();
+        drop(holder);
         let expected: HashSet<FileId> = [&mapped, &open]
             .iter()
             .map(|f| FileId::of(f).unwrap())

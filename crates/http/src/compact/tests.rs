@@ -227,26 +227,10 @@ fn a_file_held_open_by_a_process_is_put_back() {
     let pid = dead_pid().to_string();
     write(dir.path(), MetricKind::Counter, &pid, &[("a", 3.0, 0.0)]);
     let path = dir.path().join(format!("counter_{pid}.db"));
-    let mut holder = Command::new("python3")
-        .args([
-            "-c",
-            "import sys; f=open(sys.argv[1],'rb'); print('ready', flush=True); sys.stdin.read()",
-        ])
-        .arg(&path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let holder = crate::process::TestHolder::start(&[], &[&path]);
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
     let pass = compactor.pass(&mut |_| {});
-    drop(holder.stdin.take());
-    holder.wait().unwrap();
+    drop(holder);
     let pass = pass.unwrap();
     assert_eq!(
         pass.held,
