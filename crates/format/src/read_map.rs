@@ -22,25 +22,33 @@
 //! after us, e.g. Python's `faulthandler.enable()`); callers check it before
 //! reading through maps and fall back to `pread` when it cannot be had.
 //!
-//! The handler only reads two thread-local cells, calls `mmap(2)` (a raw
+//! The handler only reads two thread-local atomics, calls `mmap(2)` (a raw
 //! system call) and writes a thread-local flag: nothing that allocates, locks
 //! or unwinds.
 #![allow(unsafe_code)]
 
-use std::cell::Cell;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::Mutex;
 
 use memmap2::{Mmap, MmapOptions};
 
+// Shared between a thread and the signal handler that interrupts it: atomics
+// (relaxed: one thread) behind signal fences (`compiler_fence`), so the
+// compiler keeps their accesses where they are written. With plain cells
+// an optimised build may assume a read through a map cannot change them,
+// and carry the `false` stored before the read past it: the fault went
+// unnoticed and the map's zero page read as values.
 thread_local! {
     /// The address range `[start, end)` being read on this thread, or empty.
-    static GUARDED: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+    static GUARDED_START: AtomicUsize = const { AtomicUsize::new(0) };
+    static GUARDED_END: AtomicUsize = const { AtomicUsize::new(0) };
     /// Set by the handler when a guarded read faulted.
-    static FAULTED: Cell<bool> = const { Cell::new(false) };
+    static FAULTED: AtomicBool = const { AtomicBool::new(false) };
 }
 
 /// The page size, read once before the handler is installed.
@@ -117,7 +125,8 @@ pub fn guard_sigbus() -> bool {
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     // SAFETY: the kernel hands a valid siginfo to an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let (start, end) = GUARDED.with(Cell::get);
+    let start = GUARDED_START.with(|s| s.load(Ordering::Relaxed));
+    let end = GUARDED_END.with(|e| e.load(Ordering::Relaxed));
     let page = PAGE_SIZE.load(Ordering::Relaxed);
     if start <= addr && addr < end && page != 0 {
         let base = addr & !(page - 1);
@@ -136,7 +145,7 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
             )
         };
         if mapped != libc::MAP_FAILED {
-            FAULTED.with(|f| f.set(true));
+            FAULTED.with(|f| f.store(true, Ordering::Relaxed));
             return;
         }
     }
@@ -233,11 +242,19 @@ impl ReadMap {
             return Err(Shrunk);
         }
         let start = self.map.as_ptr() as usize;
-        let previous = GUARDED.with(|g| g.replace((start, start + self.map.len())));
-        let faulted_before = FAULTED.with(|f| f.replace(false));
+        let previous = (
+            GUARDED_START.with(|s| s.swap(start, Ordering::Relaxed)),
+            GUARDED_END.with(|e| e.swap(start + self.map.len(), Ordering::Relaxed)),
+        );
+        let faulted_before = FAULTED.with(|f| f.swap(false, Ordering::Relaxed));
+        // The guard is in place before the first load from the map...
+        compiler_fence(Ordering::SeqCst);
         let result = read(&MapView { map: self });
-        let faulted = FAULTED.with(|f| f.replace(faulted_before));
-        GUARDED.with(|g| g.set(previous));
+        // ...and the handler's flag is read after the last one.
+        compiler_fence(Ordering::SeqCst);
+        let faulted = FAULTED.with(|f| f.swap(faulted_before, Ordering::Relaxed));
+        GUARDED_START.with(|s| s.store(previous.0, Ordering::Relaxed));
+        GUARDED_END.with(|e| e.store(previous.1, Ordering::Relaxed));
         if faulted {
             self.poisoned.store(true, Ordering::Relaxed);
             return Err(Shrunk);
