@@ -37,10 +37,10 @@ fuzz_target!(|data: &[u8]| {
         .tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
         .expect("a temporary directory");
-    // The reference reads the files without maps, so it sets no directory
-    // watch: most of what a fresh mapped collector costs. The property test
-    // compares with a mapped one and with merge_files; the fuzzer spends its
-    // time on sequences.
+    // The reference reads the files without maps (as any collector's first
+    // collection does), the least a fresh merge can cost. The property test
+    // also compares with merge_files; the fuzzer spends its time on
+    // sequences.
     check_sequence(
         dir.path(),
         CollectOptions { accumulate },

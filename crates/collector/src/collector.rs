@@ -122,8 +122,9 @@ pub struct ScrapeStats {
     /// collection of an unchanged directory reuses the last one.
     pub planned: bool,
     /// Whether every file was looked at (a `stat` each) because no
-    /// directory watch said what changed: the first collection, a periodic
-    /// resync, a watch that could not be set or lost events. Otherwise only
+    /// directory watch said what changed: the first two collections (the
+    /// second sets the watch), a periodic resync, a watch that could not be
+    /// set or lost events. Otherwise only
     /// files the watch named were.
     pub full_look: bool,
 }
@@ -321,6 +322,9 @@ struct State {
     scratch: Vec<u8>,
     reported_conflicts: foldhash::HashSet<Conflict>,
     maps: usize,
+    /// Whether each file of the collection under way may be mapped (see
+    /// `decide_maps`), kept to reuse its allocation.
+    may_map: Vec<bool>,
     collections: u64,
     /// The directory watch, when one could be set.
     watch: Option<DirWatch>,
@@ -536,9 +540,16 @@ impl DirCollector {
             // Events were lost or the directory went away: start a new watch
             // (before listing, so nothing between the two is missed).
             state.watch = None;
-            let retry = state
-                .watch_failed
-                .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
+            // A collector's first collection reads every file afresh with
+            // `pread` (see `decide_maps`), so it needs no watch yet; the
+            // second sets one before it lists, and reopens every file
+            // anyway to map it. A collector used once (a process's first
+            // scrape, `multiprom scrape`) so never pays for a watch, nor for
+            // the event its every open of a file raises in one.
+            let retry = state.collections > 0
+                && state
+                    .watch_failed
+                    .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
             if retry {
                 match DirWatch::new(&self.dir) {
                     Ok(watch) => {
@@ -570,7 +581,9 @@ impl DirCollector {
             tracing::debug!(
                 "{}: looking at every file ({})",
                 self.dir.display(),
-                if state.watch.is_none() {
+                if state.collections == 0 {
+                    "first collection"
+                } else if state.watch.is_none() {
                     "no directory watch"
                 } else if changes.everything {
                     "events may have been missed"
@@ -858,7 +871,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
 fn refresh_file(
     state: &mut State,
     index: usize,
-    map_limit: Option<usize>,
+    may_map: bool,
     now: Instant,
     prefetched: Option<Prefetched>,
     warnings: &mut Vec<Warning>,
@@ -872,7 +885,6 @@ fn refresh_file(
         None => Some(name_problem(&known.path)),
         Some(file) => {
             let was_mapped = file.is_mapped();
-            let may_map = map_limit.is_some_and(|limit| was_mapped || state.maps < limit);
             let result = file.refresh(
                 &known.path,
                 may_map,
@@ -901,6 +913,49 @@ fn refresh_file(
         state.replan = true;
     }
     set_problem(known, problem, warnings);
+}
+
+/// Whether `state.known[index]` is a file to read (not a bad name).
+fn has_file(state: &State, index: usize) -> bool {
+    state.known[index]
+        .as_ref()
+        .is_some_and(|known| known.file.is_some())
+}
+
+/// Decides, for each file of `order`, whether this collection may map it
+/// (`out[i]` for `order[i]`): a file already mapped stays mapped; any other
+/// is mapped from the second collection that reads it without trouble on,
+/// within `map_limit` maps (`None`: no maps at all).
+///
+/// A file's first collection reads it with `pread`: a collector that is
+/// used once (`multiprom scrape`, a process's first scrape) then costs one
+/// read per file instead of setting up a map, touching its pages and
+/// tearing it down, which costs several times more; a file still there at
+/// the next collection is worth mapping, so that later collections read
+/// its values without a system call.
+fn decide_maps(state: &State, order: &[usize], map_limit: Option<usize>, out: &mut Vec<bool>) {
+    out.clear();
+    let Some(limit) = map_limit else {
+        out.resize(order.len(), false);
+        return;
+    };
+    let mut maps = state.maps;
+    out.extend(order.iter().map(|&index| {
+        let Some(Some(Known {
+            file: Some(file), ..
+        })) = state.known.get(index)
+        else {
+            return false;
+        };
+        if file.is_mapped() {
+            return true;
+        }
+        if !file.was_read() || maps >= limit {
+            return false;
+        }
+        maps += 1;
+        true
+    }));
 }
 
 /// Fewer files than this are read on one thread.
@@ -936,20 +991,23 @@ fn collect_paths(
         _ => index_paths(state, paths),
     };
 
-    // Read with `pread` (no maps): a second thread opens and reads the
-    // files ahead while this one parses, through a bounded queue.
-    let prefetch = map_limit.is_none() && order.len() >= PREFETCH_MIN_FILES && cores() > 1;
-    if prefetch {
+    let mut may_map = std::mem::take(&mut state.may_map);
+    decide_maps(state, &order, map_limit, &mut may_map);
+    // Files read with `pread`: a second thread opens and reads them ahead
+    // while this one parses, through a bounded queue.
+    let reads = order
+        .iter()
+        .zip(&may_map)
+        .filter(|&(&index, &map)| !map && has_file(state, index))
+        .count();
+    if reads >= PREFETCH_MIN_FILES && cores() > 1 {
         // `order` holds the index of each of `paths`, in the same order.
         let ahead: Vec<&Path> = paths
             .iter()
             .zip(&order)
-            .filter(|&(_, &index)| {
-                state.known[index]
-                    .as_ref()
-                    .is_some_and(|known| known.file.is_some())
-            })
-            .map(|(path, _)| path.as_path())
+            .zip(&may_map)
+            .filter(|&((_, &index), &map)| !map && has_file(state, index))
+            .map(|((path, _), _)| path.as_path())
             .collect();
         // The queue holds at most `PREFETCH_QUEUE` files' first bytes.
         let (sender, receiver) = std::sync::mpsc::sync_channel(PREFETCH_QUEUE);
@@ -961,26 +1019,24 @@ fn collect_paths(
                     }
                 }
             });
-            for &index in &order {
-                let wants = state.known[index]
-                    .as_ref()
-                    .is_some_and(|known| known.file.is_some());
-                let prefetched = if wants {
+            for (&index, &map) in order.iter().zip(&may_map) {
+                let prefetched = if !map && has_file(state, index) {
                     receiver.recv().ok().flatten()
                 } else {
                     None
                 };
-                refresh_file(state, index, map_limit, now, prefetched, &mut warnings);
+                refresh_file(state, index, map, now, prefetched, &mut warnings);
             }
             // Dropping the receiver stops the reader if this side stopped
             // early.
             drop(receiver);
         });
     } else {
-        for &index in &order {
-            refresh_file(state, index, map_limit, now, None, &mut warnings);
+        for (&index, &map) in order.iter().zip(&may_map) {
+            refresh_file(state, index, map, now, None, &mut warnings);
         }
     }
+    state.may_map = may_map;
 
     let mut families = Vec::new();
     // At most twice: a file that shrank under its map is dropped and the

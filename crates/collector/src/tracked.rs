@@ -4,14 +4,15 @@
 //! last parse stopped, and each entry is kept as a key id (see
 //! [`crate::keys`]) and the offset of its value. Two ways to get at the bytes:
 //!
-//! * **mapped**: the file is mapped read-only once ([`ReadMap`]); a scrape
+//! * **mapped**: from its second collection on (see the collector's
+//!   `decide_maps`), the file is mapped read-only once ([`ReadMap`]); a scrape
 //!   reads the header's `used` and the values with plain loads, no system
 //!   call, and only new entries are copied out and parsed. The map is
 //!   replaced when `used` outgrows it. A file shrunk under the map is caught
 //!   by the SIGBUS guard and reported, never a crash.
-//! * **read**: the used bytes are read with `pread` on every scrape (when
-//!   maps are off, or past the limit on maps), parsing as they arrive, and
-//!   the values are kept per entry.
+//! * **read**: the used bytes are read with `pread` (a file's first
+//!   collection; every collection when maps are off, or past the limit on
+//!   maps), parsing as they arrive, and the values are kept per entry.
 //!
 //! Either way a file costs bounded time and memory: parsing stops at the
 //! first bad entry, so a header claiming gigabytes in use in a sparse file
@@ -165,6 +166,12 @@ impl TrackedFile {
     /// where they were (else parses it afresh).
     pub(crate) fn touched(&mut self) {
         self.suspect = true;
+    }
+
+    /// Whether the last refresh read the file (through a map or `pread`)
+    /// without trouble: not new, not reset after a problem.
+    pub(crate) fn was_read(&self) -> bool {
+        !matches!(self.access, Access::Closed)
     }
 
     /// Whether the file is mapped (and so holds a map count).

@@ -57,6 +57,11 @@ fn collector_made_before_a_fork_watches_again_in_the_child() {
         (1.0, true),
         "the first collection looks at every file"
     );
+    assert_eq!(
+        total(&collector),
+        (1.0, true),
+        "the second sets the watch and maps every file"
+    );
     assert_eq!(total(&collector), (1.0, false), "the parent's watch works");
     let parents = sentinels();
     assert_eq!(parents.len(), 1, "{parents:?}");

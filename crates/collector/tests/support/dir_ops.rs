@@ -354,10 +354,10 @@ pub fn apply(dir: &Path, op: &Op) -> io::Result<()> {
 /// What the long-lived collector is compared with after each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reference {
-    /// A fresh `DirCollector` that reads files instead of mapping them, so
-    /// it sets no directory watch: a fresh merge of the same bytes at a
-    /// fraction of the cost (a watch is an inotify instance, a thread and a
-    /// sentinel directory), which is what the fuzz target needs.
+    /// A fresh `DirCollector` with maps turned off: a fresh merge of the
+    /// same bytes at the least cost, which is what the fuzz target needs.
+    /// (A fresh collector's one collection reads with `pread` and sets no
+    /// directory watch with maps on too; this says so outright.)
     #[allow(dead_code)] // The fuzz target's choice; the property test takes the other.
     FreshReadingCollector,
     /// A fresh `DirCollector`, and `merge_files` over the same listing.

@@ -1,0 +1,84 @@
+//! A collector's first collection reads the files and leaves nothing behind
+//! it: no memory map and no directory watch (its sentinel directory under
+//! the temp dir). From the second collection on, the files are mapped and
+//! the watch is set, so that later collections read values with plain
+//! loads and only look at files an event named.
+//!
+//! Alone in its test binary: it points `TMPDIR` at a private directory to
+//! see the watch's sentinel, and reads this process's memory maps.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use multiprom_collector::DirCollector;
+use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+
+/// How many of this process's memory maps are of files in `dir`.
+fn maps_of(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(&*dir.to_string_lossy()))
+        .count()
+}
+
+#[test]
+fn files_are_mapped_and_watched_from_the_second_collection() {
+    let dir = tempfile::tempdir().unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    std::env::set_var("TMPDIR", temp.path());
+    let sentinels = || std::fs::read_dir(temp.path()).unwrap().count();
+    for pid in 1..=3 {
+        let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        let key = encode_key("c", "c_total", [], "C.");
+        writer.slot(&key).unwrap().set(f64::from(pid));
+    }
+    let total = |collector: &DirCollector| -> f64 {
+        let scrape = collector.collect().unwrap();
+        assert_eq!(scrape.stats.files_ok, 3);
+        scrape.families[0].samples.iter().map(|s| s.value).sum()
+    };
+
+    let collector = DirCollector::new(dir.path());
+    assert_eq!(total(&collector), 6.0);
+    assert_eq!(maps_of(dir.path()), 0, "the first collection mapped files");
+    assert_eq!(sentinels(), 0, "the first collection set a watch");
+
+    assert_eq!(total(&collector), 6.0);
+    assert_eq!(
+        maps_of(dir.path()),
+        3,
+        "the second collection maps every file"
+    );
+    assert_eq!(sentinels(), 1, "the second collection sets the watch");
+
+    // A value written through the writer's map, with no event: the next
+    // collection reads it from its own map, without looking at the file.
+    let name = FileName::new(MetricKind::Counter, "1").unwrap();
+    let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+    writer
+        .slot(&encode_key("c", "c_total", [], "C."))
+        .unwrap()
+        .set(10.0);
+    drop(writer);
+    let scrape = collector.collect().unwrap();
+    assert!(
+        !scrape.stats.full_look,
+        "the third collection went by events"
+    );
+    assert_eq!(
+        scrape.families[0]
+            .samples
+            .iter()
+            .map(|s| s.value)
+            .sum::<f64>(),
+        15.0
+    );
+
+    drop(collector);
+    assert_eq!(maps_of(dir.path()), 0, "maps outlived their collector");
+    assert_eq!(sentinels(), 0, "the watch outlived its collector");
+}
