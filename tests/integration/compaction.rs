@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 use rustix::process::Signal;
 
-use crate::gunicorn::{answers_200, free_port};
+use crate::gunicorn::{churn, free_port, wait_for_app, Churn, StopGunicornOnDrop, StopOnDrop};
 use crate::harness::{multiprom, python, python_script, run_python, temp_dir, workspace_root};
 use crate::http_client::get;
 use crate::spawned_server::{Spawned, PATIENCE};
@@ -71,14 +71,6 @@ fn rust_worker_file(dir: &Path, pid: u32, value: f64) {
 /// The seven compacted files, the long-lived worker's counter and a Rust
 /// worker's counter: what the churn test's directory holds between batches.
 const SETTLED: usize = 9;
-
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
 
 #[test]
 fn churn_with_a_kill_9_keeps_totals_exact_and_the_directory_small() {
@@ -299,44 +291,16 @@ fn gunicorn_churn_under_run_compact_never_disturbs_the_hook() {
     let mut run = StopGunicornOnDrop(Spawned::start(cmd));
     let run = &mut run.0;
     let metrics = run.address();
-    let deadline = Instant::now() + PATIENCE;
-    while !answers_200(app, "/") {
-        assert!(
-            Instant::now() < deadline,
-            "gunicorn never answered; stderr:\n{}",
-            run.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let stop = AtomicBool::new(false);
-    let ok = AtomicUsize::new(1);
-    let failed = AtomicUsize::new(0);
-    let started = Instant::now();
-    let exited_early = std::thread::scope(|s| {
-        let _stop = StopOnDrop(&stop);
-        for _ in 0..2 {
-            s.spawn(|| {
-                while !stop.load(Ordering::SeqCst) {
-                    if answers_200(app, "/") {
-                        ok.fetch_add(1, Ordering::SeqCst);
-                    } else {
-                        failed.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            });
-        }
-        while started.elapsed() < Duration::from_secs(10) {
-            if let Some(status) = run.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    });
+    wait_for_app(run, app);
+    let Churn {
+        ok,
+        failed,
+        exited_early,
+        ..
+    } = churn(run, app, 2, None, Duration::from_secs(10));
     let stderr = run.stderr();
     assert_eq!(exited_early, None, "gunicorn went down; stderr:\n{stderr}");
     assert!(!stderr.contains("Traceback"), "{stderr}");
-    let ok = ok.load(Ordering::SeqCst);
     assert!(ok >= 20, "too little churn to test anything: {ok} requests");
     // Each request was a worker of its own, and each left a counter file
     // (the hook removes the live gauges): without compaction the directory
@@ -353,7 +317,6 @@ fn gunicorn_churn_under_run_compact_never_disturbs_the_hook() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let deadline = Instant::now() + PATIENCE;
-    let failed = failed.load(Ordering::SeqCst);
     loop {
         let text = get(metrics, "/metrics", &[]).text();
         let counted = text
@@ -389,21 +352,4 @@ fn gunicorn_churn_under_run_compact_never_disturbs_the_hook() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("Traceback"), "{stderr}");
     assert!(stderr.contains("compacted "), "{stderr}");
-}
-
-/// Stops `multiprom run` with SIGTERM (which it passes on to gunicorn) if a
-/// test fails half-way: a plain kill would orphan gunicorn and its workers.
-struct StopGunicornOnDrop(Spawned);
-
-impl Drop for StopGunicornOnDrop {
-    fn drop(&mut self) {
-        if self.0.try_wait().is_some() {
-            return;
-        }
-        self.0.signal(Signal::TERM);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.0.try_wait().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }

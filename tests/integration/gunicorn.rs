@@ -10,6 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -66,11 +67,114 @@ fn worker_pids(parsed: &serde_json::Value) -> Vec<String> {
 
 /// Sets a flag when dropped, so worker threads stop even when the test
 /// thread panics half-way.
-struct StopOnDrop<'a>(&'a AtomicBool);
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Stops `multiprom run` with SIGTERM (which it passes on to gunicorn) if a
+/// test fails half-way: a plain kill would orphan gunicorn and its workers.
+pub struct StopGunicornOnDrop(pub Spawned);
+
+impl Drop for StopGunicornOnDrop {
+    fn drop(&mut self) {
+        if !self.0.is_running() {
+            return;
+        }
+        self.0.signal(Signal::TERM);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.0.is_running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Waits (at most [`PATIENCE`]) until the gunicorn app `run` launched
+/// answers `/` at `app`.
+pub fn wait_for_app(run: &Spawned, app: SocketAddr) {
+    let deadline = Instant::now() + PATIENCE;
+    while !answers_200(app, "/") {
+        assert!(
+            Instant::now() < deadline,
+            "gunicorn never answered; stderr:\n{}",
+            run.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What [`churn`] saw.
+pub struct Churn {
+    /// Requests answered 200 (counting the one [`wait_for_app`] made).
+    pub ok: u64,
+    /// Requests that failed on the client side (they may or may not have
+    /// reached a worker).
+    pub failed: u64,
+    /// Scrapes made, and those not answered 200.
+    pub scrapes: u64,
+    pub bad_scrapes: u64,
+    /// How `run` exited, if it did while the churn went on.
+    pub exited_early: Option<ExitStatus>,
+}
+
+/// Requests `/` of the app at `app` from `clients` threads for `time` (with
+/// `--max-requests 1`, every request is served by a new worker), and, with
+/// `metrics`, scrapes that address's `/metrics` from one more thread, while
+/// watching that `run` stays up.
+pub fn churn(
+    run: &mut Spawned,
+    app: SocketAddr,
+    clients: usize,
+    metrics: Option<SocketAddr>,
+    time: Duration,
+) -> Churn {
+    let stop = AtomicBool::new(false);
+    let ok = AtomicU64::new(1); // wait_for_app's request
+    let failed = AtomicU64::new(0);
+    let scrapes = AtomicU64::new(0);
+    let bad_scrapes = AtomicU64::new(0);
+    let started = Instant::now();
+    let exited_early = std::thread::scope(|s| {
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..clients {
+            s.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    if answers_200(app, "/") {
+                        ok.fetch_add(1, Ordering::SeqCst);
+                    } else {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        if let Some(metrics) = metrics {
+            let (stop, scrapes, bad_scrapes) = (&stop, &scrapes, &bad_scrapes);
+            s.spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    scrapes.fetch_add(1, Ordering::SeqCst);
+                    if !answers_200(metrics, "/metrics") {
+                        bad_scrapes.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+        while started.elapsed() < time {
+            if let Some(status) = run.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    });
+    Churn {
+        ok: ok.into_inner(),
+        failed: failed.into_inner(),
+        scrapes: scrapes.into_inner(),
+        bad_scrapes: bad_scrapes.into_inner(),
+        exited_early,
     }
 }
 
@@ -93,79 +197,39 @@ fn reaping_never_races_gunicorns_mark_process_dead_hook() {
         .args(["-w", "4", "--max-requests", "1", "-b"])
         .arg(app.to_string())
         .arg("app:app");
-    let mut run = Spawned::start(cmd);
+    let mut run = StopGunicornOnDrop(Spawned::start(cmd));
+    let run = &mut run.0;
     let metrics = run.address();
-    let deadline = Instant::now() + PATIENCE;
-    while !answers_200(app, "/") {
-        assert!(
-            Instant::now() < deadline,
-            "gunicorn never answered; stderr:\n{}",
-            run.stderr()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-
-    let stop = AtomicBool::new(false);
-    let ok = AtomicU64::new(1); // the request above
-    let failed = AtomicU64::new(0);
-    let scrapes = AtomicU64::new(0);
-    let bad_scrapes = AtomicU64::new(0);
-    let started = Instant::now();
-    let exited_early = std::thread::scope(|s| {
-        let _stop = StopOnDrop(&stop);
-        for _ in 0..3 {
-            s.spawn(|| {
-                while !stop.load(Ordering::SeqCst) {
-                    if answers_200(app, "/") {
-                        ok.fetch_add(1, Ordering::SeqCst);
-                    } else {
-                        failed.fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            });
-        }
-        s.spawn(|| {
-            while !stop.load(Ordering::SeqCst) {
-                scrapes.fetch_add(1, Ordering::SeqCst);
-                if !answers_200(metrics, "/metrics") {
-                    bad_scrapes.fetch_add(1, Ordering::SeqCst);
-                }
-            }
-        });
-        // Watch the launcher: if the gunicorn master dies, `run` exits.
-        while started.elapsed() < CHURN {
-            if let Some(status) = run.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    });
+    wait_for_app(run, app);
+    // Watch the launcher: if the gunicorn master dies, `run` exits.
+    let Churn {
+        ok,
+        failed,
+        scrapes,
+        bad_scrapes,
+        exited_early,
+    } = churn(run, app, 3, Some(metrics), CHURN);
     let stderr = run.stderr();
     assert_eq!(
-        exited_early,
-        None,
-        "gunicorn went down under churn after {:?}; stderr:\n{stderr}",
-        started.elapsed()
+        exited_early, None,
+        "gunicorn went down under churn; stderr:\n{stderr}"
     );
     assert!(
         !stderr.contains("FileNotFoundError") && !stderr.contains("Traceback"),
         "{stderr}"
     );
-    let ok = ok.load(Ordering::SeqCst);
     assert!(
         ok >= 100,
         "too little churn to test anything: {ok} requests"
     );
-    assert_eq!(bad_scrapes.load(Ordering::SeqCst), 0);
-    assert!(scrapes.load(Ordering::SeqCst) >= 20);
+    assert_eq!(bad_scrapes, 0);
+    assert!(scrapes >= 20);
 
     // Exact totals: every answered request counted once, across all the
     // workers that came and went. Requests that failed on the client side
     // may or may not have reached a worker.
     let parsed = python_parse(&get(metrics, "/metrics", &[]).text(), "text");
     let counted = sample_value(&parsed, "app_requests_total", &[]).unwrap();
-    let failed = failed.load(Ordering::SeqCst);
     assert!(
         counted >= ok as f64 && counted <= (ok + failed) as f64,
         "counted {counted}, answered {ok}, failed {failed}"

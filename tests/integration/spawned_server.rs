@@ -97,6 +97,13 @@ impl Spawned {
         self.child.as_mut().unwrap().try_wait().unwrap()
     }
 
+    /// Whether the process is still running (`false` once waited for).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
+    }
+
     /// Sends `signal` to the process.
     pub fn signal(&self, signal: Signal) {
         let pid = Pid::from_raw(self.pid() as i32).unwrap();
