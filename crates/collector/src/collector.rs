@@ -371,13 +371,18 @@ pub struct DirCollector {
 }
 
 /// Maps a collector may hold: half of `vm.max_map_count` (the rest is the
-/// host's), at most 32,768. Past it, files are read with `pread`.
+/// host's), at most 32,768. Past it, files are read with `pread`. Read once
+/// per process: a collector made per request (prometheus_client's recipe)
+/// would otherwise open a `/proc` file each time.
 fn map_limit() -> usize {
-    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(65_530);
-    (max / 2).min(32_768)
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(65_530);
+        (max / 2).min(32_768)
+    })
 }
 
 impl DirCollector {
