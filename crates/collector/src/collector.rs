@@ -124,8 +124,7 @@ pub struct ScrapeStats {
     /// Whether every file was looked at (a `stat` each) because no
     /// directory watch said what changed: the first two collections (the
     /// second sets the watch), a periodic resync, a watch that could not be
-    /// set or lost events. Otherwise only
-    /// files the watch named were.
+    /// set or lost events. Otherwise only files the watch named were.
     pub full_look: bool,
 }
 
