@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 use rustix::process::Signal;
 
-use crate::gunicorn::{churn, free_port, wait_for_app, Churn, StopGunicornOnDrop, StopOnDrop};
-use crate::harness::{multiprom, python, python_script, run_python, temp_dir, workspace_root};
+use crate::gunicorn::{
+    add_churning_gunicorn, churn, free_port, wait_for_app, Churn, StopGunicornOnDrop, StopOnDrop,
+};
+use crate::harness::{multiprom, python, python_script, run_python, temp_dir};
 use crate::http_client::get;
 use crate::spawned_server::{Spawned, PATIENCE};
 
@@ -265,7 +267,6 @@ fn churn_with_a_kill_9_keeps_totals_exact_and_the_directory_small() {
 /// is counted once, and the directory does not grow with the churn.
 #[test]
 fn gunicorn_churn_under_run_compact_never_disturbs_the_hook() {
-    let app_dir = workspace_root().join("tests/python/gunicorn_app");
     let app = free_port();
     let metrics_dir = temp_dir();
     let mut cmd = multiprom();
@@ -279,15 +280,8 @@ fn gunicorn_churn_under_run_compact_never_disturbs_the_hook() {
             "--compact-interval",
             "20ms",
         ])
-        .arg("--")
-        .arg(python())
-        .args(["-m", "gunicorn", "--chdir"])
-        .arg(&app_dir)
-        .args(["-c"])
-        .arg(app_dir.join("gunicorn.conf.py"))
-        .args(["-w", "4", "--max-requests", "1", "-b"])
-        .arg(app.to_string())
-        .arg("app:app");
+        .arg("--");
+    add_churning_gunicorn(&mut cmd, app);
     let mut run = StopGunicornOnDrop(Spawned::start(cmd));
     let run = &mut run.0;
     let metrics = run.address();

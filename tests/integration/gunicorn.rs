@@ -10,7 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::ExitStatus;
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -90,6 +90,22 @@ impl Drop for StopGunicornOnDrop {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Appends to `cmd` (a `multiprom run ... --`) gunicorn serving the test
+/// app (`tests/python/gunicorn_app`) on `app`: 4 workers, each replaced
+/// after one request, and prometheus_client's `child_exit` hook calling
+/// `mark_process_dead`.
+pub fn add_churning_gunicorn(cmd: &mut Command, app: SocketAddr) {
+    let app_dir = workspace_root().join("tests/python/gunicorn_app");
+    cmd.arg(python())
+        .args(["-m", "gunicorn", "--chdir"])
+        .arg(&app_dir)
+        .args(["-c"])
+        .arg(app_dir.join("gunicorn.conf.py"))
+        .args(["-w", "4", "--max-requests", "1", "-b"])
+        .arg(app.to_string())
+        .arg("app:app");
 }
 
 /// Waits (at most [`PATIENCE`]) until the gunicorn app `run` launched
@@ -180,7 +196,6 @@ pub fn churn(
 
 #[test]
 fn reaping_never_races_gunicorns_mark_process_dead_hook() {
-    let app_dir = workspace_root().join("tests/python/gunicorn_app");
     let app = free_port();
     let mut cmd = multiprom();
     cmd.arg("run")
@@ -188,15 +203,8 @@ fn reaping_never_races_gunicorns_mark_process_dead_hook() {
         // Reap as eagerly as possible: every few milliseconds and before
         // every scrape. Only the grace period keeps it off the hook's files.
         .args(["--reap-interval", "5ms", "--reap-grace", "2s"])
-        .arg("--")
-        .arg(python())
-        .args(["-m", "gunicorn", "--chdir"])
-        .arg(&app_dir)
-        .args(["-c"])
-        .arg(app_dir.join("gunicorn.conf.py"))
-        .args(["-w", "4", "--max-requests", "1", "-b"])
-        .arg(app.to_string())
-        .arg("app:app");
+        .arg("--");
+    add_churning_gunicorn(&mut cmd, app);
     let mut run = StopGunicornOnDrop(Spawned::start(cmd));
     let run = &mut run.0;
     let metrics = run.address();
