@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
 use multiprom_format::read_map::{MapView, ReadMap};
-use multiprom_format::{open_for_read, EntryIter, FileName, MetricKind, ReadErrorKind};
+use multiprom_format::{open_for_read, EntryIter, FileName, MetricKind, OpenDir, ReadErrorKind};
 
 use crate::intern::Interner;
 use crate::keys::{KeyId, KeyTable};
@@ -773,27 +773,69 @@ pub(crate) struct Prefetched {
 const PREFETCH_MAX: usize = 256 * 1024;
 
 impl Prefetched {
-    /// Opens `path` and reads its first page and then up to the header's
-    /// `used`, at most `PREFETCH_MAX` bytes. `None` on any trouble: the
-    /// refresh then does it all again itself and reports what it finds.
-    pub(crate) fn read(path: &Path) -> Option<Prefetched> {
-        let (file, meta) = open_for_read(path).ok()?;
+    /// Opens `path` (by name in `dir` if it is there) and reads its first `guess` bytes (at least a page) and
+    /// then, if the header's `used` is more, up to it, at most
+    /// `PREFETCH_MAX` bytes. `None` on any trouble: the refresh then does it
+    /// all again itself and reports what it finds.
+    pub(crate) fn read(dir: Option<&OpenDir>, path: &Path, guess: usize) -> Option<Prefetched> {
+        let (file, meta) = match dir {
+            Some(dir) => dir.open_for_read(path),
+            None => open_for_read(path),
+        }
+        .ok()?;
         let size = usize::try_from(meta.len()).ok()?;
-        let mut head = vec![0; FIRST_READ.min(size).max(HEADER_LEN)];
+        let first = guess.clamp(FIRST_READ, PREFETCH_MAX);
+        let mut head = vec![0; first.min(size).max(HEADER_LEN)];
         let got = read_fully(&file, &mut head, 0).ok()?;
         head.truncate(got);
-        let used = head
-            .get(..4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .and_then(|used| usize::try_from(used).ok())
-            .unwrap_or(0);
-        let want = used.min(size).min(PREFETCH_MAX);
+        let want = Prefetched::used_in(&head).min(size).min(PREFETCH_MAX);
         if want > got && got == head.len() {
             head.resize(want, 0);
             let more = read_fully(&file, &mut head[got..], got as u64).ok()?;
             head.truncate(got + more);
         }
         Some(Prefetched { file, meta, head })
+    }
+
+    /// The bytes in use, as the header read says (0 if it says nothing
+    /// sensible).
+    pub(crate) fn used(&self) -> usize {
+        Prefetched::used_in(&self.head)
+    }
+
+    fn used_in(head: &[u8]) -> usize {
+        head.get(..4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .and_then(|used| usize::try_from(used).ok())
+            .unwrap_or(0)
+    }
+}
+
+/// How much to read of a file at first, learned from the files read before
+/// it: a directory's files of one kind hold about the same (each worker
+/// writes the same metrics), so reading as much as the last one of its kind
+/// used saves a second read per file. 4,000 files of which a quarter are
+/// histograms a few pages long cost 1,000 fewer system calls.
+#[derive(Debug, Default)]
+pub(crate) struct ReadGuess {
+    last_used: Vec<(MetricKind, usize)>,
+}
+
+impl ReadGuess {
+    /// How much to read first of a file of `kind`.
+    pub(crate) fn first_read(&self, kind: MetricKind) -> usize {
+        self.last_used
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(FIRST_READ, |&(_, used)| used)
+    }
+
+    /// Learns that a file of `kind` used `used` bytes.
+    pub(crate) fn learn(&mut self, kind: MetricKind, used: usize) {
+        match self.last_used.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, last)) => *last = used,
+            None => self.last_used.push((kind, used)),
+        }
     }
 }
 

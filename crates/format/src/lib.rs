@@ -66,6 +66,6 @@ pub use mapping::ValueSlot;
 pub use reader::{
     open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into,
     read_used_into_with_hint, read_valid_prefix, read_valid_prefix_of, Entry, EntryIter,
-    FileContents, FileIdentity, Header, ParseError, RawEntry, UsedBytes, ValidPrefix,
+    FileContents, FileIdentity, Header, OpenDir, ParseError, RawEntry, UsedBytes, ValidPrefix,
 };
 pub use writer::FileWriter;

@@ -7,8 +7,11 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
 
 use crate::error::{ReadError, ReadErrorKind};
 use crate::key::Key;
@@ -322,6 +325,63 @@ pub fn open_for_read(path: &Path) -> Result<(File, std::fs::Metadata), ReadError
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| ReadError::io(path, &e))?;
+    checked_file(file, path)
+}
+
+/// A directory held open to open the files in it by name (`openat`), so
+/// that each open looks up one name instead of walking the directory's
+/// whole path again: on a cold collection of 4,000 files the path walks are
+/// a noticeable share of the system time.
+///
+/// A file whose parent is not this directory is opened by its path. Names
+/// are looked up in the directory that was opened, even if another one has
+/// taken its path since: the files read are the ones a listing of it named.
+#[derive(Debug)]
+pub struct OpenDir {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl OpenDir {
+    /// Opens the directory at `path` (not following a symlink in its last
+    /// component any differently from `open`).
+    pub fn open(path: &Path) -> io::Result<OpenDir> {
+        let fd = rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(OpenDir {
+            path: path.to_path_buf(),
+            fd,
+        })
+    }
+
+    /// The directory's path, as given to [`OpenDir::open`].
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`open_for_read`] of `path`, by its name in this directory when it
+    /// is in it.
+    pub fn open_for_read(&self, path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
+        let name = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if parent == self.path => name,
+            _ => return open_for_read(path),
+        };
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| ReadError::io(path, &e.into()))?;
+        checked_file(File::from(fd), path)
+    }
+}
+
+/// `file` with its metadata if it is a regular file.
+fn checked_file(file: File, path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
     let meta = file.metadata().map_err(|e| ReadError::io(path, &e))?;
     if let Some(kind) = not_a_file(meta.file_type()) {
         return Err(ReadError::new(path, 0, kind));
@@ -750,5 +810,59 @@ mod tests {
             matches!(short.kind, ReadErrorKind::Truncated { .. }),
             "{short:?}"
         );
+    }
+
+    /// A file opened by name in an `OpenDir` is the file at its path, with
+    /// the same checks and errors as `open_for_read`.
+    #[test]
+    fn open_dir_opens_files_by_name_with_the_same_checks() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("metrics");
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join("counter_1.db");
+        std::fs::write(&file, b"\x10\0\0\0\0\0\0\0").unwrap();
+        let open = OpenDir::open(&dir).unwrap();
+        assert_eq!(open.path(), dir);
+
+        let (opened, meta) = open.open_for_read(&file).unwrap();
+        let by_path = std::fs::metadata(&file).unwrap();
+        assert_eq!((meta.dev(), meta.ino()), (by_path.dev(), by_path.ino()));
+        let mut head = [0u8; 8];
+        opened.read_exact_at(&mut head, 0).unwrap();
+        assert_eq!(head[0], 0x10);
+
+        // Missing: vanished, as by path.
+        let missing = open.open_for_read(&dir.join("gone_1.db")).unwrap_err();
+        assert_eq!(missing.kind, ReadErrorKind::Vanished);
+        assert_eq!(missing.path, dir.join("gone_1.db"));
+
+        // A FIFO is refused without blocking; a directory is refused.
+        let fifo = dir.join("fifo_1.db");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let refused = open.open_for_read(&fifo).unwrap_err();
+        assert_eq!(refused.kind, ReadErrorKind::NotAFile("a FIFO"));
+        std::fs::create_dir(dir.join("dir_1.db")).unwrap();
+        let refused = open.open_for_read(&dir.join("dir_1.db")).unwrap_err();
+        assert_eq!(refused.kind, ReadErrorKind::NotAFile("a directory"));
+
+        // A file elsewhere is opened by its path.
+        let elsewhere = root.path().join("counter_2.db");
+        std::fs::write(&elsewhere, b"x").unwrap();
+        let (_, meta) = open.open_for_read(&elsewhere).unwrap();
+        assert_eq!(meta.len(), 1);
+
+        // By name: the directory open is the one used, even once its path
+        // names another directory.
+        std::fs::rename(&dir, root.path().join("moved")).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let (_, meta) = open.open_for_read(&file).unwrap();
+        assert_eq!(meta.ino(), by_path.ino());
     }
 }
