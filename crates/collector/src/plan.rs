@@ -25,7 +25,7 @@ use crate::family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 use crate::intern::{addr, ByPtr, Interner, LabelTuple, Pairs};
 use crate::keys::{KeyInfo, KeyTable};
 use crate::problem::Conflict;
-use crate::tracked::TrackedFile;
+use crate::tracked::{EntryRef, TrackedFile};
 
 /// Caches that outlive one plan: exposed label sets, bucket and pid tuples,
 /// suffixed names. Cleared before the interner is swept.
@@ -352,6 +352,14 @@ pub(crate) struct PlanInput<'a> {
     pub file: &'a TrackedFile,
 }
 
+/// The last file of a kind whose entries were walked one by one: a later
+/// file with the same keys takes its operations (`ops[start..]`).
+struct Template<'a> {
+    kind: MetricKind,
+    entries: &'a [EntryRef],
+    start: usize,
+}
+
 /// One family while the files are walked (`_read_metrics`).
 struct FamilyAcc<'a> {
     name: Arc<str>,
@@ -442,15 +450,50 @@ impl Plan {
         let mut plan = Plan::default();
         let mut families: Vec<FamilyAcc<'a>> = Vec::new();
         let mut index: HashMap<usize, usize> = HashMap::new();
+        let mut templates: Vec<Template<'a>> = Vec::new();
+        let mut copies: Vec<(usize, usize, usize)> = Vec::new();
         for input in files {
             let kind = input.file.name.kind();
             let ftype = family_type(kind);
-            let pid = interner.string(input.file.name.id());
             plan.files.push(PlannedFile {
                 index: input.index,
                 entries: input.file.entries.len(),
             });
-            for entry in &input.file.entries {
+            let start = plan.ops.len();
+            let entries = &input.file.entries;
+            // The same keys, in the same order, as the last file of its kind
+            // (each worker writes the same metrics): its entries feed the
+            // same series the same way, so they take that file's operations
+            // once those are worked out, and add nothing else to the merge.
+            // Not for gauges: a gauge family's mode is its last file's, and
+            // in `all` modes each file's samples are its own (pid label).
+            let reusable = !matches!(kind, MetricKind::Gauge(_));
+            if reusable {
+                if let Some(template) = templates.iter().find(|t| t.kind == kind) {
+                    if template.entries.len() == entries.len()
+                        && template
+                            .entries
+                            .iter()
+                            .zip(entries)
+                            .all(|(a, b)| a.key == b.key)
+                    {
+                        plan.ops.resize(start + entries.len(), Op::Skip);
+                        copies.push((template.start, start, entries.len()));
+                        continue;
+                    }
+                }
+                let template = Template {
+                    kind,
+                    entries,
+                    start,
+                };
+                match templates.iter_mut().find(|t| t.kind == kind) {
+                    Some(t) => *t = template,
+                    None => templates.push(template),
+                }
+            }
+            let pid = interner.string(input.file.name.id());
+            for entry in entries {
                 let op_index = plan.ops.len();
                 plan.ops.push(Op::Skip);
                 let key = keys.get(entry.key);
@@ -501,6 +544,9 @@ impl Plan {
         for family in families {
             let planned = plan.accumulate_family(family, accumulate, interner, cache);
             plan.families.push(planned);
+        }
+        for (from, to, len) in copies {
+            plan.ops.copy_within(from..from + len, to);
         }
         plan
     }
