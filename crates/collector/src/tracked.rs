@@ -770,12 +770,12 @@ pub(crate) struct Prefetched {
 /// The most a read ahead takes of one file; the rest, if any, is read by
 /// the refresh itself (as the entries prove good). Bounds what files in
 /// flight between the threads can cost.
-const PREFETCH_MAX: usize = 256 * 1024;
+const PREFETCH_MAX: usize = 64 * 1024;
 
 impl Prefetched {
-    /// Opens `path` (by name in `dir` if it is there) and reads its first `guess` bytes (at least a page) and
-    /// then, if the header's `used` is more, up to it, at most
-    /// `PREFETCH_MAX` bytes. `None` on any trouble: the refresh then does it
+    /// Opens `path` (by name in `dir` if it is there), reads its first
+    /// `guess` bytes (at least a page) and then, if the header's `used` is
+    /// more, up to it, at most `PREFETCH_MAX` bytes. `None` on any trouble: the refresh then does it
     /// all again itself and reports what it finds.
     pub(crate) fn read(dir: Option<&OpenDir>, path: &Path, guess: usize) -> Option<Prefetched> {
         let (file, meta) = match dir {

@@ -14,7 +14,7 @@ use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 
 /// Entries of counter file `i`: sizes from one entry to far past a page,
 /// and every fourth file past the most a read ahead takes of one file
-/// (256 KiB), in an order that makes the guess from the last file wrong
+/// (64 KiB), in an order that makes the guess from the last file wrong
 /// both ways.
 fn entries_of(i: u32) -> u32 {
     match i % 4 {
