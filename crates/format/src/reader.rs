@@ -7,8 +7,8 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::OwnedFd;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
@@ -317,15 +317,83 @@ pub fn parse_file(bytes: &[u8], file_size: u64) -> Result<FileContents, ParseErr
     Ok(FileContents { header, entries })
 }
 
-/// Opens a file for reading without blocking on FIFOs and without following
-/// it into devices: a `*.db` that is not a regular file is an error.
+/// Opens a file for reading without blocking on FIFOs and without opening
+/// devices: a `*.db` that is not a regular file, or a symbolic link to
+/// one, is an error.
 pub fn open_for_read(path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| ReadError::io(path, &e))?;
-    checked_file(file, path)
+    open_regular(rustix::fs::CWD, path, path)
+}
+
+/// How files are opened for reading: a FIFO does not block the open, a
+/// terminal does not become the controlling one.
+const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY)
+    .union(OFlags::CLOEXEC);
+
+/// Opens `name` (relative to `dir`; `path` names it in errors) if it is a
+/// regular file, or a symbolic link to one.
+///
+/// The name itself is opened without following a symbolic link, so what is
+/// opened is what the directory holds: a regular file, or a FIFO or socket
+/// (opened without blocking, or refused by the kernel, then refused here).
+/// A device node cannot be put there without root. A symbolic link can
+/// point anywhere, so its target is first looked at without being opened
+/// for reading (see `open_through_link`).
+fn open_regular(
+    dir: BorrowedFd<'_>,
+    name: &Path,
+    path: &Path,
+) -> Result<(File, std::fs::Metadata), ReadError> {
+    match rustix::fs::openat(dir, name, READ_FLAGS | OFlags::NOFOLLOW, Mode::empty()) {
+        Ok(fd) => checked_file(File::from(fd), path),
+        Err(rustix::io::Errno::LOOP) => open_through_link(dir, name, path),
+        Err(e) => Err(ReadError::io(path, &e.into())),
+    }
+}
+
+/// Opens the target of the symbolic link `name` (relative to `dir`) if it
+/// is a regular file, never opening anything else for reading: some
+/// devices act when opened (a watchdog starts its countdown, a tape
+/// rewinds), and a link in a directory others can write may point at one.
+///
+/// The target is looked at through an `O_PATH` descriptor, which runs no
+/// device's open; only a regular file is then opened for reading, through
+/// that descriptor (`/proc/self/fd/N`), so the file opened is the one
+/// looked at even if the link changes meanwhile. Without `/proc` the link
+/// is followed again and the file opened must be the one looked at (the
+/// link could be switched to a device between the two steps; that is the
+/// one window left, and only without `/proc`).
+fn open_through_link(
+    dir: BorrowedFd<'_>,
+    name: &Path,
+    path: &Path,
+) -> Result<(File, std::fs::Metadata), ReadError> {
+    let io = |e: rustix::io::Errno| ReadError::io(path, &e.into());
+    let target = File::from(
+        rustix::fs::openat(dir, name, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(io)?,
+    );
+    let looked_at = target.metadata().map_err(|e| ReadError::io(path, &e))?;
+    if let Some(kind) = not_a_file(looked_at.file_type()) {
+        return Err(ReadError::new(path, 0, kind));
+    }
+    let through = format!("/proc/self/fd/{}", target.as_raw_fd());
+    let fd = match rustix::fs::open(through.as_str(), READ_FLAGS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) if !Path::new("/proc/self/fd").is_dir() => {
+            rustix::fs::openat(dir, name, READ_FLAGS, Mode::empty()).map_err(io)?
+        }
+        Err(e) => return Err(io(e)),
+    };
+    let (file, meta) = checked_file(File::from(fd), path)?;
+    if (meta.dev(), meta.ino()) != (looked_at.dev(), looked_at.ino()) {
+        return Err(ReadError::new(
+            path,
+            0,
+            ReadErrorKind::Io("the symbolic link changed while it was opened".into()),
+        ));
+    }
+    Ok((file, meta))
 }
 
 /// A directory held open to open the files in it by name (`openat`), so
@@ -369,14 +437,7 @@ impl OpenDir {
             (Some(parent), Some(name)) if parent == self.path => name,
             _ => return open_for_read(path),
         };
-        let fd = rustix::fs::openat(
-            &self.fd,
-            name,
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| ReadError::io(path, &e.into()))?;
-        checked_file(File::from(fd), path)
+        open_regular(self.fd.as_fd(), Path::new(name), path)
     }
 }
 
@@ -864,5 +925,71 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         let (_, meta) = open.open_for_read(&file).unwrap();
         assert_eq!(meta.ino(), by_path.ino());
+    }
+
+    /// A symbolic link to something other than a regular file is refused
+    /// without its target being opened for reading (an open of some
+    /// devices acts on them); a link to a regular file is read.
+    #[test]
+    fn a_link_is_followed_only_to_a_regular_file() {
+        use rustix::fs::inotify;
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("metrics");
+        std::fs::create_dir(&dir).unwrap();
+        let fifo = root.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let link = dir.join("gauge_all_1.db");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        // The kernel reports every open of the FIFO to this watch.
+        let watch =
+            inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).unwrap();
+        inotify::add_watch(&watch, &fifo, inotify::WatchFlags::OPEN).unwrap();
+        let opens = || {
+            let mut events = [0u8; 1024];
+            match rustix::io::read(&watch, &mut events) {
+                Ok(n) => n,
+                Err(rustix::io::Errno::AGAIN) => 0,
+                Err(e) => panic!("{e}"),
+            }
+        };
+
+        let by_path = open_for_read(&link).unwrap_err();
+        assert_eq!(by_path.kind, ReadErrorKind::NotAFile("a FIFO"));
+        let by_name = OpenDir::open(&dir)
+            .unwrap()
+            .open_for_read(&link)
+            .unwrap_err();
+        assert_eq!(by_name.kind, ReadErrorKind::NotAFile("a FIFO"));
+        assert_eq!(opens(), 0, "the FIFO was opened through the link");
+
+        // The watch does see opens: the FIFO itself, named directly, is
+        // opened (without blocking) and then refused.
+        let direct = open_for_read(&fifo).unwrap_err();
+        assert_eq!(direct.kind, ReadErrorKind::NotAFile("a FIFO"));
+        assert!(opens() > 0, "the watch saw no open");
+
+        // A link to a regular file is read, by path and by name.
+        let file = root.path().join("counter.db");
+        std::fs::write(&file, b"\x08\0\0\0\0\0\0\0").unwrap();
+        let link = dir.join("counter_1.db");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let target = std::fs::metadata(&file).unwrap().ino();
+        assert_eq!(open_for_read(&link).unwrap().1.ino(), target);
+        let open = OpenDir::open(&dir).unwrap();
+        assert_eq!(open.open_for_read(&link).unwrap().1.ino(), target);
+
+        // A dangling link: vanished, as the file it named.
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            open.open_for_read(&link).unwrap_err().kind,
+            ReadErrorKind::Vanished
+        );
     }
 }
