@@ -47,19 +47,16 @@ pub(super) fn describe(path: &Path) -> String {
 }
 
 fn describe_file(path: &Path) -> String {
-    use std::os::unix::fs::OpenOptionsExt;
     let mut start = Vec::with_capacity(SNIFF_LEN);
-    // O_NONBLOCK: if the path was swapped for a pipe since it was looked
-    // at, the open still returns at once.
-    let read = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .and_then(|file| {
-            if !file.metadata()?.is_file() {
-                return Err(std::io::Error::other("no longer a regular file"));
-            }
-            file.take(SNIFF_LEN as u64).read_to_end(&mut start)
+    // Opened as the collector opens files: if the path was swapped for a
+    // pipe or a link to a device since it was looked at, nothing but a
+    // regular file is opened.
+    let read = multiprom_format::open_for_read(path)
+        .map_err(|err| err.to_string())
+        .and_then(|(file, _)| {
+            file.take(SNIFF_LEN as u64)
+                .read_to_end(&mut start)
+                .map_err(|err| err.to_string())
         });
     match read {
         Ok(_) => describe_bytes(&start).to_owned(),
