@@ -44,32 +44,24 @@ fn alike_files_merge_as_if_walked_one_by_one() {
         "0",
         &[("x", "x", "Gauge x.", 100.0)],
     )];
+    let counter = |id: u32, entries: &[(&str, &str, &str, f64)]| {
+        write(dir, MetricKind::Counter, &id.to_string(), entries)
+    };
     for id in 1..=5 {
-        files.push(write(
-            dir,
-            MetricKind::Counter,
-            &id.to_string(),
+        let value = f64::from(id);
+        files.push(counter(
+            id,
             &[
-                ("x", "x_total", "Counter x.", f64::from(id)),
-                ("z", "z_total", "Z.", f64::from(id * 10)),
+                ("x", "x_total", "Counter x.", value),
+                ("z", "z_total", "Z.", value * 10.0),
             ],
         ));
     }
     // Alike again after a file that is not: the template is the last file
     // walked.
-    files.push(write(
-        dir,
-        MetricKind::Counter,
-        "6",
-        &[("z", "z_total", "Other z.", 1000.0)],
-    ));
+    files.push(counter(6, &[("z", "z_total", "Other z.", 1000.0)]));
     for id in 7..=8 {
-        files.push(write(
-            dir,
-            MetricKind::Counter,
-            &id.to_string(),
-            &[("z", "z_total", "Other z.", 10_000.0)],
-        ));
+        files.push(counter(id, &[("z", "z_total", "Other z.", 10_000.0)]));
     }
 
     let scrape = merge_files(&files, CollectOptions::default());

@@ -873,6 +873,17 @@ mod tests {
         );
     }
 
+    fn make_fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
     /// A file opened by name in an `OpenDir` is the file at its path, with
     /// the same checks and errors as `open_for_read`.
     #[test]
@@ -899,14 +910,7 @@ mod tests {
 
         // A FIFO is refused without blocking; a directory is refused.
         let fifo = dir.join("fifo_1.db");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        make_fifo(&fifo);
         let refused = open.open_for_read(&fifo).unwrap_err();
         assert_eq!(refused.kind, ReadErrorKind::NotAFile("a FIFO"));
         std::fs::create_dir(dir.join("dir_1.db")).unwrap();
@@ -937,14 +941,7 @@ mod tests {
         let dir = root.path().join("metrics");
         std::fs::create_dir(&dir).unwrap();
         let fifo = root.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        make_fifo(&fifo);
         let link = dir.join("gauge_all_1.db");
         std::os::unix::fs::symlink(&fifo, &link).unwrap();
         // The kernel reports every open of the FIFO to this watch.
