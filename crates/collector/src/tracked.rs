@@ -775,8 +775,8 @@ const PREFETCH_MAX: usize = 64 * 1024;
 impl Prefetched {
     /// Opens `path` (by name in `dir` if it is there), reads its first
     /// `guess` bytes (at least a page) and then, if the header's `used` is
-    /// more, up to it, at most `PREFETCH_MAX` bytes. `None` on any trouble: the refresh then does it
-    /// all again itself and reports what it finds.
+    /// more, up to it, at most `PREFETCH_MAX` bytes. `None` on any trouble:
+    /// the refresh then does it all again itself and reports what it finds.
     pub(crate) fn read(dir: Option<&OpenDir>, path: &Path, guess: usize) -> Option<Prefetched> {
         let (file, meta) = match dir {
             Some(dir) => dir.open_for_read(path),
