@@ -19,6 +19,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9478";
 pub struct EndpointArgs {
     /// Address to serve on, HOST:PORT (e.g. 0.0.0.0:9478, [::1]:9478, :9478 for
     /// every IPv4 interface; port 0 picks a free port, logged at start).
+    // The text is the flag's help, where `[::1]` is an address, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_LISTEN)]
     pub listen: String,
     /// A scrape that takes longer than this answers 503 (e.g. 10s, 500ms).
