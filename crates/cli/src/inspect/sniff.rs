@@ -51,14 +51,12 @@ fn describe_file(path: &Path) -> String {
     // Opened as the collector opens files: if the path was swapped for a
     // pipe or a link to a device since it was looked at, nothing but a
     // regular file is opened.
-    let read = multiprom_format::open_for_read(path)
-        .map_err(|err| err.to_string())
-        .and_then(|(file, _)| {
-            file.take(SNIFF_LEN as u64)
-                .read_to_end(&mut start)
-                .map_err(|err| err.to_string())
-        });
-    match read {
+    // The reason alone: the header line already names the file.
+    let file = match multiprom_format::open_for_read(path) {
+        Ok((file, _)) => file,
+        Err(err) => return err.kind.to_string(),
+    };
+    match file.take(SNIFF_LEN as u64).read_to_end(&mut start) {
         Ok(_) => describe_bytes(&start).to_owned(),
         Err(err) => format!("cannot read: {err}"),
     }
