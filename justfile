@@ -43,10 +43,12 @@ bench-python dir="target/python-bench":
     target/py-venv-bench/bin/python tests/python/bench_python_package.py {{dir}}
 
 # Compaction under worker churn (docs/benchmarks.md, last section): 100,000
-# simulated worker lifetimes through one directory, with and without
-# compaction; the Python figures use the venv the integration tests provision.
-bench-compaction lifetimes="100000" dir="target/compaction-bench":
-    cargo run --release -p multiprom-http --example compaction_churn -- {{dir}} target/py-venv-prometheus-client-0.26.0/bin/python {{lifetimes}}
+# simulated worker lifetimes through one directory, `batch` workers between
+# two scrapes, with and without compaction.
+bench-compaction lifetimes="100000" batch="1000" dir="target/compaction-bench":
+    python3 -m venv target/py-venv-bench
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0
+    cargo run --release -p multiprom-http --example compaction_churn -- {{dir}} target/py-venv-bench/bin/python {{lifetimes}} {{batch}}
 
 # Targets: read_file, decode_key, parse_cache, http_request; libFuzzer flags
 # may follow the seconds; cargo-fuzz is installed if missing (docs/fuzzing.md).
