@@ -104,21 +104,29 @@ fn main() -> Result<(), Box<dyn Error>> {
 fn syscalls(dirfd: i32, names: &[CString], buf: &mut [u8]) -> Result<usize, Box<dyn Error>> {
     let mut total = 0;
     for name in names {
+        let failed = |what: &str| {
+            let err = std::io::Error::last_os_error();
+            format!("{what} {}: {err}", name.to_string_lossy())
+        };
         // SAFETY: `name` is NUL-terminated, `st` and `buf` are writable for
         // the lengths given, and `fd` is closed once, here.
         unsafe {
             let fd = libc::openat(dirfd, name.as_ptr(), FLAGS | libc::O_CLOEXEC);
             if fd < 0 {
-                return Err(std::io::Error::last_os_error().into());
+                return Err(failed("cannot open").into());
             }
             let mut st: libc::stat = std::mem::zeroed();
-            let stat = libc::fstat(fd, &mut st);
-            let got = libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0);
+            // The error is taken before `close`, which may set `errno` too.
+            let result = if libc::fstat(fd, &mut st) < 0 {
+                Err(failed("cannot fstat"))
+            } else {
+                match libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) {
+                    got if got < 0 => Err(failed("cannot read")),
+                    got => Ok(got as usize),
+                }
+            };
             libc::close(fd);
-            if stat < 0 || got < 0 {
-                return Err(std::io::Error::last_os_error().into());
-            }
-            total += got as usize;
+            total += result?;
         }
     }
     Ok(total)
@@ -179,7 +187,16 @@ fn ring_reads(
         for done in ring.completion() {
             reaped += 1;
             if done.result() < 0 {
-                return Err(std::io::Error::from_raw_os_error(-done.result()).into());
+                let err = std::io::Error::from_raw_os_error(-done.result());
+                let first = chunk
+                    .first()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default();
+                return Err(format!(
+                    "an operation on one of the {} files from {first} on failed: {err}",
+                    chunk.len()
+                )
+                .into());
             }
             if done.user_data() == READ_DONE {
                 total += done.result() as usize;
