@@ -15,7 +15,7 @@ use crate::keys::KeyTable;
 use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
-use crate::tracked::{Prefetched, ReadGuess, Refreshed, TrackedFile, Trouble};
+use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, TrackedFile, Trouble};
 use crate::watch::{Changes, DirWatch};
 
 /// How to merge.
@@ -311,6 +311,7 @@ struct State {
     free: Vec<usize>,
     keys: KeyTable,
     interner: Interner,
+    hints: KeyHints,
     plan_cache: PlanCache,
     plan: Plan,
     /// The plan must be rebuilt before the next use.
@@ -894,6 +895,7 @@ fn refresh_file(
                 may_map,
                 &mut state.keys,
                 &mut state.interner,
+                &mut state.hints,
                 &mut state.scratch,
                 now,
                 prefetched,

@@ -115,6 +115,21 @@ impl KeyTable {
         Ok(id)
     }
 
+    /// Takes one more reference to `id` if it is the key `raw` (the same
+    /// bytes); `false` if not, or if no key has that id any more. For a
+    /// caller that guessed the id (see `crate::tracked::KeyHints`): a key
+    /// with the very bytes of a held one needs no decoding, no UTF-8 check
+    /// and no hashing.
+    pub(crate) fn acquire_same(&mut self, id: KeyId, raw: &[u8]) -> bool {
+        match self.keys.get_mut(id as usize) {
+            Some(Some(held)) if *held.raw == *raw => {
+                held.refs += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Gives back one reference per id in `ids`; keys nobody holds are
     /// forgotten.
     pub(crate) fn release(&mut self, ids: impl IntoIterator<Item = KeyId>) {

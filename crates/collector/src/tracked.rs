@@ -234,17 +234,18 @@ impl TrackedFile {
         map: bool,
         keys: &mut KeyTable,
         interner: &mut Interner,
+        hints: &mut KeyHints,
         scratch: &mut Vec<u8>,
         now: Instant,
         prefetched: Option<Prefetched>,
     ) -> Result<Refreshed, Trouble> {
         let result = match &self.access {
             Access::Mapped(_) if map && !self.suspect => {
-                self.refresh_mapped(path, false, keys, interner, scratch)
+                self.refresh_mapped(path, false, keys, interner, hints, scratch)
             }
             _ => {
                 self.suspect = false;
-                self.reopen(path, map, keys, interner, scratch, prefetched)
+                self.reopen(path, map, keys, interner, hints, scratch, prefetched)
             }
         };
         match result {
@@ -287,12 +288,14 @@ impl TrackedFile {
 
     /// Opens the file and parses it, from where parsing stopped if it is the
     /// same file (same inode, not shrunk), else from scratch.
+    #[allow(clippy::too_many_arguments)]
     fn reopen(
         &mut self,
         path: &Path,
         map: bool,
         keys: &mut KeyTable,
         interner: &mut Interner,
+        hints: &mut KeyHints,
         scratch: &mut Vec<u8>,
         prefetched: Option<Prefetched>,
     ) -> Result<Option<Refreshed>, Trouble> {
@@ -342,10 +345,10 @@ impl TrackedFile {
                 self.forget_entries(keys);
             }
             self.access = Access::Mapped(mapped);
-            let refreshed = self.refresh_mapped(path, true, keys, interner, scratch)?;
+            let refreshed = self.refresh_mapped(path, true, keys, interner, hints, scratch)?;
             return Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }));
         }
-        let refreshed = self.read_with_pread(&file, size, keys, interner, scratch, head)?;
+        let refreshed = self.read_with_pread(&file, size, keys, interner, hints, scratch, head)?;
         Ok(refreshed.map(|r| if changed { Refreshed::Changed } else { r }))
     }
 
@@ -357,6 +360,7 @@ impl TrackedFile {
         just_mapped: bool,
         keys: &mut KeyTable,
         interner: &mut Interner,
+        hints: &mut KeyHints,
         scratch: &mut Vec<u8>,
     ) -> Result<Option<Refreshed>, Trouble> {
         let Access::Mapped(map) = &self.access else {
@@ -376,7 +380,7 @@ impl TrackedFile {
             // Grown since mapped (writers grow by extending the file):
             // map it again at its new size.
             self.access = Access::Closed;
-            return self.reopen(path, true, keys, interner, scratch, None);
+            return self.reopen(path, true, keys, interner, hints, scratch, None);
         }
         let used = check_used(used, map_len)?;
         if (used as usize) < self.parsed_up_to {
@@ -426,12 +430,14 @@ impl TrackedFile {
 
     /// The read path: `pread` the used bytes in growing chunks, parsing as
     /// they arrive, and keep every entry's value.
+    #[allow(clippy::too_many_arguments)]
     fn read_with_pread(
         &mut self,
         file: &File,
         size: u64,
         keys: &mut KeyTable,
         interner: &mut Interner,
+        hints: &mut KeyHints,
         scratch: &mut Vec<u8>,
         head: Option<Vec<u8>>,
     ) -> Result<Option<Refreshed>, Trouble> {
@@ -489,31 +495,42 @@ impl TrackedFile {
         let kind = self.name.kind();
         let before = self.entries.len();
         let mut pos = self.parsed_up_to;
-        let mut parsed = Vec::new();
+        let hint = hints.of(kind);
+        let mut hinted = 0;
+        let mut parsed = Vec::with_capacity(hint.len().saturating_sub(before));
         // Parse what has arrived; read more only while entries are good.
         loop {
             let have = scratch.len().min(used);
-            let mut iter = EntryIter::new(&scratch[..have], pos, have);
+            let bytes = &scratch[..have];
             let mut failed = None;
-            for raw in iter.by_ref() {
-                match raw {
-                    Ok(raw) => match accept(raw.key.as_bytes(), raw.offset, kind, keys, interner) {
-                        Ok(key) => parsed.push(EntryRef {
-                            key,
-                            value_at: raw.value_offset() as u32,
-                        }),
-                        Err(trouble) => {
-                            failed = Some(trouble);
-                            break;
+            while pos < have {
+                if let Some(entry) = hinted_entry(bytes, pos, hint, &mut hinted, keys) {
+                    pos = entry.value_at as usize + layout::VALUE_PAIR_LEN;
+                    parsed.push(entry);
+                    continue;
+                }
+                let mut iter = EntryIter::new(bytes, pos, have);
+                match iter.next() {
+                    Some(Ok(raw)) => {
+                        match accept(raw.key.as_bytes(), raw.offset, kind, keys, interner) {
+                            Ok(key) => parsed.push(EntryRef {
+                                key,
+                                value_at: raw.value_offset() as u32,
+                            }),
+                            Err(trouble) => {
+                                failed = Some(trouble);
+                                break;
+                            }
                         }
-                    },
-                    Err(e) => {
+                        pos = iter.position();
+                    }
+                    Some(Err(e)) => {
                         failed = Some(Trouble::read(e.offset, e.kind));
                         break;
                     }
+                    None => break,
                 }
             }
-            pos = iter.position().max(pos);
             if let Some(trouble) = failed {
                 // An entry cut off by the end of what was read is not bad
                 // yet: read more and try again.
@@ -566,7 +583,14 @@ impl TrackedFile {
         }
         self.parsed_up_to = pos;
         self.used = used as u64;
-        self.entries.extend(parsed);
+        if self.entries.is_empty() {
+            self.entries = parsed;
+        } else {
+            self.entries.extend(parsed);
+        }
+        if before == 0 {
+            hints.remember(kind, &self.entries);
+        }
         let values = self
             .entries
             .iter()
@@ -706,6 +730,85 @@ fn parse_mapped(
         pos = end;
     }
     Ok(pos)
+}
+
+/// The keys of the last file of each kind parsed from its start, in file
+/// order.
+///
+/// Every worker of a pool writes the same metrics, mostly in the same
+/// order, so a file's entries usually sit at the offsets of the last file
+/// of its kind and hold the very same key bytes. Comparing those bytes with
+/// the key the table holds costs one `memcmp`, where looking the key up
+/// costs a UTF-8 check, a hash and a probe of the table: the biggest share
+/// of parsing a directory's files for the first time. A hint that does not
+/// match costs that comparison at most, and the entry is then looked up as
+/// without hints; a hint's key that was forgotten since (its id free or
+/// reused) fails the comparison. Hints hold no references: the table may
+/// forget their keys at any time.
+#[derive(Debug, Default)]
+pub(crate) struct KeyHints {
+    by_kind: Vec<(MetricKind, Vec<EntryRef>)>,
+}
+
+impl KeyHints {
+    /// The entries of the last file of `kind` parsed from its start.
+    fn of(&self, kind: MetricKind) -> &[EntryRef] {
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(&[], |(_, entries)| entries)
+    }
+
+    /// Remembers `entries`, a file of `kind` parsed from its start.
+    fn remember(&mut self, kind: MetricKind, entries: &[EntryRef]) {
+        match self.by_kind.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, hint)) => {
+                hint.clear();
+                hint.extend_from_slice(entries);
+            }
+            None => self.by_kind.push((kind, entries.to_vec())),
+        }
+    }
+}
+
+/// The entry at `pos` of `bytes` (a file's bytes from its start), taking a
+/// reference to its key, if it holds the key of the hint entry at the same
+/// offset. `cursor` is where to look in `hint`; it only moves forward, as
+/// `pos` does.
+fn hinted_entry(
+    bytes: &[u8],
+    pos: usize,
+    hint: &[EntryRef],
+    cursor: &mut usize,
+    keys: &mut KeyTable,
+) -> Option<EntryRef> {
+    loop {
+        let entry = hint.get(*cursor)?;
+        // A hint's entries are contiguous from the header on.
+        let start = match cursor.checked_sub(1) {
+            None => HEADER_LEN,
+            Some(before) => hint[before].value_at as usize + layout::VALUE_PAIR_LEN,
+        };
+        if start > pos {
+            return None;
+        }
+        *cursor += 1;
+        if start < pos {
+            continue;
+        }
+        let len = keys.raw(entry.key).len();
+        let end = pos + layout::entry_len(len);
+        let framed = bytes.get(pos..end)?;
+        if len == 0 || framed[..4] != (len as u32).to_ne_bytes() {
+            return None;
+        }
+        return keys
+            .acquire_same(entry.key, &framed[4..4 + len])
+            .then(|| EntryRef {
+                key: entry.key,
+                value_at: layout::value_offset(pos, len) as u32,
+            });
+    }
 }
 
 /// Looks a raw key up (decoding it if new) and checks it suits a file of
