@@ -887,15 +887,19 @@ impl Prefetched {
         }
         .ok()?;
         let size = usize::try_from(meta.len()).ok()?;
-        let first = guess.clamp(FIRST_READ, PREFETCH_MAX);
-        let mut head = vec![0; first.min(size).max(HEADER_LEN)];
-        let got = read_fully(&file, &mut head, 0).ok()?;
-        head.truncate(got);
+        let first = guess
+            .clamp(FIRST_READ, PREFETCH_MAX)
+            .min(size)
+            .max(HEADER_LEN);
+        // Read into the vector's spare capacity: a zero-filled buffer would
+        // cost writing every byte twice, and this thread's time is most of
+        // a cold collection's.
+        let mut head = Vec::with_capacity(first);
+        read_into_spare(&file, &mut head).ok()?;
         let want = Prefetched::used_in(&head).min(size).min(PREFETCH_MAX);
-        if want > got && got == head.len() {
-            head.resize(want, 0);
-            let more = read_fully(&file, &mut head[got..], got as u64).ok()?;
-            head.truncate(got + more);
+        if want > head.len() && head.len() == first {
+            head.reserve_exact(want - head.len());
+            read_into_spare(&file, &mut head).ok()?;
         }
         Some(Prefetched { file, meta, head })
     }
@@ -940,6 +944,22 @@ impl ReadGuess {
             None => self.last_used.push((kind, used)),
         }
     }
+}
+
+/// Reads the file's bytes from offset `buf.len()` on into the spare
+/// capacity of `buf` (stopping early only at the end of the file), without
+/// zero-filling it first.
+fn read_into_spare(file: &File, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    while buf.len() < buf.capacity() {
+        let offset = buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(buf), offset) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, Trouble> {
