@@ -307,7 +307,8 @@ struct Known {
 #[derive(Debug, Default)]
 struct State {
     known: Vec<Option<Known>>,
-    by_path: foldhash::HashMap<PathBuf, usize>,
+    /// The index in `known` of each path (the key shares `Known::path`).
+    by_path: foldhash::HashMap<Arc<Path>, usize>,
     free: Vec<usize>,
     keys: KeyTable,
     interner: Interner,
@@ -606,7 +607,7 @@ impl DirCollector {
         } else {
             for name in &changes.touched {
                 let path = self.dir.join(name);
-                if let Some(&index) = state.by_path.get(&path) {
+                if let Some(&index) = state.by_path.get(path.as_path()) {
                     if let Some(Some(Known {
                         file: Some(file), ..
                     })) = state.known.get_mut(index)
@@ -679,7 +680,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
     let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start);
     let order: Vec<usize> = paths
         .iter()
-        .filter_map(|p| state.by_path.get(p).copied())
+        .filter_map(|p| state.by_path.get(p.as_path()).copied())
         .collect();
     let inputs = order.iter().filter_map(|&index| {
         let known = state.known.get(index)?.as_ref()?;
@@ -819,12 +820,21 @@ fn gather_threads(entries: usize) -> usize {
 /// forgetting those no longer listed.
 fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
     let mut order: Vec<usize> = Vec::with_capacity(paths.len());
+    // Sized once for a first listing of thousands of files, rather than
+    // grown by doubling.
+    state
+        .by_path
+        .reserve(paths.len().saturating_sub(state.by_path.len()));
+    state
+        .known
+        .reserve(paths.len().saturating_sub(state.known.len()));
     for path in paths {
-        let index = match state.by_path.get(path) {
+        let index = match state.by_path.get(path.as_path()) {
             Some(&index) => index,
             None => {
+                let shared: Arc<Path> = Arc::from(path.as_path());
                 let known = Known {
-                    path: Arc::from(path.as_path()),
+                    path: Arc::clone(&shared),
                     file: file_name(path).map(TrackedFile::new),
                     problem: None,
                     last_problem: None,
@@ -840,7 +850,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
                         state.known.len() - 1
                     }
                 };
-                state.by_path.insert(path.clone(), index);
+                state.by_path.insert(shared, index);
                 state.replan = true;
                 index
             }
