@@ -12,7 +12,8 @@
 //! and `python/` (hard links to the same files, never folded, as with
 //! `prometheus_client` alone). At checkpoints it prints the file counts and
 //! the time of one scrape: multiprom's `DirCollector` (kept between scrapes,
-//! as `serve` keeps it) and Python's `MultiProcessCollector` +
+//! as `serve` keeps it; the scrape after the batch's compaction pass, then
+//! the next one, nothing changed) and Python's `MultiProcessCollector` +
 //! `generate_latest` (PYTHON runs tests/python/bench_collect.py). WORK_DIR
 //! is emptied first and removed at the end.
 
@@ -55,9 +56,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     println!(
-        "| lifetimes | files, compacting | pass | multiprom scrape | Python scrape | files, Python alone | multiprom scrape | Python scrape |"
+        "| lifetimes | files, compacting | pass | multiprom scrape | multiprom next scrape | Python scrape | files, Python alone | multiprom scrape | Python scrape |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut done = 0;
     while done < lifetimes {
         let n = batch.min(lifetimes - done);
@@ -82,15 +83,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let text = scrape.encode(Format::Prometheus);
         let ours = start.elapsed();
         if checkpoints.contains(&done) {
+            // The steady state: the next scrape, nothing changed since.
+            let next = timed(|| collector.collect().map(|s| s.encode(Format::Prometheus)))?;
             let theirs = python_scrape(python, &script, &compacted)?;
             let cold = DirCollector::new(&plain).map_files(false);
             let plain_ours = timed(|| cold.collect().map(|s| s.encode(Format::Prometheus)))?;
             let plain_theirs = python_scrape(python, &script, &plain)?;
             println!(
-                "| {done} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {done} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 count(&compacted)?,
                 ms(pass_time),
                 ms(ours),
+                ms_fine(next),
                 ms(theirs),
                 count(&plain)?,
                 ms(plain_ours),
@@ -195,4 +199,9 @@ fn count(dir: &Path) -> std::io::Result<usize> {
 
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// For times of tens of microseconds.
+fn ms_fine(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1000.0)
 }
