@@ -3,8 +3,9 @@
 //!
 //! `tests/python/collector_diff.py` builds one random scenario per seed (every
 //! type, all ten gauge modes, hostile names/labels/help, special values, help
-//! and gauge-mode conflicts, pid reuse, forks, `mark_process_dead`), runs it in
-//! real forked processes, and writes Python's reference outputs:
+//! and gauge-mode conflicts, pid reuse, forks, `mark_process_dead`, and for
+//! about one seed in five a crowd of 20 to 80 workers running the same code),
+//! runs it in real forked processes, and writes Python's reference outputs:
 //! `generate_latest` and OpenMetrics `generate_latest` of
 //! `MultiProcessCollector.merge(glob(DIR/*.db), accumulate=True/False)`: with
 //! `accumulate=True`, exactly what `MultiProcessCollector(path=DIR)` serves.
@@ -37,6 +38,12 @@ const FIXED_SEEDS: u64 = 120;
 const RANDOM_SEEDS: u64 = 120;
 /// Seeds also checked through the real `multiprom scrape` binary.
 const BINARY_SEEDS: usize = 4;
+/// A collector's first collection of this many files or more reads them on
+/// other threads, ahead of the parsing (`PREFETCH_MIN_FILES` in the
+/// collector); the scenarios' crowds of alike workers make such directories.
+const READ_AHEAD_FILES: usize = 64;
+/// Fixed seeds whose directory has that many files, at least (15 today).
+const CROWDED_FIXED_SEEDS: usize = 10;
 
 /// The four reference outputs per seed, and how multiprom makes each.
 const OUTPUTS: [(&str, Format, bool); 4] = [
@@ -255,7 +262,7 @@ fn merge_and_exposition_equal_python_on_random_directories() {
     let bases = seed_bases();
     let mut failures = Vec::new();
     let mut seeds = 0;
-    for (i, (first, count)) in blocks.into_iter().enumerate() {
+    for (i, &(first, count)) in blocks.iter().enumerate() {
         seeds += count;
         failures.extend(run_block(
             bases[i % 2].path(),
@@ -263,6 +270,20 @@ fn merge_and_exposition_equal_python_on_random_directories() {
             count,
             if i == 0 { BINARY_SEEDS } else { 0 },
         ));
+    }
+    // The fixed block covers the cold collection of many alike files (read
+    // ahead, keys compared file to file) against Python, not by chance.
+    if blocks.first() == Some(&(0, FIXED_SEEDS)) {
+        let crowded = (0..FIXED_SEEDS)
+            .filter(|seed| {
+                let dir = bases[0].path().join(format!("seed-{seed}"));
+                std::fs::read_dir(dir).unwrap().count() >= READ_AHEAD_FILES
+            })
+            .count();
+        assert!(
+            crowded >= CROWDED_FIXED_SEEDS,
+            "only {crowded} fixed seeds have {READ_AHEAD_FILES} files or more"
+        );
     }
     if !failures.is_empty() {
         let seeds_failed: Vec<&str> = failures

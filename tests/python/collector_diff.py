@@ -8,7 +8,8 @@ For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
 1. builds a random scenario from the seed alone (families of every type and all
    ten gauge modes, unicode/escape-heavy names, labels and help, NaN, +-Inf,
    -0.0, 1e6..1e16, +-9e15 with fractions (sums depend on file order), tiny values, custom and negative buckets, help and gauge
-   mode conflicts, pid reuse, forks inside a worker, mark_process_dead);
+   mode conflicts, pid reuse, forks inside a worker, mark_process_dead, and
+   for about one seed in five a crowd of workers running the same code);
 2. runs it with REAL forked processes writing BASE/seed-N/ through the real
    prometheus_client (process identifiers come from the scenario, so a seed
    replays to the same file names);
@@ -182,10 +183,53 @@ def make_scenario(seed):
         if rng.random() < 0.2:
             proc['fork'] = {'id': ids[7 - p % 2] + str(p), 'ops': make_ops(rng, families, variants)}
         processes.append(proc)
+    add_crowd(seed, families, processes)
     all_ids = sorted({p['id'] for p in processes} |
                      {p['fork']['id'] for p in processes if 'fork' in p})
     dead = [i for i in all_ids if rng.random() < 0.3]
     return {'seed': seed, 'families': families, 'processes': processes, 'dead': dead}
+
+
+def add_crowd(seed, families, processes):
+    """For about one seed in five, a crowd: many workers running the code of
+    one or two of the processes, as an application server's workers do.
+    Most repeat its operations with values of their own (their files hold
+    the same keys in the same order), some with one operation left out or
+    repeated (the keys after it move), some do something else. Enough files
+    that a collector reads them on several threads and compares each file's
+    keys with the last one's (docs/architecture.md).
+
+    Drawn from a stream of its own, so the rest of every scenario is what
+    the seed gave before crowds existed."""
+    rng = random.Random(f'crowd-{seed}')
+    if not processes or rng.random() >= 0.2:
+        return
+    for k, base in enumerate(rng.sample(processes, min(2, len(processes)))):
+        for c in range(rng.randint(20, 40)):
+            r = rng.random()
+            if r < 0.8:
+                ops = [revalue(rng, families, base['variants'], op) for op in base['ops']]
+            elif r < 0.9 and base['ops']:
+                ops = list(base['ops'])
+                i = rng.randrange(len(ops))
+                if rng.random() < 0.5:
+                    del ops[i]
+                else:
+                    ops.insert(i, ops[i])
+            else:
+                ops = make_ops(rng, families, base['variants'])
+            # Seven digits: no other process of a scenario has such an id.
+            processes.append({'id': str(1000000 + 100 * k + c),
+                              'variants': base['variants'], 'ops': ops})
+
+
+def revalue(rng, families, variants, op):
+    """`op` on the same series with a value of its own."""
+    m, labelvalues, method, _ = op
+    if method == 'touch':
+        return op
+    counter = families[variants[m]['family']]['type'] == 'counter'
+    return [m, labelvalues, method, random_value(rng, non_negative=counter)]
 
 
 def build_metric(fam, variant):
