@@ -9,20 +9,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
+#[path = "support/maps.rs"]
+mod maps;
 
+use maps::maps_of;
 use multiprom_collector::DirCollector;
 use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
-
-/// How many of this process's memory maps are of files in `dir`.
-fn maps_of(dir: &Path) -> usize {
-    let dir = dir.canonicalize().unwrap();
-    std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter(|line| line.contains(&*dir.to_string_lossy()))
-        .count()
-}
 
 #[test]
 fn files_are_mapped_and_watched_from_the_second_collection() {
