@@ -199,8 +199,9 @@ def add_crowd(seed, families, processes):
     that a collector reads them on several threads and compares each file's
     keys with the last one's (docs/architecture.md).
 
-    Drawn from a stream of its own, so the rest of every scenario is what
-    the seed gave before crowds existed."""
+    Drawn from a stream of its own: a seed without a crowd has the scenario
+    it had before crowds existed. (With a crowd, which processes are marked
+    dead changes too: every id draws from the seed's stream.)"""
     rng = random.Random(f'crowd-{seed}')
     if not processes or rng.random() >= 0.2:
         return
