@@ -799,7 +799,7 @@ fn hinted_entry(
         let len = keys.raw(entry.key).len();
         let end = pos + layout::entry_len(len);
         let framed = bytes.get(pos..end)?;
-        if len == 0 || framed[..4] != (len as u32).to_ne_bytes() {
+        if len == 0 || framed[..4] != (len as u32).to_le_bytes() {
             return None;
         }
         return keys
