@@ -90,32 +90,43 @@ impl PlanCache {
             .clone()
     }
 
-    /// `labels_key + (('pid', pid),)` for a gauge file.
+    /// `labels_key + (('pid', pid),)` for a gauge file, as its exposed
+    /// label set: `dict(labels)` sorted by name, with `pid` set to the
+    /// file's (appended last, a `pid` label of the key's own is overridden).
     ///
-    /// Not interned: `labels` and `pid` are, so the pair of their addresses
-    /// already names one tuple, and within a family every label tuple has a
-    /// pid appended or none has (one gauge mode per family), so no tuple made
-    /// otherwise can equal one of these. A directory of 1,000 workers with
-    /// ten labelled gauge series each makes 10,000 of them on a cold
-    /// collection, and hashing each by its contents cost a sixth of the plan.
+    /// Made from the key's exposed set, which a directory's files share,
+    /// with the pid put in its place by name; the result is its own exposed
+    /// set (sorted, one pair per name), and is recorded as such, so a
+    /// gauge series costs one label set, not a tuple and then a set. Not
+    /// interned: `labels` and `pid` are, so the pair of their addresses
+    /// already names one set, and within a family every label set has a pid
+    /// or none has (one gauge mode per family), so no set made otherwise
+    /// can be taken for one of these. A directory of 1,000 workers with ten
+    /// labelled gauge series each makes 10,000 of them on a cold collection.
     fn with_pid(
         &mut self,
         interner: &mut Interner,
         labels: &LabelTuple,
         pid: &Arc<str>,
     ) -> LabelTuple {
-        let pid_name = &mut self.pid_name;
-        self.pid_tuples
-            .entry((ByPtr(Arc::clone(labels)), ByPtr(Arc::clone(pid))))
-            .or_insert_with(|| {
-                let name = pid_name.get_or_insert_with(|| interner.string("pid"));
-                labels
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once((Arc::clone(name), Arc::clone(pid))))
-                    .collect()
-            })
-            .clone()
+        let key = (ByPtr(Arc::clone(labels)), ByPtr(Arc::clone(pid)));
+        if let Some(set) = self.pid_tuples.get(&key) {
+            return Arc::clone(set);
+        }
+        let base = self.exposed(labels);
+        let name = Arc::clone(self.pid_name.get_or_insert_with(|| interner.string("pid")));
+        let at = base.partition_point(|(n, _)| **n < *name);
+        let after = at + usize::from(base.get(at).is_some_and(|(n, _)| **n == *name));
+        let set: LabelSet = base[..at]
+            .iter()
+            .cloned()
+            .chain(std::iter::once((name, Arc::clone(pid))))
+            .chain(base[after..].iter().cloned())
+            .collect();
+        self.exposed
+            .insert(ByPtr(Arc::clone(&set)), Arc::clone(&set));
+        self.pid_tuples.insert(key, Arc::clone(&set));
+        set
     }
 
     fn suffixed(
@@ -391,59 +402,114 @@ struct FamilyAcc<'a> {
     members: Vec<(usize, &'a KeyInfo, Arc<str>)>,
 }
 
-/// Samples of one label set, in insertion order (a Python dict).
+/// A family's samples grouped by label set, as Python's dict of dicts:
+/// groups in insertion order, samples within a group in insertion order.
+///
+/// One vector holds every sample, each group's chained from its first to
+/// its last, rather than a vector per group: a gauge in `all` mode has a
+/// group per series (10,000 on a directory of 1,000 workers with ten
+/// labelled series each), and a vector each was as many allocations per
+/// plan.
 #[derive(Default)]
-struct Group {
-    samples: Vec<(Arc<str>, LabelTuple, Source)>,
+struct Groups {
+    /// Each group's first and last sample.
+    list: Vec<(u32, u32)>,
+    index: HashMap<usize, usize>,
+    samples: Vec<GroupSample>,
 }
 
-impl Group {
+struct GroupSample {
+    name: Arc<str>,
+    labels: LabelTuple,
+    source: Source,
+    /// The next sample of the group (`NO_SAMPLE`: the last).
+    next: u32,
+}
+
+const NO_SAMPLE: u32 = u32::MAX;
+
+impl Groups {
+    /// The group of `labels`, made (empty) if new.
+    fn get(&mut self, labels: &LabelTuple) -> Group<'_> {
+        let list = &mut self.list;
+        let at = *self.index.entry(addr(labels)).or_insert_with(|| {
+            list.push((NO_SAMPLE, NO_SAMPLE));
+            list.len() - 1
+        });
+        Group { groups: self, at }
+    }
+
+    /// Every sample, group by group, each group's in insertion order.
+    fn into_samples(self) -> impl Iterator<Item = GroupSample> {
+        let mut order = Vec::with_capacity(self.samples.len());
+        for &(first, _) in &self.list {
+            let mut at = first;
+            while at != NO_SAMPLE {
+                order.push(at as usize);
+                at = self.samples[at as usize].next;
+            }
+        }
+        let mut samples: Vec<Option<GroupSample>> = self.samples.into_iter().map(Some).collect();
+        order.into_iter().filter_map(move |at| samples[at].take())
+    }
+}
+
+/// One group of [`Groups`].
+struct Group<'g> {
+    groups: &'g mut Groups,
+    at: usize,
+}
+
+impl Group<'_> {
     fn find(&self, name: &Arc<str>, labels: &LabelTuple) -> Option<usize> {
-        self.samples
-            .iter()
-            .position(|(n, l, _)| Arc::ptr_eq(n, name) && Arc::ptr_eq(l, labels))
+        let mut at = self.groups.list[self.at].0;
+        while at != NO_SAMPLE {
+            let sample = &self.groups.samples[at as usize];
+            if Arc::ptr_eq(&sample.name, name) && Arc::ptr_eq(&sample.labels, labels) {
+                return Some(at as usize);
+            }
+            at = sample.next;
+        }
+        None
+    }
+
+    fn push(&mut self, name: &Arc<str>, labels: &LabelTuple, source: Source) {
+        let samples = &mut self.groups.samples;
+        let at = samples.len() as u32;
+        samples.push(GroupSample {
+            name: Arc::clone(name),
+            labels: Arc::clone(labels),
+            source,
+            next: NO_SAMPLE,
+        });
+        let (first, last) = &mut self.groups.list[self.at];
+        if *first == NO_SAMPLE {
+            *first = at;
+        } else {
+            samples[*last as usize].next = at;
+        }
+        *last = at;
     }
 
     /// The slot of a sample, inserting it (with a new slot) if new.
     fn slot(&mut self, name: &Arc<str>, labels: &LabelTuple, slots: &mut usize) -> u32 {
-        if let Some(i) = self.find(name, labels) {
-            if let Source::Slot(slot) = self.samples[i].2 {
+        if let Some(at) = self.find(name, labels) {
+            if let Source::Slot(slot) = self.groups.samples[at].source {
                 return slot;
             }
         }
         let slot = *slots as u32;
         *slots += 1;
-        self.samples
-            .push((Arc::clone(name), Arc::clone(labels), Source::Slot(slot)));
+        self.push(name, labels, Source::Slot(slot));
         slot
     }
 
     /// `samples[(name, labels)] = source`: replaces in place, or appends.
     fn set(&mut self, name: &Arc<str>, labels: &LabelTuple, source: Source) {
         match self.find(name, labels) {
-            Some(i) => self.samples[i].2 = source,
-            None => self
-                .samples
-                .push((Arc::clone(name), Arc::clone(labels), source)),
+            Some(at) => self.groups.samples[at].source = source,
+            None => self.push(name, labels, source),
         }
-    }
-}
-
-/// Insertion-ordered groups keyed by label tuple.
-#[derive(Default)]
-struct Groups {
-    list: Vec<Group>,
-    index: HashMap<usize, usize>,
-}
-
-impl Groups {
-    fn get(&mut self, labels: &LabelTuple) -> &mut Group {
-        let list = &mut self.list;
-        let i = *self.index.entry(addr(labels)).or_insert_with(|| {
-            list.push(Group::default());
-            list.len() - 1
-        });
-        &mut self.list[i]
     }
 }
 
@@ -599,6 +665,7 @@ impl Plan {
             let series = family.members.len();
             groups.index.reserve(series);
             groups.list.reserve(series);
+            groups.samples.reserve(series);
             cache.pid_tuples.reserve(series);
             cache.exposed.reserve(series);
         }
@@ -727,15 +794,13 @@ impl Plan {
                 }
             }
         }
-        let mut samples = Vec::new();
-        for group in groups.list {
-            for (name, tuple, source) in group.samples {
-                samples.push(PlanSample {
-                    name,
-                    labels: cache.exposed(&tuple),
-                    source,
-                });
-            }
+        let mut samples = Vec::with_capacity(groups.samples.len());
+        for sample in groups.into_samples() {
+            samples.push(PlanSample {
+                name: sample.name,
+                labels: cache.exposed(&sample.labels),
+                source: sample.source,
+            });
         }
         PlanFamily {
             name: family.name,
