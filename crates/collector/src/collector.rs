@@ -1,6 +1,10 @@
 //! [`DirCollector`]: scan, read (incrementally), merge.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::hash::{Hash, Hasher};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -304,11 +308,45 @@ struct Known {
     seen: bool,
 }
 
+/// A path as a hash key, by its bytes: paths are compared as given, as
+/// Python compares the names `glob` returns or a caller passes (every path
+/// of a listing is the directory joined with a name, so they agree).
+/// `Path`'s own `Hash` walks the components instead, so that `a//b` and
+/// `a/b` hash alike; that took a few hundred instructions per file, on every
+/// collection, on the collecting thread.
+#[derive(Debug, Clone)]
+struct PathKey(Arc<Path>);
+
+fn path_bytes(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
+}
+
+impl PartialEq for PathKey {
+    fn eq(&self, other: &Self) -> bool {
+        path_bytes(&self.0) == path_bytes(&other.0)
+    }
+}
+
+impl Eq for PathKey {}
+
+// Hashes as the `[u8]` it borrows as, so lookups by bytes find it.
+impl Hash for PathKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        path_bytes(&self.0).hash(state);
+    }
+}
+
+impl Borrow<[u8]> for PathKey {
+    fn borrow(&self) -> &[u8] {
+        path_bytes(&self.0)
+    }
+}
+
 #[derive(Debug, Default)]
 struct State {
     known: Vec<Option<Known>>,
     /// The index in `known` of each path (the key shares `Known::path`).
-    by_path: foldhash::HashMap<Arc<Path>, usize>,
+    by_path: foldhash::HashMap<PathKey, usize>,
     free: Vec<usize>,
     keys: KeyTable,
     interner: Interner,
@@ -607,7 +645,7 @@ impl DirCollector {
         } else {
             for name in &changes.touched {
                 let path = self.dir.join(name);
-                if let Some(&index) = state.by_path.get(path.as_path()) {
+                if let Some(&index) = state.by_path.get(path_bytes(&path)) {
                     if let Some(Some(Known {
                         file: Some(file), ..
                     })) = state.known.get_mut(index)
@@ -661,9 +699,11 @@ pub fn merge_files<P: AsRef<Path>>(
     )
 }
 
+/// Whether a path is given twice, compared as `State::by_path` compares
+/// them (by their bytes).
 fn has_duplicates(paths: &[PathBuf]) -> bool {
     let mut seen = HashSet::with_capacity(paths.len());
-    paths.iter().any(|p| !seen.insert(p))
+    paths.iter().any(|p| !seen.insert(path_bytes(p)))
 }
 
 /// `merge_files` for a list naming some file more than once.
@@ -673,14 +713,14 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
     let mut distinct: Vec<PathBuf> = Vec::new();
     let mut seen = HashSet::new();
     for path in paths {
-        if seen.insert(path) {
+        if seen.insert(path_bytes(path)) {
             distinct.push(path.clone());
         }
     }
     let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start);
     let order: Vec<usize> = paths
         .iter()
-        .filter_map(|p| state.by_path.get(p.as_path()).copied())
+        .filter_map(|p| state.by_path.get(path_bytes(p)).copied())
         .collect();
     let inputs = order.iter().filter_map(|&index| {
         let known = state.known.get(index)?.as_ref()?;
@@ -829,7 +869,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
         .known
         .reserve(paths.len().saturating_sub(state.known.len()));
     for path in paths {
-        let index = match state.by_path.get(path.as_path()) {
+        let index = match state.by_path.get(path_bytes(path)) {
             Some(&index) => index,
             None => {
                 let shared: Arc<Path> = Arc::from(path.as_path());
@@ -850,7 +890,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
                         state.known.len() - 1
                     }
                 };
-                state.by_path.insert(shared, index);
+                state.by_path.insert(PathKey(shared), index);
                 state.replan = true;
                 index
             }
@@ -873,7 +913,7 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
                 }
                 file.reset(&mut state.keys);
             }
-            state.by_path.remove(&*known.path);
+            state.by_path.remove(path_bytes(&known.path));
             state.free.push(index);
             state.replan = true;
             state.files_forgotten += 1;
@@ -1300,8 +1340,19 @@ fn set_problem(known: &mut Known, problem: Option<FileProblem>, warnings: &mut V
 /// merges the file all the same; only a gauge in an `all` mode shows the
 /// id, as the `pid` label).
 fn file_name(path: &Path) -> Option<FileName> {
-    let name = path.file_name()?.to_string_lossy();
-    FileName::parse(&name).ok()
+    // What follows the last `/` is the name when it is a plain one (always,
+    // for a listed file): taken by bytes, as walking the path's components
+    // costs more than parsing the name.
+    let name = match path_bytes(path).rsplit(|&b| b == b'/').next() {
+        Some(name) if !name.is_empty() && name != b"." && name != b".." => OsStr::from_bytes(name),
+        _ => path.file_name()?,
+    };
+    // `to_str` first: it only checks, where `to_string_lossy` also scans
+    // for what to replace.
+    match name.to_str() {
+        Some(text) => FileName::parse(text).ok(),
+        None => FileName::parse(&name.to_string_lossy()).ok(),
+    }
 }
 
 /// Why a file whose name is not a metrics file name is skipped.
