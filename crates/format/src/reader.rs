@@ -5,9 +5,11 @@
 //! entries is a pure function of a byte slice ([`EntryIter`]), so it can be
 //! fuzzed and reused by the collector's incremental cache.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -433,11 +435,31 @@ impl OpenDir {
     /// [`open_for_read`] of `path`, by its name in this directory when it
     /// is in it.
     pub fn open_for_read(&self, path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
-        let name = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) if parent == self.path => name,
-            _ => return open_for_read(path),
-        };
-        open_regular(self.fd.as_fd(), Path::new(name), path)
+        match self.name_of(path) {
+            Some(name) => open_regular(self.fd.as_fd(), name, path),
+            None => open_for_read(path),
+        }
+    }
+
+    /// `path`'s last component, if `path` names a file in this directory.
+    fn name_of<'p>(&self, path: &'p Path) -> Option<&'p Path> {
+        // Nearly every path is this directory's path, a `/` and a plain
+        // name: told by its bytes, without walking the components of both
+        // paths (which cost more than the rest of the open's own work).
+        let rest = path
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(self.path.as_os_str().as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"/"));
+        if let Some(name) = rest {
+            if !name.is_empty() && !name.contains(&b'/') && name != b"." && name != b".." {
+                return Some(Path::new(OsStr::from_bytes(name)));
+            }
+        }
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if parent == self.path => Some(Path::new(name)),
+            _ => None,
+        }
     }
 }
 
@@ -929,6 +951,40 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         let (_, meta) = open.open_for_read(&file).unwrap();
         assert_eq!(meta.ino(), by_path.ino());
+    }
+
+    /// An `OpenDir` opens by name exactly the paths whose parent is its
+    /// directory, however they are spelt, and nothing that merely starts
+    /// with its path.
+    #[test]
+    fn open_dir_knows_its_own_files_by_any_spelling() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("metrics");
+        std::fs::create_dir(&dir).unwrap();
+        let open = OpenDir::open(&dir).unwrap();
+        let d = dir.display();
+        let name_of = |path: String| {
+            open.name_of(Path::new(&path))
+                .map(|name| name.to_str().unwrap().to_owned())
+        };
+        for path in [
+            format!("{d}/counter_1.db"),
+            format!("{d}//counter_1.db"),
+            format!("{d}/./counter_1.db"),
+        ] {
+            assert_eq!(name_of(path).as_deref(), Some("counter_1.db"));
+        }
+        for path in [
+            format!("{d}x.db"),
+            format!("{d}x/counter_1.db"),
+            format!("{d}/sub/counter_1.db"),
+            format!("{d}/.."),
+            format!("{d}/."),
+            format!("{d}"),
+            "counter_1.db".to_owned(),
+        ] {
+            assert_eq!(name_of(path.clone()), None, "{path}");
+        }
     }
 
     /// A symbolic link to something other than a regular file is refused
