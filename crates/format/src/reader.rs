@@ -445,7 +445,8 @@ impl OpenDir {
     fn name_of<'p>(&self, path: &'p Path) -> Option<&'p Path> {
         // Nearly every path is this directory's path, a `/` and a plain
         // name: told by its bytes, without walking the components of both
-        // paths (which cost more than the rest of the open's own work).
+        // paths (hundreds of instructions per file, more than this
+        // process's own part of the open).
         let rest = path
             .as_os_str()
             .as_bytes()
