@@ -314,7 +314,7 @@ struct Known {
 /// `Path`'s own `Hash` walks the components instead, so that `a//b` and
 /// `a/b` hash alike; that took a few hundred instructions per file, on every
 /// collection, on the collecting thread.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct PathKey(Arc<Path>);
 
 fn path_bytes(path: &Path) -> &[u8] {
