@@ -3,8 +3,10 @@
 //! and collections leaving files out (as a reaper does), applied to a few
 //! files in a temporary directory, each followed by a collection on one
 //! long-lived `DirCollector`, whose result must equal a fresh collector's
-//! over the same bytes (families and per-file reports). The operations and the check are shared with the
-//! property test `crates/collector/tests/incremental_cache.rs`.
+//! over the same bytes (families and per-file reports); for a quarter of
+//! the inputs among 64 more files, so that collections read ahead on other
+//! threads. The operations and the check are shared with the property test
+//! `crates/collector/tests/incremental_cache.rs`.
 #![no_main]
 
 #[path = "../../crates/collector/tests/support/dir_ops.rs"]
@@ -21,9 +23,15 @@ const MAX_OPS: usize = 24;
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Unstructured::new(data);
-    let Ok(accumulate) = input.arbitrary::<bool>() else {
+    // One byte says both: bit 0 (what `bool` reads, so inputs found before
+    // the padding keep their meaning) accumulate; bits 1 and 2 both set (a
+    // quarter of the inputs) the padding files, so that collections read
+    // ahead on other threads.
+    let Ok(first) = input.arbitrary::<u8>() else {
         return;
     };
+    let accumulate = first & 1 == 1;
+    let padded = first & 6 == 6;
     let mut ops = Vec::new();
     while ops.len() < MAX_OPS && !input.is_empty() {
         match op(&mut input) {
@@ -37,6 +45,9 @@ fuzz_target!(|data: &[u8]| {
         .tempdir_in("/dev/shm")
         .or_else(|_| tempfile::tempdir())
         .expect("a temporary directory");
+    if padded {
+        dir_ops::pad(dir.path()).expect("the padding files");
+    }
     // The reference reads the files without maps (as any collector's first
     // collection does), the least a fresh merge can cost. The property test
     // also compares with merge_files; the fuzzer spends its time on

@@ -3,7 +3,8 @@
 //! and collections leaving files out over a few files, after each of which
 //! a long-lived `DirCollector` must agree with a fresh one and with
 //! `merge_files` (see `support/dir_ops.rs`, which the `parse_cache` fuzz
-//! target shares).
+//! target shares); once over those few files alone, once among enough more
+//! that collections read ahead on other threads.
 //!
 //! Failures are persisted in `crates/collector/proptest-regressions/`
 //! (commit that file: proptest replays it first on every run).
@@ -14,7 +15,7 @@
 #[path = "support/dir_ops.rs"]
 mod dir_ops;
 
-use dir_ops::{check_sequence, EntrySpec, KeySpec, Op, Reference, FILE_NAMES, MAX_LEN};
+use dir_ops::{check_sequence, pad, EntrySpec, KeySpec, Op, Reference, FILE_NAMES, MAX_LEN};
 use multiprom_collector::CollectOptions;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -25,6 +26,20 @@ fn config() -> ProptestConfig {
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/proptest-regressions/incremental_cache.txt"
+        )))),
+        ..ProptestConfig::default()
+    }
+}
+
+/// Fewer cases with the padding files: each collection reads seventy files
+/// rather than five. Failures go to a file of their own, so that neither
+/// test replays the other's seeds.
+fn padded_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 48,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/incremental_cache_read_ahead.txt"
         )))),
         ..ProptestConfig::default()
     }
@@ -93,6 +108,29 @@ fn op() -> impl Strategy<Value = Op> {
         1 => file.prop_map(|file| Op::Delete { file }),
         1 => any::<u8>().prop_map(|files| Op::LeaveOut { files }),
     ]
+}
+
+proptest! {
+    #![proptest_config(padded_config())]
+
+    /// The same, among enough files that the fresh collections (and the
+    /// long-lived one's, whenever it reads that many) read ahead on other
+    /// threads: files damaged, truncated, replaced and deleted between
+    /// collections go through that path too.
+    #[test]
+    fn long_lived_collector_agrees_with_a_fresh_one_reading_ahead(
+        accumulate in any::<bool>(),
+        ops in proptest::collection::vec(op(), 1..40),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        pad(dir.path()).unwrap();
+        check_sequence(
+            dir.path(),
+            CollectOptions { accumulate },
+            Reference::FreshCollectorAndMergeFiles,
+            &ops,
+        );
+    }
 }
 
 proptest! {

@@ -351,6 +351,33 @@ pub fn apply(dir: &Path, op: &Op) -> io::Result<()> {
     Ok(())
 }
 
+/// Files [`pad`] adds: with the sequence's own, more than the 64 files from
+/// which a collection reads ahead on other threads (on a machine with more
+/// than one core). A fresh collection always reads every file, so the
+/// reference collections go through the read-ahead, and so does every
+/// collection of the long-lived one that reads that many files.
+pub const PADDING_FILES: usize = 64;
+
+/// Adds [`PADDING_FILES`] good counter files to `dir`, each with the same
+/// one entry, in a family of its own (`pad_total`); the operations never
+/// touch them, so whatever a collection says about them stays the same.
+pub fn pad(dir: &Path) -> io::Result<()> {
+    let entry = EntrySpec {
+        key: KeySpec::Raw(
+            encode_key("pad", "pad_total", [("of", "padding")], "Padding.").into_bytes(),
+        ),
+        value: 1.0,
+        timestamp: 0.0,
+    };
+    let mut bytes = image(&[entry], 0);
+    // As Python makes it: 64 KiB, zeros after the used bytes.
+    bytes.resize(INITIAL_CAPACITY as usize, 0);
+    for i in 0..PADDING_FILES {
+        fs::write(dir.join(format!("counter_pad{i}.db")), &bytes)?;
+    }
+    Ok(())
+}
+
 /// What the long-lived collector is compared with after each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reference {
