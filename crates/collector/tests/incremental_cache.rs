@@ -20,27 +20,12 @@ use multiprom_collector::CollectOptions;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-fn config() -> ProptestConfig {
+/// `cases` cases, failures persisted in `regressions` (a file per test, so
+/// that neither replays the other's seeds).
+fn config(cases: u32, regressions: &'static str) -> ProptestConfig {
     ProptestConfig {
-        cases: 256,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/proptest-regressions/incremental_cache.txt"
-        )))),
-        ..ProptestConfig::default()
-    }
-}
-
-/// Fewer cases with the padding files: each collection reads seventy files
-/// rather than five. Failures go to a file of their own, so that neither
-/// test replays the other's seeds.
-fn padded_config() -> ProptestConfig {
-    ProptestConfig {
-        cases: 48,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/proptest-regressions/incremental_cache_read_ahead.txt"
-        )))),
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(regressions))),
         ..ProptestConfig::default()
     }
 }
@@ -110,8 +95,45 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Runs `ops` in a fresh temporary directory, among the padding files if
+/// `padded`.
+fn check(accumulate: bool, ops: &[Op], padded: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    if padded {
+        pad(dir.path()).unwrap();
+    }
+    check_sequence(
+        dir.path(),
+        CollectOptions { accumulate },
+        Reference::FreshCollectorAndMergeFiles,
+        ops,
+    );
+}
+
 proptest! {
-    #![proptest_config(padded_config())]
+    #![proptest_config(config(
+        256,
+        concat!(env!("CARGO_MANIFEST_DIR"), "/proptest-regressions/incremental_cache.txt"),
+    ))]
+
+    #[test]
+    fn long_lived_collector_agrees_with_a_fresh_one(
+        accumulate in any::<bool>(),
+        ops in proptest::collection::vec(op(), 1..40),
+    ) {
+        check(accumulate, &ops, false);
+    }
+}
+
+proptest! {
+    // Fewer cases: each collection reads seventy files rather than five.
+    #![proptest_config(config(
+        48,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/incremental_cache_read_ahead.txt"
+        ),
+    ))]
 
     /// The same, among enough files that the fresh collections (and the
     /// long-lived one's, whenever it reads that many) read ahead on other
@@ -122,31 +144,6 @@ proptest! {
         accumulate in any::<bool>(),
         ops in proptest::collection::vec(op(), 1..40),
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        pad(dir.path()).unwrap();
-        check_sequence(
-            dir.path(),
-            CollectOptions { accumulate },
-            Reference::FreshCollectorAndMergeFiles,
-            &ops,
-        );
-    }
-}
-
-proptest! {
-    #![proptest_config(config())]
-
-    #[test]
-    fn long_lived_collector_agrees_with_a_fresh_one(
-        accumulate in any::<bool>(),
-        ops in proptest::collection::vec(op(), 1..40),
-    ) {
-        let dir = tempfile::tempdir().unwrap();
-        check_sequence(
-            dir.path(),
-            CollectOptions { accumulate },
-            Reference::FreshCollectorAndMergeFiles,
-            &ops,
-        );
+        check(accumulate, &ops, true);
     }
 }
