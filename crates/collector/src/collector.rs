@@ -14,9 +14,10 @@ use multiprom_format::{FileName, MetricKind, OpenDir, ReadErrorKind};
 
 use crate::exposition::Format;
 use crate::family::MergedFamily;
+use crate::filter::NameFilter;
 use crate::intern::Interner;
 use crate::keys::KeyTable;
-use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile};
+use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile, RestrictedPlan};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
 use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, TrackedFile, Trouble};
@@ -353,6 +354,8 @@ struct State {
     hints: KeyHints,
     plan_cache: PlanCache,
     plan: Plan,
+    /// What recent filters keep of `plan` (cleared with each new plan).
+    restricted: Vec<(NameFilter, RestrictedPlan)>,
     /// The plan must be rebuilt before the next use.
     replan: bool,
     accumulators: Accumulators,
@@ -396,6 +399,8 @@ const RESYNC: Duration = Duration::from_secs(60);
 #[derive(Debug)]
 struct Finished {
     at: Instant,
+    /// The filter it was collected with.
+    filter: Option<NameFilter>,
     scrape: Arc<Scrape>,
 }
 
@@ -466,7 +471,36 @@ impl DirCollector {
 
     /// Lists, reads and merges the directory once.
     pub fn collect(&self) -> Result<Arc<Scrape>, CollectError> {
-        self.collect_without(|_| HashSet::new())
+        self.collect_without(|_| HashSet::new(), None)
+    }
+
+    /// Lists, reads and merges the directory once, keeping only the samples
+    /// `filter` names ([`NameFilter`]). Only the entries that feed a kept
+    /// sample are read and merged; the kept samples are what an unfiltered
+    /// collection gives for them, byte for byte once encoded.
+    ///
+    /// ```
+    /// use multiprom_collector::{DirCollector, Format, NameFilter};
+    /// use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let mut file = FileWriter::open(dir.path(), &FileName::new(MetricKind::Counter, "7")?)?;
+    /// file.slot(&encode_key("requests", "requests_total", [], "Requests."))?.add(3.0);
+    /// file.slot(&encode_key("errors", "errors_total", [], "Errors."))?.add(1.0);
+    ///
+    /// let collector = DirCollector::new(dir.path());
+    /// let only = NameFilter::new(["errors_total"]);
+    /// assert_eq!(collector.collect_only(&only)?.encode(Format::Prometheus), "\
+    /// ## HELP errors_total Errors.
+    /// ## TYPE errors_total counter
+    /// errors_total 1.0
+    /// ");
+    /// // A family is kept by its samples' names, not its own.
+    /// assert!(collector.collect_only(&NameFilter::new(["errors"]))?.families.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn collect_only(&self, filter: &NameFilter) -> Result<Arc<Scrape>, CollectError> {
+        self.collect_without(|_| HashSet::new(), Some(filter))
     }
 
     /// Lists the directory once, lets `leave_out` pick files from that
@@ -477,11 +511,16 @@ impl DirCollector {
     /// the output at once, while the files themselves stay on disk for a
     /// while, without listing the directory twice.
     ///
-    /// A call that arrives while another collection runs waits for it and
-    /// returns its result (`leave_out` is then not called).
+    /// With a `filter`, only the samples it names are kept (see
+    /// [`DirCollector::collect_only`]).
+    ///
+    /// A call that arrives while another collection with the same filter
+    /// runs waits for it and returns its result (`leave_out` is then not
+    /// called).
     pub fn collect_without(
         &self,
         leave_out: impl FnOnce(&[PathBuf]) -> HashSet<PathBuf>,
+        filter: Option<&NameFilter>,
     ) -> Result<Arc<Scrape>, CollectError> {
         let arrived = Instant::now();
         // A panic elsewhere while holding a lock leaves state that is still
@@ -495,7 +534,10 @@ impl DirCollector {
                 .last
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(last) = last.as_ref().filter(|last| last.at >= arrived) {
+            if let Some(last) = last
+                .as_ref()
+                .filter(|last| last.at >= arrived && last.filter.as_ref() == filter)
+            {
                 return Ok(Arc::clone(&last.scrape));
             }
         }
@@ -522,6 +564,7 @@ impl DirCollector {
             self.options,
             map.then_some(self.map_limit),
             start,
+            filter,
         );
         scrape.stats.collection = state.collections;
         // Without maps there is no watch: every file is opened every time.
@@ -532,6 +575,7 @@ impl DirCollector {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Finished {
             at: Instant::now(),
+            filter: filter.cloned(),
             scrape: Arc::clone(&scrape),
         });
         Ok(scrape)
@@ -696,6 +740,7 @@ pub fn merge_files<P: AsRef<Path>>(
         options,
         None,
         start,
+        None,
     )
 }
 
@@ -717,7 +762,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
             distinct.push(path.clone());
         }
     }
-    let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start);
+    let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start, None);
     let order: Vec<usize> = paths
         .iter()
         .filter_map(|p| state.by_path.get(path_bytes(p)).copied())
@@ -813,6 +858,68 @@ fn apply(
     accumulators.start(plan);
     for (&op, &(value, timestamp)) in plan.ops.iter().zip(values.iter()) {
         accumulators.apply(op, value, timestamp);
+    }
+    Ok(())
+}
+
+/// Restricted plans kept for this many filters at most: routers poll with a
+/// few fixed sets of names; a client cycling through many only costs a
+/// restriction of the plan per request.
+const RESTRICTED_PLANS: usize = 8;
+
+/// What `filter` keeps of `plan`, worked out once per plan and filter.
+fn restricted_plan<'a>(
+    cache: &'a mut Vec<(NameFilter, RestrictedPlan)>,
+    plan: &Plan,
+    filter: &NameFilter,
+) -> &'a RestrictedPlan {
+    let at = match cache.iter().position(|(f, _)| f == filter) {
+        Some(at) => at,
+        None => {
+            if cache.len() >= RESTRICTED_PLANS {
+                cache.remove(0);
+            }
+            cache.push((filter.clone(), plan.restrict(filter)));
+            cache.len() - 1
+        }
+    };
+    &cache[at].1
+}
+
+/// [`apply`] for the operations `restricted` keeps: only their values are
+/// copied out of the files, then they are applied in plan order.
+fn apply_restricted(
+    known: &[Option<Known>],
+    plan: &Plan,
+    restricted: &RestrictedPlan,
+    accumulators: &mut Accumulators,
+    values: &mut Vec<(f64, f64)>,
+) -> Result<(), usize> {
+    values.resize(plan.ops.len(), (0.0, 0.0));
+    for part in &restricted.files {
+        let Some(planned) = plan.files.get(part.position) else {
+            continue;
+        };
+        let picks = &restricted.ops[part.picks.0..part.picks.1];
+        let file = known
+            .get(planned.index)
+            .and_then(Option::as_ref)
+            .and_then(|k| k.file.as_ref());
+        match file {
+            Some(file) => file
+                .gather_picked(picks, part.first_op, &plan.ops, values)
+                .map_err(|_| planned.index)?,
+            None => {
+                for &pick in picks {
+                    values[pick as usize] = (0.0, 0.0);
+                }
+            }
+        }
+    }
+    accumulators.start(plan);
+    for &pick in &restricted.ops {
+        let (value, timestamp) = values[pick as usize];
+        accumulators.apply(plan.ops[pick as usize], value, timestamp);
     }
     Ok(())
 }
@@ -1078,6 +1185,7 @@ fn collect_paths(
     options: CollectOptions,
     map_limit: Option<usize>,
     start: Instant,
+    filter: Option<&NameFilter>,
 ) -> Scrape {
     let now = Instant::now();
     let mut warnings = Vec::new();
@@ -1167,17 +1275,42 @@ fn collect_paths(
         if state.replan || !same_files(&state.plan, &order, &state.known) {
             state.plan = build_plan(state, &order, options);
             state.interner.settle();
+            state.restricted.clear();
             state.replan = false;
             stats.planned = true;
         }
-        match apply(
-            &state.known,
-            &state.plan,
-            &mut state.accumulators,
-            &mut state.values,
-        ) {
-            Ok(()) => {
-                families = state.accumulators.finish(&state.plan);
+        let applied = match filter {
+            None => apply(
+                &state.known,
+                &state.plan,
+                &mut state.accumulators,
+                &mut state.values,
+            )
+            .map(|()| state.accumulators.finish(&state.plan)),
+            Some(filter) => {
+                let restricted = restricted_plan(&mut state.restricted, &state.plan, filter);
+                apply_restricted(
+                    &state.known,
+                    &state.plan,
+                    restricted,
+                    &mut state.accumulators,
+                    &mut state.values,
+                )
+                .map(|()| {
+                    let mut families = state
+                        .accumulators
+                        .finish_restricted(&state.plan, restricted);
+                    // A most-recent series never set is not printed, and a
+                    // family left with nothing is left out (as Python's
+                    // `_restricted_metric` leaves it out).
+                    families.retain(|family| !family.samples.is_empty());
+                    families
+                })
+            }
+        };
+        match applied {
+            Ok(merged) => {
+                families = merged;
                 break;
             }
             Err(index) => {

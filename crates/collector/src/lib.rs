@@ -19,6 +19,7 @@
 mod collector;
 pub mod exposition;
 mod family;
+mod filter;
 mod intern;
 mod keys;
 mod parse;
@@ -36,6 +37,7 @@ pub use collector::{
 };
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
+pub use filter::NameFilter;
 pub use problem::{Conflict, FamilyTypeName, FileProblem, ProblemKind, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;

@@ -27,6 +27,9 @@ use crate::keys::{KeyInfo, KeyTable};
 use crate::problem::Conflict;
 use crate::tracked::{EntryRef, TrackedFile};
 
+mod restricted;
+pub(crate) use restricted::RestrictedPlan;
+
 /// Caches that outlive one plan: exposed label sets, bucket and pid tuples,
 /// suffixed names. Cleared before the interner is swept.
 #[derive(Debug, Default)]
@@ -160,6 +163,20 @@ pub(crate) enum Op {
     MostRecent(u32),
 }
 
+impl Op {
+    /// The slot the operation writes, if any.
+    pub(crate) fn slot(self) -> Option<u32> {
+        match self {
+            Op::Skip => None,
+            Op::Add(slot)
+            | Op::Set(slot)
+            | Op::Min(slot)
+            | Op::Max(slot)
+            | Op::MostRecent(slot) => Some(slot),
+        }
+    }
+}
+
 /// Where an output sample's value comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -189,6 +206,20 @@ struct PlanFamily {
     /// A most-recent family: its candidate series, each with the index of
     /// its label set (the output order is decided at apply time).
     most_recent: Vec<(PlanSample, u32)>,
+}
+
+impl PlanFamily {
+    /// The family's name, help, type and mode, with no samples.
+    fn clone_without_samples(&self) -> PlanFamily {
+        PlanFamily {
+            name: Arc::clone(&self.name),
+            help: Arc::clone(&self.help),
+            family_type: self.family_type,
+            gauge_mode: self.gauge_mode,
+            samples: Vec::new(),
+            most_recent: Vec::new(),
+        }
+    }
 }
 
 /// A file of the plan, in merge order, with how many entries it has.
@@ -299,23 +330,44 @@ impl Accumulators {
 
     /// Finishes the scrape: the merged families, in output order.
     pub(crate) fn finish(&mut self, plan: &Plan) -> Vec<MergedFamily> {
+        self.finish_families(plan, &plan.families, 0..plan.bucket_sets.len() as u32)
+    }
+
+    /// Finishes a scrape of the part of `plan` that `restricted` keeps.
+    pub(crate) fn finish_restricted(
+        &mut self,
+        plan: &Plan,
+        restricted: &RestrictedPlan,
+    ) -> Vec<MergedFamily> {
+        self.finish_families(plan, &restricted.families, restricted.sets.iter().copied())
+    }
+
+    /// The merged `families`, whose histogram samples need the running
+    /// totals of the bucket sets `sets` (of `plan`).
+    fn finish_families(
+        &mut self,
+        plan: &Plan,
+        families: &[PlanFamily],
+        sets: impl Iterator<Item = u32>,
+    ) -> Vec<MergedFamily> {
         self.cumulative.clear();
         self.cumulative.resize(plan.slot_count, 0.0);
         self.counts.clear();
-        for set in &plan.bucket_sets {
+        self.counts.resize(plan.bucket_sets.len(), 0.0);
+        for set in sets {
             let mut acc = 0.0;
-            for &slot in set {
+            for &slot in &plan.bucket_sets[set as usize] {
                 acc += self.slots[slot as usize].value;
                 self.cumulative[slot as usize] = acc;
             }
-            self.counts.push(acc);
+            self.counts[set as usize] = acc;
         }
         let value = |source: Source| match source {
             Source::Slot(slot) => self.slots[slot as usize].value,
             Source::Cumulative(slot) => self.cumulative[slot as usize],
             Source::Count(set) => self.counts[set as usize],
         };
-        plan.families
+        families
             .iter()
             .map(|family| {
                 let samples = if family.most_recent.is_empty() {

@@ -643,6 +643,67 @@ impl TrackedFile {
     }
 }
 
+impl TrackedFile {
+    /// Copies the values of some of this file's entries into `values`:
+    /// for each `pick`, the entry `pick - first_op` into `values[pick]`, as
+    /// `ops[pick]` needs (the plan's operations and values, indexed alike).
+    /// An entry the file no longer has reads as zero. `Err` if the file
+    /// shrank under its map.
+    pub(crate) fn gather_picked(
+        &self,
+        picks: &[u32],
+        first_op: usize,
+        ops: &[Op],
+        values: &mut [(f64, f64)],
+    ) -> Result<(), Trouble> {
+        let entry = |pick: u32| (pick as usize).checked_sub(first_op);
+        match &self.access {
+            Access::Mapped(map) => map
+                .read(|view| {
+                    for &pick in picks {
+                        let (Some(slot), Some(op)) =
+                            (values.get_mut(pick as usize), ops.get(pick as usize))
+                        else {
+                            continue;
+                        };
+                        *slot = match entry(pick).and_then(|e| self.entries.get(e)) {
+                            Some(entry) => {
+                                let at = entry.value_at as usize;
+                                let value = view.f64_at(at).unwrap_or(0.0);
+                                let timestamp = match op {
+                                    Op::MostRecent(_) => view.f64_at(at + 8).unwrap_or(0.0),
+                                    _ => 0.0,
+                                };
+                                (value, timestamp)
+                            }
+                            None => (0.0, 0.0),
+                        };
+                    }
+                })
+                .map_err(|_| shrunk()),
+            Access::Read { values: read } => {
+                for &pick in picks {
+                    if let Some(slot) = values.get_mut(pick as usize) {
+                        *slot = entry(pick)
+                            .and_then(|e| read.get(e))
+                            .copied()
+                            .unwrap_or((0.0, 0.0));
+                    }
+                }
+                Ok(())
+            }
+            Access::Closed => {
+                for &pick in picks {
+                    if let Some(slot) = values.get_mut(pick as usize) {
+                        *slot = (0.0, 0.0);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 fn shrunk() -> Trouble {
     Trouble::read(
         0,

@@ -32,12 +32,15 @@ fn callers_arriving_during_a_collection_share_it() {
             let collector = Arc::clone(&collector);
             scope.spawn(move || {
                 collector
-                    .collect_without(|_| {
-                        inside.send(()).unwrap();
-                        // Bounded: a test that fails must not hang.
-                        release.recv_timeout(Duration::from_secs(30)).unwrap();
-                        HashSet::new()
-                    })
+                    .collect_without(
+                        |_| {
+                            inside.send(()).unwrap();
+                            // Bounded: a test that fails must not hang.
+                            release.recv_timeout(Duration::from_secs(30)).unwrap();
+                            HashSet::new()
+                        },
+                        None,
+                    )
                     .unwrap()
             })
         };

@@ -22,7 +22,9 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use multiprom_collector::{merge_files, scan_dir, CollectOptions, DirCollector, Scrape};
+use multiprom_collector::{
+    merge_files, scan_dir, CollectOptions, DirCollector, MergedFamily, NameFilter, Scrape,
+};
 use multiprom_format::layout::{self, HEADER_LEN, INITIAL_CAPACITY};
 use multiprom_format::{encode_key, parse_header, EntryIter};
 
@@ -400,11 +402,11 @@ pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference,
         apply(dir, op).unwrap_or_else(|e| panic!("step {step}: cannot apply {op:?}: {e}"));
         let left_out = op.left_out(dir);
         let incremental = long_lived
-            .collect_without(|_| left_out.clone())
+            .collect_without(|_| left_out.clone(), None)
             .expect("the directory lists");
         let fresh = DirCollector::with_options(dir, options)
             .map_files(reference != Reference::FreshReadingCollector)
-            .collect_without(|_| left_out.clone())
+            .collect_without(|_| left_out.clone(), None)
             .expect("the directory lists");
         let merged = (reference == Reference::FreshCollectorAndMergeFiles).then(|| {
             let mut paths = scan_dir(dir).expect("the directory lists");
@@ -426,34 +428,40 @@ pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference,
                 );
             }
         }
+        // A filtered collection by the same collector keeps what the
+        // filter keeps of the fresh collection, and nothing else.
+        let filter = every_other_sample_name(&fresh);
+        let filtered = long_lived
+            .collect_without(|_| left_out.clone(), Some(&filter))
+            .expect("the directory lists");
+        let want = filter.restrict(fresh.families.clone());
+        if let Some(difference) = family_difference(&filtered.families, &want) {
+            panic!(
+                "after step {step} ({op:?}) the long-lived collector's collection of \
+                 {filter:?} disagrees with the fresh one restricted: {difference}\n\
+                 steps: {ops:#?}"
+            );
+        }
     }
+}
+
+/// A filter naming every other sample name of `scrape` (in sorted order),
+/// and one it does not have.
+fn every_other_sample_name(scrape: &Scrape) -> NameFilter {
+    let names: std::collections::BTreeSet<&str> = scrape
+        .families
+        .iter()
+        .flat_map(|f| f.samples.iter().map(|s| &*s.name))
+        .collect();
+    NameFilter::new(names.into_iter().step_by(2).chain(["no_such_sample_total"]))
 }
 
 /// How `got` differs from `want`, if it does: families (values compared bit
 /// for bit, so NaN equals NaN), per-file reports and file counts. Warnings
 /// are left out: a long-lived collector reports each problem once, by design.
 fn difference(got: &Scrape, want: &Scrape) -> Option<String> {
-    if got.families.len() != want.families.len() {
-        return Some(format!(
-            "{} families, not {}:\n{:#?}\nwanted:\n{:#?}",
-            got.families.len(),
-            want.families.len(),
-            got.families,
-            want.families
-        ));
-    }
-    for (g, w) in got.families.iter().zip(&want.families) {
-        let same = g.name == w.name
-            && g.help == w.help
-            && g.family_type == w.family_type
-            && g.gauge_mode == w.gauge_mode
-            && g.samples.len() == w.samples.len()
-            && g.samples.iter().zip(&w.samples).all(|(a, b)| {
-                a.name == b.name && a.labels == b.labels && a.value.to_bits() == b.value.to_bits()
-            });
-        if !same {
-            return Some(format!("family\n{g:#?}\nwanted\n{w:#?}"));
-        }
+    if let Some(difference) = family_difference(&got.families, &want.families) {
+        return Some(difference);
     }
     if got.files != want.files {
         return Some(format!(
@@ -471,6 +479,32 @@ fn difference(got: &Scrape, want: &Scrape) -> Option<String> {
     };
     if counts(got) != counts(want) {
         return Some(format!("stats {:?}, wanted {:?}", got.stats, want.stats));
+    }
+    None
+}
+
+/// How the families `got` differ from `want`, if they do (values compared
+/// bit for bit, so NaN equals NaN).
+fn family_difference(got: &[MergedFamily], want: &[MergedFamily]) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!(
+            "{} families, not {}:\n{got:#?}\nwanted:\n{want:#?}",
+            got.len(),
+            want.len(),
+        ));
+    }
+    for (g, w) in got.iter().zip(want) {
+        let same = g.name == w.name
+            && g.help == w.help
+            && g.family_type == w.family_type
+            && g.gauge_mode == w.gauge_mode
+            && g.samples.len() == w.samples.len()
+            && g.samples.iter().zip(&w.samples).all(|(a, b)| {
+                a.name == b.name && a.labels == b.labels && a.value.to_bits() == b.value.to_bits()
+            });
+        if !same {
+            return Some(format!("family\n{g:#?}\nwanted\n{w:#?}"));
+        }
     }
     None
 }
