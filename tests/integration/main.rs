@@ -26,6 +26,7 @@ mod health;
 mod http_client;
 mod inspect;
 mod logging;
+mod name_filter;
 mod node_exporter;
 mod prometheus_server;
 mod python_package;

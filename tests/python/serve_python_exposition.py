@@ -2,10 +2,13 @@
 merge + generate_latest, with the files in glob's order (the directory's
 listing order), exactly as MultiProcessCollector.collect() takes them.
 
-Usage: serve_python_exposition.py DIR text|openmetrics [EXCLUDED_NAME ...]
+Usage: serve_python_exposition.py DIR text|openmetrics [--name=SAMPLE ...] [EXCLUDED_NAME ...]
 
 EXCLUDED_NAMEs are left out of the listing, as if mark_process_dead had
-removed them (removing names does not reorder the others).
+removed them (removing names does not reorder the others). With --name
+options, what prometheus_client serves for `?name[]=SAMPLE&...` in a
+single process: its restricted registry (`_restricted_metric` of each
+family), over a registry that includes collectors without names.
 """
 
 import glob
@@ -30,9 +33,13 @@ class ListedMultiProcessCollector:
 
 
 def main():
-    path, fmt, excluded = sys.argv[1], sys.argv[2], sys.argv[3:]
-    registry = CollectorRegistry()
+    path, fmt, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    names = [a[len("--name="):] for a in rest if a.startswith("--name=")]
+    excluded = [a for a in rest if not a.startswith("--name=")]
+    registry = CollectorRegistry(support_collectors_without_names=True)
     registry.register(ListedMultiProcessCollector(path, excluded))
+    if names:
+        registry = registry.restricted_registry(names)
     encode = generate_latest if fmt == "text" else generate_openmetrics
     sys.stdout.buffer.write(encode(registry))
 

@@ -24,7 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use multiprom_collector::{CollectError, DirCollector, Format, Scrape};
+use multiprom_collector::{CollectError, DirCollector, Format, NameFilter, Scrape};
 use tokio::sync::Semaphore;
 
 use crate::compact::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
@@ -281,18 +281,26 @@ impl Endpoint {
     /// error here: the answer holds only the self-metrics, with
     /// `multiprom_directory_listable 0`, so the target stays up and says
     /// what is wrong; it is logged once, and once more when it is back.
-    pub async fn metrics(&self, format: Format) -> Result<String, ScrapeFailure> {
+    ///
+    /// With a `filter` (`?name[]=`), only the samples it names are
+    /// collected and served, multiprom's own included.
+    pub async fn metrics(
+        &self,
+        format: Format,
+        filter: Option<NameFilter>,
+    ) -> Result<String, ScrapeFailure> {
+        let kept = filter.clone();
         let result = self
-            .bounded(move |inner, scrape| {
+            .bounded(filter.clone(), move |inner, scrape| {
                 inner.dir_health.listed(inner.collector.dir());
-                inner.render_metrics(scrape, format)
+                inner.render_metrics(scrape, format, kept.as_ref())
             })
             .await;
         match result {
             Err(ScrapeFailure::Collect(err)) => {
                 self.inner.metrics.count_scrape(ScrapeResult::Error);
                 self.inner.dir_health.failed(&err);
-                Ok(self.inner.render_unlistable(format))
+                Ok(self.inner.render_unlistable(format, filter.as_ref()))
             }
             Err(failure) => {
                 self.inner.metrics.count_scrape(failure.result());
@@ -309,7 +317,7 @@ impl Endpoint {
     pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
         let metrics_path = self.metrics_path.clone();
         let result = self
-            .bounded(move |inner, scrape| {
+            .bounded(None, move |inner, scrape| {
                 let history = inner.history_snapshot();
                 let view = StatusView {
                     metrics_path: &metrics_path,
@@ -401,6 +409,7 @@ impl Endpoint {
 
     async fn bounded<T: Send + 'static>(
         &self,
+        filter: Option<NameFilter>,
         finish: impl FnOnce(&Inner, &Scrape) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
         let inner = self.inner.clone();
@@ -427,11 +436,14 @@ impl Endpoint {
             // One listing serves both: the reaper picks the exited
             // processes' live-gauge files to leave out, the rest is merged.
             let mut left_out = 0;
-            let scrape = inner.collector.collect_without(|paths| {
-                let retired = inner.reap(paths).retired;
-                left_out = retired.len();
-                retired
-            })?;
+            let scrape = inner.collector.collect_without(
+                |paths| {
+                    let retired = inner.reap(paths).retired;
+                    left_out = retired.len();
+                    retired
+                },
+                filter.as_ref(),
+            )?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if inner
@@ -507,16 +519,24 @@ impl Inner {
 
     /// The `/metrics` body when the directory cannot be listed: the
     /// self-metrics alone, the last scrape's numbers at zero.
-    fn render_unlistable(&self, format: Format) -> String {
+    fn render_unlistable(&self, format: Format, filter: Option<&NameFilter>) -> String {
         let mut own = self.metrics.record_nothing_read();
         own.push(directory_listable(false));
         own.extend(process_metrics::own());
+        if let Some(filter) = filter {
+            own = filter.restrict(own);
+        }
         let mut out = String::new();
         format.encode(&own, &mut out);
         out
     }
 
-    fn render_metrics(&self, scrape: &Scrape, format: Format) -> String {
+    fn render_metrics(
+        &self,
+        scrape: &Scrape,
+        format: Format,
+        filter: Option<&NameFilter>,
+    ) -> String {
         let mut out = scrape.encode(format);
         if format == Format::OpenMetrics {
             // One `# EOF`, at the very end, after the self-metrics.
@@ -529,6 +549,9 @@ impl Inner {
         own.extend(process_metrics::own());
         if self.config.worker_process_metrics {
             own.extend(process_metrics::workers(&scrape.files));
+        }
+        if let Some(filter) = filter {
+            own = filter.restrict(own);
         }
         let reserved = reserved_names(&scrape.families);
         let (own, shadowed) = without_clashes(own, &reserved);
@@ -593,7 +616,11 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn metrics_handler(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+async fn metrics_handler(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Response {
     let Some(format) = choose_format(header_str(&headers, header::ACCEPT)) else {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
@@ -605,7 +632,8 @@ async fn metrics_handler(State(endpoint): State<Endpoint>, headers: HeaderMap) -
         );
     };
     let gzip = accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
-    let body = match endpoint.metrics(format).await {
+    let filter = query.as_deref().and_then(name_filter);
+    let body = match endpoint.metrics(format, filter).await {
         Ok(body) => body,
         Err(failure) => return failure_response(&failure),
     };
@@ -634,6 +662,19 @@ async fn metrics_handler(State(endpoint): State<Endpoint>, headers: HeaderMap) -
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     *response.body_mut() = Body::from(bytes);
     response
+}
+
+/// The `name[]` parameters of a query, as `prometheus_client`'s handlers
+/// read them (`urllib.parse.parse_qs`: `+` and `%XX` decoded, parameters
+/// with an empty value dropped): `None` when there are none, so the whole
+/// registry is served.
+fn name_filter(query: &str) -> Option<NameFilter> {
+    let mut names = form_urlencoded::parse(query.as_bytes())
+        .filter(|(key, value)| key == "name[]" && !value.is_empty())
+        .map(|(_, value)| value)
+        .peekable();
+    names.peek()?;
+    Some(NameFilter::new(names))
 }
 
 fn gzip_bytes(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
