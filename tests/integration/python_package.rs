@@ -14,7 +14,10 @@
 //!   once, the serving helpers unchanged, `install()` and the
 //!   `MULTIPROM_INSTALL` start-up hook (`tests/python/python_package_tests.py`);
 //! * real gunicorn serving prometheus_client's documented recipe, unchanged,
-//!   with `MULTIPROM_INSTALL=1`: a 0-byte file no longer fails `/metrics`.
+//!   with `MULTIPROM_INSTALL=1`: a 0-byte file no longer fails `/metrics`;
+//! * real gunicorn with prometheus_flask_exporter's metrics server, which
+//!   binds prometheus_client's class before a late `multiprom.install()`:
+//!   it answers as without multiprom.
 //!
 //! The venv is keyed on a hash of the sources the wheel is built from, so a
 //! rerun without changes reuses it; a change rebuilds it (about 20 s of
@@ -32,7 +35,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::harness::{
-    python_script, target_dir, temp_dir, workspace_root, GUNICORN_VERSION,
+    free_port, python_script, target_dir, temp_dir, workspace_root, GUNICORN_VERSION,
     PROMETHEUS_CLIENT_VERSION,
 };
 use crate::http_client::get;
@@ -40,6 +43,11 @@ use crate::spawned_server::{Spawned, PATIENCE};
 
 /// The maturin the wheel is built with (`--no-build-isolation`: from the venv).
 const MATURIN_VERSION: &str = "1.16.0";
+
+/// prometheus_flask_exporter and the Flask it runs on, for its gunicorn
+/// metrics server.
+const FLASK_EXPORTER_VERSION: &str = "0.23.2";
+const FLASK_VERSION: &str = "3.1.3";
 
 /// SHA-256 of `prometheus_client-0.26.0.tar.gz` as the registry serves it.
 const SDIST_SHA256: &str = "04a91bcf94e2cf74a44a1a874d651a2e853ed354b6e822f3b7487751465d5c2b";
@@ -124,6 +132,8 @@ fn source_hash() -> u64 {
     hasher.write(MATURIN_VERSION.as_bytes());
     hasher.write(PROMETHEUS_CLIENT_VERSION.as_bytes());
     hasher.write(GUNICORN_VERSION.as_bytes());
+    hasher.write(FLASK_EXPORTER_VERSION.as_bytes());
+    hasher.write(FLASK_VERSION.as_bytes());
     hasher.finish()
 }
 
@@ -183,8 +193,10 @@ fn package_python() -> &'static Path {
             pip()
                 .arg(format!("prometheus_client=={PROMETHEUS_CLIENT_VERSION}"))
                 .arg(format!("maturin=={MATURIN_VERSION}"))
-                .arg(format!("gunicorn=={GUNICORN_VERSION}")),
-            "install prometheus_client, maturin and gunicorn into the multiprom package venv",
+                .arg(format!("gunicorn=={GUNICORN_VERSION}"))
+                .arg(format!("prometheus-flask-exporter=={FLASK_EXPORTER_VERSION}"))
+                .arg(format!("flask=={FLASK_VERSION}")),
+            "install prometheus_client, maturin, gunicorn and prometheus_flask_exporter into the multiprom package venv",
         );
         // What a user runs from a checkout, in the venv as if activated
         // (maturin's build hook runs the `maturin` on PATH); the Rust build
@@ -406,4 +418,74 @@ fn gunicorn_recipe_survives_a_bad_file_with_multiprom_install() {
     // the whole scrape on that file.
     let (status, body) = gunicorn_metrics_with_a_bad_file("0");
     assert_eq!(status, 500, "without the drop-in: {body}");
+}
+
+/// Waits until something listens on `addr`.
+fn wait_listening(addr: std::net::SocketAddr, server: &Spawned) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {addr}; stderr:\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn loopback(port: u16) -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], port))
+}
+
+#[test]
+fn flask_exporter_metrics_server_works_after_a_late_install() {
+    let dir = temp_dir();
+    let app = loopback(free_port());
+    let metrics = loopback(free_port());
+    let fixture = workspace_root().join("tests/python/python_package_flask_exporter");
+    let mut cmd = Command::new(package_python());
+    cmd.args(["-m", "gunicorn", "-c"])
+        .arg(fixture.join("gunicorn.conf.py"))
+        .arg("--chdir")
+        .arg(&fixture)
+        .args(["-w", "2", "-b"])
+        .arg(app.to_string())
+        .arg("app:app")
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+        .env("METRICS_PORT", metrics.port().to_string())
+        .env("MULTIPROM_LATE_INSTALL", "1")
+        .env_remove("MULTIPROM_INSTALL");
+    let mut server = Spawned::start(cmd);
+    wait_listening(app, &server);
+    wait_listening(metrics, &server);
+    for _ in 0..3 {
+        assert_eq!(get(app, "/", &[]).status, 200, "{}", server.stderr());
+    }
+    let late_install = get(metrics, "/metrics", &[]);
+    // The control, on the same files (no request in between): the same
+    // metrics server in a process without multiprom.
+    let control = Command::new(package_python())
+        .arg(python_script(
+            "python_package_flask_exporter/metrics_without_multiprom.py",
+        ))
+        .arg(free_port().to_string())
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+        .env_remove("MULTIPROM_INSTALL")
+        .output()
+        .expect("run the control");
+    server.signal(rustix::process::Signal::TERM);
+    let (_, stderr) = server.wait();
+    assert_success("metrics_without_multiprom.py", &control);
+    let control = String::from_utf8(control.stdout).unwrap();
+    assert_eq!(
+        late_install.status,
+        200,
+        "{}\n{stderr}",
+        late_install.text()
+    );
+    assert!(
+        control.contains("flask_http_request_total{method=\"GET\",status=\"200\"} 3.0\n"),
+        "{control}"
+    );
+    assert_eq!(late_install.text(), control);
 }

@@ -11,6 +11,7 @@ scrapes agree.
 
 import asyncio
 import glob
+import json
 import logging
 import os
 import time
@@ -279,6 +280,101 @@ class ForkTest(DropInTestCase):
                          'the child did not see the file created after the fork')
 
 
+def only_counter_files(files):
+    """What an application's merge() override might do: filter the files."""
+    return [f for f in files if os.path.basename(f).startswith('counter_')]
+
+
+class PythonOnlyCounters(PythonCollector):
+    @staticmethod
+    def merge(files, accumulate=True):
+        return PythonCollector.merge(only_counter_files(files), accumulate)
+
+
+class MultipromOnlyCounters(multiprom.MultiProcessCollector):
+    @staticmethod
+    def merge(files, accumulate=True):
+        return multiprom.MultiProcessCollector.merge(only_counter_files(files), accumulate)
+
+
+class SubclassTest(DropInTestCase):
+    def test_an_overridden_merge_is_honoured(self):
+        write_workers(self.dir)
+        want = generate_latest(registry_of(PythonOnlyCounters(None)))
+        self.assertIn(b'requests_total', want)
+        self.assertNotIn(b'latency_seconds', want)
+        got = generate_latest(registry_of(MultipromOnlyCounters(None)))
+        self.assertEqual(got, want)
+        self.assertEqual(list(MultipromOnlyCounters(None).collect()),
+                         list(PythonOnlyCounters(None).collect()))
+
+    CODE = """
+import json, os
+import multiprom; multiprom.install()
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import multiprocess
+
+class OnlyCounters(multiprocess.MultiProcessCollector):
+    @staticmethod
+    def merge(files, accumulate=True):
+        files = [f for f in files if os.path.basename(f).startswith('counter_')]
+        return multiprocess.MultiProcessCollector.merge(files, accumulate)
+
+registry = CollectorRegistry(); OnlyCounters(registry)
+print(json.dumps([OnlyCounters.__mro__[1].__module__, generate_latest(registry).decode()]))
+"""
+
+    def test_an_overridden_merge_is_honoured_after_install(self):
+        write_workers(self.dir)
+        want = generate_latest(registry_of(PythonOnlyCounters(None))).decode()
+        lines, _ = run_python(self.CODE, env={'PROMETHEUS_MULTIPROC_DIR': self.dir}, split=False)
+        self.assertEqual(json.loads(lines), ['multiprom', want])
+
+
+def registry_of(collector):
+    registry = CollectorRegistry()
+    registry.register(collector)
+    return registry
+
+
+class LateInstallTest(DropInTestCase):
+    """install() after code bound prometheus_client's class (as
+    prometheus_flask_exporter.multiprocess does when imported): that class
+    keeps working, on prometheus_client's own code. In a fresh interpreter."""
+
+    CODE = """
+import glob, json, os
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.openmetrics.exposition import generate_latest as generate_latest_om
+
+class Subclass(MultiProcessCollector):
+    pass
+
+def outputs():
+    registry = CollectorRegistry(); MultiProcessCollector(registry)
+    files = sorted(glob.glob(os.path.join(os.environ['PROMETHEUS_MULTIPROC_DIR'], '*.db')))
+    return [generate_latest(registry).decode(), generate_latest_om(registry).decode(),
+            repr(list(MultiProcessCollector(None).collect())),
+            repr(list(Subclass(None).collect())),
+            repr(list(MultiProcessCollector.merge(files, accumulate=False)))]
+
+before = outputs()
+import multiprom; multiprom.install()
+from prometheus_client import multiprocess
+after = outputs()
+print(json.dumps([multiprocess.MultiProcessCollector.__module__, before, after]))
+"""
+
+    def test_early_bound_class_works_after_install(self):
+        write_workers(self.dir)
+        out, _ = run_python(self.CODE, env={'PROMETHEUS_MULTIPROC_DIR': self.dir}, split=False)
+        installed, before, after = json.loads(out)
+        self.assertEqual(installed, 'multiprom')
+        self.assertIn('requests_total{code="200"} 203.0', before[0])
+        self.assertEqual(after, before)
+
+
 class EngineExpositionTest(DropInTestCase):
     """install() also wraps generate_latest: engine-encoded for a registry
     holding only the drop-in, prometheus_client's own otherwise; the same
@@ -318,15 +414,16 @@ print(generate_latest(only, escaping='allow-utf-8') == generate_latest.__wrapped
         self.assertEqual(lines, ['False'])
 
 
-def run_python(code, env=None):
-    """`code` in a fresh interpreter of this venv; returns its stdout lines."""
+def run_python(code, env=None, split=True):
+    """`code` in a fresh interpreter of this venv; returns its stdout (as
+    words unless not `split`) and stderr."""
     full_env = {k: v for k, v in os.environ.items() if k != 'MULTIPROM_INSTALL'}
     full_env.update(env or {})
     out = subprocess.run([sys.executable, '-c', code], env=full_env, capture_output=True,
                          text=True, timeout=PATIENCE)
     if out.returncode != 0:
         raise AssertionError(f'python -c failed ({out.returncode}):\n{out.stderr}')
-    return out.stdout.split(), out.stderr
+    return (out.stdout.split() if split else out.stdout), out.stderr
 
 
 SHOW = ('import sys; print("prometheus_client" in sys.modules); '

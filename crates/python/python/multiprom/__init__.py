@@ -37,6 +37,7 @@ that set ``PROMETHEUS_MULTIPROC_DIR`` before importing ``prometheus_client``
 called first.
 """
 
+import glob
 import logging
 import os
 import sys
@@ -74,7 +75,44 @@ def _log(reports):
         _logger.log(level, "%s", message)
 
 
-class MultiProcessCollector:
+# prometheus_client's own class, as install() found it in the module.
+_python_collector = None
+
+
+def _python_class():
+    """prometheus_client's MultiProcessCollector, if it is imported."""
+    if _python_collector is not None:
+        return _python_collector
+    module = sys.modules.get(_TARGET)
+    found = getattr(module, "MultiProcessCollector", None)
+    if found is None or isinstance(found, _PythonHelpers):
+        return None
+    return found
+
+
+class _PythonHelpers(type):
+    """The metaclass of multiprom's class: a class attribute it does not
+    define (``_read_metrics``, ``_accumulate_metrics``, ...) is
+    prometheus_client's own.
+
+    prometheus_client's ``merge()`` finds its helpers through its module
+    (``MultiProcessCollector._read_metrics(files)``). Once ``install()`` has
+    put multiprom's class there, a prometheus_client class that code bound
+    earlier (``prometheus_flask_exporter.multiprocess`` does so when
+    imported), or a subclass of it, still runs prometheus_client's
+    ``merge()``, which then looks its helpers up on multiprom's class."""
+
+    def __getattr__(cls, name):
+        python = None if name.startswith("__") else _python_class()
+        if python is not None:
+            try:
+                return getattr(python, name)
+            except AttributeError:
+                pass
+        raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+
+
+class MultiProcessCollector(metaclass=_PythonHelpers):
     """Collector for files for multi-process mode, on multiprom's engine.
 
     Same constructor and errors as
@@ -114,6 +152,10 @@ class MultiProcessCollector:
 
     def collect(self):
         """The directory's ``*.db`` files, merged: a list of ``Metric``."""
+        if type(self).merge is not MultiProcessCollector.merge:
+            # A subclass's own merge() (one that filters the files, say):
+            # call it as prometheus_client's collect() does.
+            return self.merge(glob.glob(os.path.join(self._path, "*.db")), accumulate=True)
         metrics, reports = self._engine.collect()
         _log(reports)
         return metrics
@@ -127,7 +169,8 @@ def install(exposition=True):
     now; otherwise it is patched the moment it is imported (``install()``
     itself never imports ``prometheus_client``). Code that already did
     ``from prometheus_client.multiprocess import MultiProcessCollector``
-    keeps the name it has: call ``install()`` before importing such code.
+    keeps prometheus_client's class, which keeps working: call
+    ``install()`` before importing such code to have it use multiprom's.
 
     With ``exposition`` (the default), ``prometheus_client``'s
     ``generate_latest`` (``prometheus_client.generate_latest``,
@@ -156,6 +199,9 @@ def _on_import(name, patch):
 
 
 def _replace_collector(module):
+    global _python_collector
+    if not isinstance(module.MultiProcessCollector, _PythonHelpers):
+        _python_collector = module.MultiProcessCollector
     module.MultiProcessCollector = MultiProcessCollector
 
 
