@@ -11,6 +11,8 @@ scrapes agree.
 
 import asyncio
 import glob
+import gzip
+import inspect
 import json
 import logging
 import os
@@ -21,18 +23,20 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.parse
 import urllib.request
 import warnings
 import wsgiref.util
 
 from prometheus_client import (
-    CollectorRegistry, Counter, Gauge, Histogram, generate_latest, make_asgi_app,
+    CollectorRegistry, Counter, Gauge, Histogram, Summary, generate_latest, make_asgi_app,
     make_wsgi_app, start_http_server, values,
 )
 from prometheus_client.multiprocess import MultiProcessCollector as PythonCollector
 from prometheus_client.openmetrics.exposition import generate_latest as generate_latest_om
 
 import multiprom
+from multiprom import _exposition
 
 # Bounds every wait on a server or subprocess: a failing test fails, never hangs.
 PATIENCE = 60
@@ -234,6 +238,178 @@ class ServingTest(DropInTestCase):
             server.shutdown()
             server.server_close()
             thread.join(PATIENCE)
+
+
+def write_named_workers(directory, pids=(101, 102, 103)):
+    """Real prometheus_client writes of every kind, a name with colons too."""
+    for pid in pids:
+        values.ValueClass = values.MultiProcessValue(lambda pid=pid: pid)
+        requests = Counter('requests', 'Requests.', ['code'], registry=None)
+        requests.labels('200').inc(pid)
+        requests.labels('500').inc()
+        Histogram('latency_seconds', 'Latency.', registry=None).observe(pid / 1000)
+        Summary('size_bytes', 'Size.', registry=None).observe(pid)
+        Gauge('busy', 'Busy.', registry=None, multiprocess_mode='liveall').set(pid)
+        Gauge('vllm:num_requests_waiting', 'Waiting.', registry=None,
+              multiprocess_mode='livesum').set(pid % 5)
+    values.close_all_multiprocess_files()
+    values.ValueClass = values.MutexValue
+
+
+# Sample names, as `?name[]=` gives them; family names select nothing.
+NAME_SETS = [
+    ['requests_total'],
+    ['latency_seconds_bucket'],
+    ['latency_seconds_sum', 'latency_seconds_count', 'size_bytes_count'],
+    ['busy'],
+    ['vllm:num_requests_waiting'],
+    ['requests_total', 'vllm:num_requests_waiting', 'no_such_sample'],
+    ['no_such_sample'],
+    ['requests', 'latency_seconds'],
+]
+
+# prometheus_client's own encoders (install() or a multiprom collector may
+# have put engine-encoded ones in their place).
+python_text = inspect.unwrap(generate_latest)
+python_openmetrics = inspect.unwrap(generate_latest_om)
+
+
+class RestrictedTest(DropInTestCase):
+    """`registry.restricted_registry(names)`, which prometheus_client's
+    handlers make for `GET /metrics?name[]=...`, keeps the named samples of a
+    multiprom collector: what prometheus_client's single-process restricted
+    registry keeps of the same Metric objects, byte for byte."""
+
+    def setUp(self):
+        super().setUp()
+        write_named_workers(self.dir)
+        self.registry = CollectorRegistry()
+        multiprom.MultiProcessCollector(self.registry)
+
+    def restricted_metrics(self, names):
+        metrics = [m._restricted_metric(set(names)) for m in Sorted(self.dir).collect()]
+        return [m for m in metrics if m]
+
+    def expected(self, names, openmetrics=False):
+        encode = python_openmetrics if openmetrics else python_text
+        return encode(Fixed(self.restricted_metrics(names)))
+
+    def test_the_expectation_keeps_what_it_should(self):
+        self.assertEqual(self.expected(['no_such_sample']), b'')
+        both = self.expected(['requests_total', 'vllm:num_requests_waiting']).decode()
+        self.assertIn('requests_total{code="200"} 306.0\n', both)
+        self.assertIn('vllm:num_requests_waiting 6.0\n', both)
+        self.assertNotIn('latency', both)
+
+    def test_collect_with_names(self):
+        collector = multiprom.MultiProcessCollector(None)
+        for names in NAME_SETS:
+            want = self.restricted_metrics(names)
+            self.assertEqual(list(collector._collect_only(set(names))), want, names)
+            metrics, _ = multiprom._native.DirCollector(self.dir).collect(iter(names))
+            self.assertEqual(list(metrics), want, names)
+        with self.assertRaises(TypeError):
+            collector._engine.collect('requests_total')
+
+    def test_generate_latest_of_a_restricted_registry(self):
+        for names in NAME_SETS:
+            restricted = self.registry.restricted_registry(names)
+            for openmetrics, encode in ((False, python_text), (True, python_openmetrics)):
+                want = self.expected(names, openmetrics)
+                # The Metric path: the registry's samples, Python's encoder.
+                self.assertEqual(encode(restricted), want, names)
+                # The engine's encoder.
+                text = _exposition._expose(restricted, openmetrics)
+                self.assertIsNotNone(text, names)
+                self.assertEqual(text + (b'# EOF\n' if openmetrics else b''), want, names)
+
+    def test_a_registry_with_other_collectors(self):
+        Counter('own', 'Own.', registry=self.registry).inc()
+        names = ['own_total', 'requests_total', 'latency_seconds_count']
+        want = self.expected(names) + b'# HELP own_total Own.\n# TYPE own_total counter\nown_total 1.0\n'
+        # Python orders a restricted registry's collectors as a set does.
+        self.assertEqual(families(python_text(self.registry.restricted_registry(names))),
+                         families(want))
+
+    def test_a_registry_that_supports_collectors_without_names(self):
+        registry = CollectorRegistry(support_collectors_without_names=True)
+        multiprom.MultiProcessCollector(registry)
+        for names in NAME_SETS:
+            self.assertEqual(python_text(registry.restricted_registry(names)), self.expected(names))
+
+    def test_a_registry_of_prometheus_clients_collector_is_answered_as_before(self):
+        registry = CollectorRegistry()
+        PythonCollector(registry)
+        self.assertEqual(python_text(registry.restricted_registry(['requests_total'])), b'')
+
+    def get_wsgi(self, query, headers=None):
+        environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/metrics', 'QUERY_STRING': query}
+        environ.update(headers or {})
+        wsgiref.util.setup_testing_defaults(environ)
+        status = []
+        body = b''.join(make_wsgi_app(self.registry)(environ, lambda s, h: status.append((s, h))))
+        return status[0][0], dict(status[0][1]), body
+
+    def test_make_wsgi_app(self):
+        openmetrics = {'HTTP_ACCEPT': 'application/openmetrics-text; version=1.0.0'}
+        gzipped = {'HTTP_ACCEPT_ENCODING': 'gzip'}
+        for names in NAME_SETS:
+            query = urllib.parse.urlencode([('name[]', name) for name in names])
+            for headers in ({}, openmetrics, gzipped, {**openmetrics, **gzipped}):
+                status, sent, body = self.get_wsgi(query, headers)
+                self.assertEqual(status, '200 OK')
+                if 'HTTP_ACCEPT_ENCODING' in headers:
+                    self.assertEqual(sent['Content-Encoding'], 'gzip')
+                    body = gzip.decompress(body)
+                self.assertEqual(body, self.expected(names, 'HTTP_ACCEPT' in headers), (names, headers))
+        # Percent-encoded brackets and colons, as HTTP clients send them.
+        query = 'name%5B%5D=vllm%3Anum_requests_waiting&name%5B%5D=busy'
+        self.assertEqual(self.get_wsgi(query)[2],
+                         self.expected(['vllm:num_requests_waiting', 'busy']))
+
+    def test_make_asgi_app(self):
+        names = ['latency_seconds_bucket', 'vllm:num_requests_waiting']
+        sent = []
+
+        async def receive():
+            return {'type': 'http.request', 'body': b'', 'more_body': False}
+
+        async def send(message):
+            sent.append(message)
+
+        query = urllib.parse.urlencode([('name[]', name) for name in names]).encode()
+        scope = {'type': 'http', 'method': 'GET', 'path': '/metrics', 'query_string': query,
+                 'headers': []}
+        asyncio.run(asyncio.wait_for(make_asgi_app(self.registry)(scope, receive, send), PATIENCE))
+        self.assertEqual(sent[0]['status'], 200)
+        self.assertEqual(b''.join(m.get('body', b'') for m in sent[1:]), self.expected(names))
+
+    def test_start_http_server(self):
+        server, thread = start_http_server(0, addr='127.0.0.1', registry=self.registry)
+        try:
+            base = f'http://127.0.0.1:{server.server_port}/metrics?'
+            for names in (['requests_total', 'vllm:num_requests_waiting'], ['no_such_sample']):
+                query = urllib.parse.urlencode([('name[]', name) for name in names])
+                with urllib.request.urlopen(base + query, timeout=PATIENCE) as response:
+                    self.assertEqual(response.status, 200)
+                    self.assertEqual(response.read(), self.expected(names))
+            request = urllib.request.Request(
+                base + 'name[]=latency_seconds_sum&name[]=size_bytes_count',
+                headers={'Accept': 'application/openmetrics-text; version=1.0.0',
+                         'Accept-Encoding': 'gzip'})
+            with urllib.request.urlopen(request, timeout=PATIENCE) as response:
+                self.assertEqual(gzip.decompress(response.read()),
+                                 self.expected(['latency_seconds_sum', 'size_bytes_count'], True))
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(PATIENCE)
+
+
+def families(text):
+    """The text's families, each its lines from `# HELP` on, as a set."""
+    blocks = text.decode().split('# HELP ')
+    return {'# HELP ' + block for block in blocks if block}
 
 
 class ConcurrencyTest(DropInTestCase):

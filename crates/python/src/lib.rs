@@ -15,10 +15,14 @@ mod metrics;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use multiprom_collector::{merge_files, CollectOptions, DirCollector, Format, Scrape, Warning};
+use multiprom_collector::{
+    merge_files, CollectError, CollectOptions, DirCollector, Format, NameFilter, Scrape, Warning,
+};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 /// Python `logging` levels of the reports.
 const INFO: u8 = 20;
@@ -45,10 +49,18 @@ impl NativeDirCollector {
         }
     }
 
-    /// Lists, reads and merges the directory: `(metrics, reports)`.
-    fn collect<'py>(&self, py: Python<'py>) -> PyResult<Collected<'py>> {
-        let engine = &self.engine;
-        match py.detach(|| catch_unwind(AssertUnwindSafe(|| engine.collect()))) {
+    /// Lists, reads and merges the directory: `(metrics, reports)`. With
+    /// `names` (an iterable of `str`), only the samples so named, as
+    /// `prometheus_client`'s restricted registry keeps them; only the
+    /// entries feeding them are read and merged.
+    #[pyo3(signature = (names = None))]
+    fn collect<'py>(
+        &self,
+        py: Python<'py>,
+        names: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Collected<'py>> {
+        let filter = name_filter(names)?;
+        match py.detach(|| self.collect_engine(filter.as_ref())) {
             Ok(Ok(scrape)) => to_python(py, &scrape),
             // Python's `glob` finds nothing in a directory it cannot list.
             Ok(Err(error)) => Ok((PyList::empty(py), vec![(WARNING, error.to_string())])),
@@ -63,9 +75,16 @@ impl NativeDirCollector {
     /// `text` is `None` when there is nothing to gain from it: a family
     /// `prometheus_client` would reject (the `Metric` path leaves it out and
     /// says why), a directory that cannot be listed, an engine failure.
-    fn expose<'py>(&self, py: Python<'py>, openmetrics: bool) -> PyResult<Exposed<'py>> {
-        let engine = &self.engine;
-        let scrape = match py.detach(|| catch_unwind(AssertUnwindSafe(|| engine.collect()))) {
+    /// `names` restricts the samples as in `collect`.
+    #[pyo3(signature = (openmetrics, names = None))]
+    fn expose<'py>(
+        &self,
+        py: Python<'py>,
+        openmetrics: bool,
+        names: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Exposed<'py>> {
+        let filter = name_filter(names)?;
+        let scrape = match py.detach(|| self.collect_engine(filter.as_ref())) {
             Ok(Ok(scrape)) => scrape,
             // The `Metric` path says what went wrong.
             Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
@@ -95,6 +114,39 @@ impl NativeDirCollector {
         };
         Ok((Some(PyBytes::new(py, text.as_bytes())), reports(&scrape)))
     }
+}
+
+impl NativeDirCollector {
+    /// One collection, all samples or the filtered ones; a panic in the
+    /// engine is caught (it must not take the Python process down).
+    fn collect_engine(
+        &self,
+        filter: Option<&NameFilter>,
+    ) -> std::thread::Result<Result<Arc<Scrape>, CollectError>> {
+        let engine = &self.engine;
+        catch_unwind(AssertUnwindSafe(|| match filter {
+            Some(filter) => engine.collect_only(filter),
+            None => engine.collect(),
+        }))
+    }
+}
+
+/// `names` (`None`, or an iterable of `str`) as a filter. A `str` is
+/// refused: iterating it would ask for one-character names.
+fn name_filter(names: Option<&Bound<'_, PyAny>>) -> PyResult<Option<NameFilter>> {
+    let Some(names) = names.filter(|names| !names.is_none()) else {
+        return Ok(None);
+    };
+    if names.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "names must be an iterable of str, not a str",
+        ));
+    }
+    let mut collected = Vec::new();
+    for name in names.try_iter()? {
+        collected.push(name?.extract::<String>()?);
+    }
+    Ok(Some(NameFilter::new(collected)))
 }
 
 /// What `expose` hands back: the text, if any, and the reports.

@@ -134,6 +134,7 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
             raise ValueError('env PROMETHEUS_MULTIPROC_DIR is not set or not a directory')
         self._path = path
         self._engine = _engine(path)
+        _adopt()
         if registry:
             registry.register(self)
 
@@ -160,6 +161,32 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
         _log(reports)
         return metrics
 
+    def _collect_only(self, names):
+        """``collect()`` with only the samples named ``names`` (a set of
+        ``str``), as ``prometheus_client``'s restricted registry keeps them:
+        only the entries feeding them are read and merged."""
+        metrics, reports = self._engine.collect(names)
+        _log(reports)
+        return metrics
+
+
+# Whether prometheus_client's RestrictedRegistry has been set to include
+# multiprom collectors (or will be when imported).
+_adopted = False
+
+
+def _adopt():
+    """What every multiprom collector needs from ``prometheus_client``:
+    restricted registries (``GET /metrics?name[]=...``) that include it.
+    Done once, by the first collector or ``install()``."""
+    global _adopted
+    if _adopted:
+        return
+    _adopted = True
+    from multiprom import _restricted
+
+    _on_import("prometheus_client.registry", _restricted.patch)
+
 
 def install(exposition=True):
     """Make ``prometheus_client.multiprocess.MultiProcessCollector`` this
@@ -183,6 +210,7 @@ def install(exposition=True):
     registry the original function runs.
     """
     _on_import(_TARGET, _replace_collector)
+    _adopt()
     if exposition:
         _on_import("prometheus_client.exposition", _wrap_exposition)
 

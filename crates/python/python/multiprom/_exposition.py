@@ -7,9 +7,10 @@ collection costs on multiprom's engine. The same bytes come out of the
 engine's own encoder (its output is tested byte for byte against
 ``prometheus_client``'s). So for the common case, a ``CollectorRegistry``
 whose only collector is one ``multiprom.MultiProcessCollector`` (the
-multiprocess recipe), these functions return the engine's text; for
-anything else (other collectors, target info, a restricted registry, other
-escaping schemes or OpenMetrics versions), and on any trouble, they call
+multiprocess recipe), or a restricted registry of one (``?name[]=``), these
+functions return the engine's text; for anything else (other collectors,
+target info, other escaping schemes or OpenMetrics versions), and on any
+trouble, they call
 ``prometheus_client``'s own function, so the result is always what
 ``prometheus_client`` would print.
 """
@@ -25,8 +26,7 @@ def _only_collector(registry):
 
     from multiprom import MultiProcessCollector
 
-    # Subclasses may collect differently (a restricted registry is not a
-    # CollectorRegistry at all).
+    # Subclasses may collect differently.
     if type(registry) is not CollectorRegistry:
         return None
     try:
@@ -43,12 +43,27 @@ def _only_collector(registry):
 
 
 def _expose(registry, openmetrics):
+    names = None
+    if _is_restricted(registry):
+        # registry.restricted_registry(names), as the HTTP handlers make for
+        # `?name[]=`: the engine keeps the samples so named.
+        try:
+            names = registry._name_set
+            registry = registry._registry
+        except AttributeError:
+            return None
     collector = _only_collector(registry)
     if collector is None:
         return None
-    text, reports = collector._engine.expose(openmetrics)
+    text, reports = collector._engine.expose(openmetrics, names)
     _log(reports)
     return text
+
+
+def _is_restricted(registry):
+    from prometheus_client import registry as registries
+
+    return type(registry) is getattr(registries, "RestrictedRegistry", None)
 
 
 def wrap_prometheus(original):
