@@ -26,12 +26,22 @@ each as `collect` (the collector alone) and `scrape` (generate_latest of a
 registry holding it: what a /metrics request costs); and, as `scrape` only,
 
   multiprom cold, installed / multiprom warm, installed
-                    the same through the generate_latest multiprom.install()
-                    puts in place (engine-encoded for such a registry)
+                    the same through the engine-encoded generate_latest
+                    (what multiprom.install() or the first multiprom
+                    collector puts in place; the rows above time
+                    prometheus_client's own)
   multiprom cold, installed, beside a warm engine
                     cold again, once the warm collector keeps a directory
                     watch in the same process (the cold cases above are
                     timed before it has one)
+
+and each way of adopting multiprom (docs/python.md) in a process of its
+own, warm, through prometheus_client's multiprocess recipe
+(bench_python_package_way.py):
+
+  way: used in code, warm     multiprom.MultiProcessCollector in the code,
+                              generate_latest imported before, no install()
+  way: installed, warm        multiprom.install(), the recipe unchanged
 
 Before timing it checks that every collector's output has the same lines as
 Python's, and the installed generate_latest's the same bytes.
@@ -39,9 +49,12 @@ Python's, and the installed generate_latest's the same bytes.
 
 import argparse
 import glob
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 parser = argparse.ArgumentParser()
@@ -60,7 +73,6 @@ from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
 from prometheus_client.samples import Sample  # noqa: E402
 
 import multiprom  # noqa: E402
-from multiprom import _exposition  # noqa: E402
 
 try:
     import prometheus_client_python_speedups as speedups
@@ -180,8 +192,13 @@ def main():
     build(args.dir, args.workers)
     files = glob.glob(os.path.join(args.dir, '*.db'))
     python = MultiProcessCollector(None, path=args.dir)
+    # The first multiprom collector makes generate_latest engine-encoded for
+    # a registry holding only it; the `scrape` rows time prometheus_client's
+    # own encoder over the collector's objects.
     warm = multiprom.MultiProcessCollector(None, path=args.dir)
-    reference = generate_latest(registry_with(python))
+    engine_latest = generate_latest
+    python_latest = generate_latest.__wrapped__
+    reference = python_latest(registry_with(python))
     samples = sum(len(m.samples) for m in python.collect())
     print(f'files {len(files)}, samples {samples}, output {len(reference)} bytes')
 
@@ -193,13 +210,12 @@ def main():
     cases.append(('multiprom warm', warm, lambda: warm))
 
     for name, _, make in cases:
-        got = generate_latest(registry_with(make()))
+        got = python_latest(registry_with(make()))
         if lines(got) != lines(reference):
             sys.exit(f'{name}: output lines differ from Python\'s')
     print('every output has the same lines as Python\'s')
 
     results = {}
-    engine_latest = _exposition.wrap_prometheus(generate_latest)
 
     def time_installed(name, make):
         if engine_latest(registry_with(make())) != reference:
@@ -215,7 +231,7 @@ def main():
     # engine per directory pays.
     for name, _, make in cases:
         collect = timed(lambda: make().collect())
-        scrape = timed(lambda: generate_latest(registry_with(make())))
+        scrape = timed(lambda: python_latest(registry_with(make())))
         results[name] = (collect, scrape)
         print(f'{name:15} collect {collect[0] * 1e3:8.2f} ms (median {collect[1] * 1e3:8.2f})'
               f'   scrape {scrape[0] * 1e3:8.2f} ms (median {scrape[1] * 1e3:8.2f})')
@@ -226,13 +242,33 @@ def main():
     time_installed('multiprom warm, installed', lambda: warm)
     # For comparison: a cold engine beside a warm one of the same directory.
     time_installed('multiprom cold, installed, beside a warm engine', cold_collector)
+    for way, name in (('in-code', 'way: used in code, warm'), ('installed', 'way: installed, warm')):
+        scrape = time_way(way, reference)
+        results[name] = (None, scrape)
+        print(f'{name:26}   scrape {scrape[0] * 1e3:8.2f} ms (median {scrape[1] * 1e3:8.2f})')
     metrics = warm.collect()
-    encode = timed(lambda: generate_latest(registry_with(Fixed(metrics))))
+    encode = timed(lambda: python_latest(registry_with(Fixed(metrics))))
     print(f'encode only     generate_latest of collected Metric objects: {encode[0] * 1e3:.2f} ms '
           f'(median {encode[1] * 1e3:.2f})')
     base = results['python'][1][0]
     for name, (_, scrape) in results.items():
         print(f'python scrape / {name} scrape: {base / scrape[0]:.1f}x')
+
+
+def time_way(way, reference):
+    """(best, median) of `way`'s warm scrapes, in a process of its own."""
+    with tempfile.NamedTemporaryFile(prefix='multiprom-bench-reference-') as f:
+        f.write(reference)
+        f.flush()
+        out = subprocess.run(
+            [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                          'bench_python_package_way.py'),
+             way, args.dir, f.name, str(args.repeat)],
+            capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f'{way}: {out.stderr.strip()}')
+    times = json.loads(out.stdout)
+    return times['best'], times['median']
 
 
 class Fixed:

@@ -551,37 +551,143 @@ print(json.dumps([multiprocess.MultiProcessCollector.__module__, before, after])
         self.assertEqual(after, before)
 
 
-class EngineExpositionTest(DropInTestCase):
-    """install() also wraps generate_latest: engine-encoded for a registry
-    holding only the drop-in, prometheus_client's own otherwise; the same
-    bytes either way. In a fresh interpreter, as install() patches modules."""
+# Counts the engine-encoded answers of generate_latest, then runs the test's
+# code; the code records named checks, printed as JSON.
+SPY = """
+import json
+from multiprom import _exposition
+checks = {}
+engine_texts = []
+_expose = _exposition._expose
 
-    CODE = """
+def spy(registry, openmetrics):
+    text = _expose(registry, openmetrics)
+    engine_texts.append(text is not None)
+    return text
+
+_exposition._expose = spy
+
+def check(name, call, engine, want):
+    engine_texts.clear()
+    got = call()
+    checks[name + ': engine-encoded' if engine else name + ': prometheus_client'] = \
+        engine_texts == [engine] or (not engine and not any(engine_texts))
+    checks[name + ': equal'] = len(got) > 0 and got == want
+"""
+
+WSGI = """
+import wsgiref.util
+def wsgi_get(registry, query=''):
+    environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/metrics', 'QUERY_STRING': query}
+    wsgiref.util.setup_testing_defaults(environ)
+    return b''.join(make_wsgi_app(registry)(environ, lambda s, h: None))
+"""
+
+
+class EngineExpositionTest(DropInTestCase):
+    """prometheus_client's generate_latest functions are engine-encoded for a
+    registry holding only a multiprom collector, prometheus_client's own
+    otherwise; the same bytes either way. Both ways of adopting multiprom in
+    code get it, even where generate_latest was imported before. In fresh
+    interpreters, as these patch prometheus_client."""
+
+    def run_checks(self, code):
+        write_workers(self.dir)
+        out, _ = run_python(SPY + WSGI.replace('make_wsgi_app', 'prometheus_client.make_wsgi_app')
+                            + code + '\nprint(json.dumps(checks))',
+                            env={'PROMETHEUS_MULTIPROC_DIR': self.dir}, split=False)
+        checks = json.loads(out)
+        self.assertGreater(len(checks), 2)
+        self.assertEqual(checks, {name: True for name in checks})
+        return checks
+
+    INSTALLED = """
 import multiprom; multiprom.install()
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client import exposition
 from prometheus_client.openmetrics import exposition as om
 from prometheus_client.multiprocess import MultiProcessCollector
-from multiprom import _exposition
-print(generate_latest is exposition.generate_latest is prometheus_client.generate_latest)
-print(hasattr(generate_latest, '__wrapped__'), hasattr(om.generate_latest, '__wrapped__'))
+python_text, python_om = generate_latest.__wrapped__, om.generate_latest.__wrapped__
+checks['one function'] = generate_latest is exposition.generate_latest is prometheus_client.generate_latest
 only = CollectorRegistry(); MultiProcessCollector(only)
-print(_exposition._expose(only, openmetrics=False) is not None)
-text = generate_latest(only)
-print(len(text) > 0 and text == generate_latest.__wrapped__(only))
-print(om.generate_latest(only) == om.generate_latest.__wrapped__(only))
+check('text', lambda: generate_latest(only), True, python_text(only))
+check('openmetrics', lambda: om.generate_latest(only), True, python_om(only))
+check('wsgi', lambda: wsgi_get(only), True, python_text(only))
+restricted = only.restricted_registry(['requests_total'])
+check('restricted', lambda: generate_latest(restricted), True, python_text(restricted))
+check('wsgi name[]', lambda: wsgi_get(only, 'name[]=requests_total'), True, python_text(restricted))
 mixed = CollectorRegistry(); MultiProcessCollector(mixed)
 Counter('own', 'Own.', registry=mixed).inc()
-print(_exposition._expose(mixed, openmetrics=False) is None)
-print(b'own_total 1.0' in generate_latest(mixed) and generate_latest(mixed) == generate_latest.__wrapped__(mixed))
-print(generate_latest(only, escaping='allow-utf-8') == generate_latest.__wrapped__(only, 'allow-utf-8'))
+check('mixed', lambda: generate_latest(mixed), False, python_text(mixed))
+checks['mixed has both'] = b'own_total 1.0' in generate_latest(mixed) and b'requests_total' in generate_latest(mixed)
+check('utf-8 escaping', lambda: generate_latest(only, escaping='allow-utf-8'), False,
+      python_text(only, 'allow-utf-8'))
 """
 
-    def test_engine_encoded_where_it_can_be_and_equal_everywhere(self):
-        write_workers(self.dir)
-        lines, _ = run_python(self.CODE, env={'PROMETHEUS_MULTIPROC_DIR': self.dir})
-        self.assertEqual(lines, ['True', 'True', 'True', 'True', 'True', 'True', 'True', 'True', 'True'])
+    def test_installed(self):
+        self.run_checks(self.INSTALLED)
+
+    # docs/python.md's first way: the application's own code, generate_latest
+    # imported before the collector is made, no install().
+    IN_CODE = """
+import inspect
+import prometheus_client
+from prometheus_client import CollectorRegistry, REGISTRY, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as om_latest
+import multiprom
+registry = CollectorRegistry()
+multiprom.MultiProcessCollector(registry)
+import prometheus_client.multiprocess
+checks['not installed'] = \
+    prometheus_client.multiprocess.MultiProcessCollector.__module__ == 'prometheus_client.multiprocess'
+python_text, python_om = generate_latest.__wrapped__, om_latest.__wrapped__
+check('text', lambda: generate_latest(registry), True, python_text(registry))
+check('text, again', lambda: generate_latest(registry), True, python_text(registry))
+check('openmetrics', lambda: om_latest(registry), True, python_om(registry))
+check('wsgi', lambda: wsgi_get(registry), True, python_text(registry))
+restricted = registry.restricted_registry(['latency_seconds_bucket'])
+check('restricted', lambda: generate_latest(restricted), True, python_text(restricted))
+python = CollectorRegistry(); prometheus_client.multiprocess.MultiProcessCollector(python)
+check("prometheus_client's collector", lambda: generate_latest(python), False, python_text(registry))
+checks['same signature'] = inspect.signature(generate_latest) == inspect.signature(python_text)
+checks['default registry'] = generate_latest() == python_text()
+"""
+
+    def test_used_in_code(self):
+        self.run_checks(self.IN_CODE)
+
+    # A collector made before prometheus_client.exposition is imported.
+    BEFORE_IMPORT = """
+import os, sys
+import multiprom
+collector = multiprom.MultiProcessCollector(None)
+checks['exposition not imported'] = 'prometheus_client.exposition' not in sys.modules
+from prometheus_client import CollectorRegistry, generate_latest
+registry = CollectorRegistry(); registry.register(collector)
+check('text', lambda: generate_latest(registry), True, generate_latest.__wrapped__(registry))
+"""
+
+    def test_collector_made_before_prometheus_client_is_imported(self):
+        self.run_checks(self.BEFORE_IMPORT)
+
+    EXPOSITION_FALSE = """
+import multiprom
+from prometheus_client import CollectorRegistry, generate_latest
+registry = CollectorRegistry(); multiprom.MultiProcessCollector(registry)
+checks['patched'] = hasattr(generate_latest, '__wrapped__')
+python_text = generate_latest.__wrapped__
+multiprom.install(exposition=False)
+checks['unpatched'] = not hasattr(generate_latest, '__wrapped__')
+check('text', lambda: generate_latest(registry), False, python_text(registry))
+multiprom.MultiProcessCollector(CollectorRegistry())
+check('text after another collector', lambda: generate_latest(registry), False, python_text(registry))
+multiprom.install()
+check('text installed again', lambda: generate_latest(registry), True, python_text(registry))
+"""
+
+    def test_install_exposition_false_puts_generate_latest_back(self):
+        self.run_checks(self.EXPOSITION_FALSE)
 
     def test_exposition_false_leaves_generate_latest_alone(self):
         lines, _ = run_python('import multiprom; multiprom.install(exposition=False); '

@@ -121,6 +121,15 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
     ``DeprecationWarning``, the legacy lowercase ``prometheus_multiproc_dir``),
     and a missing or non-directory path raises ``ValueError``. The collector
     registers itself with ``registry`` unless it is ``None``.
+
+    The first collector made (or ``install()``) also adapts
+    ``prometheus_client``: its ``generate_latest`` functions (text and
+    OpenMetrics, which ``make_wsgi_app``, ``make_asgi_app`` and
+    ``start_http_server`` call) encode in Rust for a registry whose only
+    collector is a multiprom collector, byte for byte what
+    ``prometheus_client`` prints, and run as before for any other registry;
+    and its restricted registries (``GET /metrics?name[]=...``) include
+    multiprom collectors.
     """
 
     def __init__(self, registry, path=None):
@@ -170,22 +179,26 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
         return metrics
 
 
-# Whether prometheus_client's RestrictedRegistry has been set to include
-# multiprom collectors (or will be when imported).
+# Whether prometheus_client has been adapted to multiprom collectors (or
+# will be when imported).
 _adopted = False
 
 
 def _adopt():
     """What every multiprom collector needs from ``prometheus_client``:
-    restricted registries (``GET /metrics?name[]=...``) that include it.
-    Done once, by the first collector or ``install()``."""
+    restricted registries (``GET /metrics?name[]=...``) that include it, and
+    ``generate_latest`` engine-encoded for a registry holding only it
+    (unless ``install(exposition=False)`` said otherwise). Done once, by the
+    first collector or ``install()``, never importing ``prometheus_client``
+    itself."""
     global _adopted
     if _adopted:
         return
     _adopted = True
-    from multiprom import _restricted
+    from multiprom import _exposition, _restricted
 
     _on_import("prometheus_client.registry", _restricted.patch)
+    _on_import("prometheus_client.exposition", _exposition.patch)
 
 
 def install(exposition=True):
@@ -199,20 +212,17 @@ def install(exposition=True):
     keeps prometheus_client's class, which keeps working: call
     ``install()`` before importing such code to have it use multiprom's.
 
-    With ``exposition`` (the default), ``prometheus_client``'s
-    ``generate_latest`` (``prometheus_client.generate_latest``,
-    ``prometheus_client.exposition.generate_latest`` and
-    ``prometheus_client.openmetrics.exposition.generate_latest``, which
-    ``make_wsgi_app``, ``make_asgi_app`` and ``start_http_server`` call) are
-    wrapped too: for a registry whose only collector is a multiprom
-    collector, the text comes from the Rust engine's encoder, byte for byte
-    what ``prometheus_client`` prints, several times faster; for any other
-    registry the original function runs.
+    ``prometheus_client``'s ``generate_latest`` functions are engine-encoded
+    for registries holding only a multiprom collector, as soon as a
+    multiprom collector is made (see ``MultiProcessCollector``).
+    ``exposition=False`` leaves them (or puts them back) as they are, for
+    collectors made before and after.
     """
+    from multiprom import _exposition
+
+    _exposition.set_wanted(exposition)
     _on_import(_TARGET, _replace_collector)
     _adopt()
-    if exposition:
-        _on_import("prometheus_client.exposition", _wrap_exposition)
 
 
 def _on_import(name, patch):
@@ -231,20 +241,3 @@ def _replace_collector(module):
     if not isinstance(module.MultiProcessCollector, _PythonHelpers):
         _python_collector = module.MultiProcessCollector
     module.MultiProcessCollector = MultiProcessCollector
-
-
-def _wrap_exposition(text):
-    """Wraps ``prometheus_client``'s ``generate_latest`` functions (once),
-    right after ``prometheus_client.exposition`` (``text``) is imported:
-    before ``prometheus_client`` itself takes the name from it."""
-    from multiprom import _exposition
-
-    if text is not None and not hasattr(text.generate_latest, "__wrapped__"):
-        wrapped = _exposition.wrap_prometheus(text.generate_latest)
-        text.generate_latest = wrapped
-        package = sys.modules.get("prometheus_client")
-        if package is not None and getattr(package, "generate_latest", None) is wrapped.__wrapped__:
-            package.generate_latest = wrapped
-    openmetrics = sys.modules.get("prometheus_client.openmetrics.exposition")
-    if openmetrics is not None and not hasattr(openmetrics.generate_latest, "__wrapped__"):
-        openmetrics.generate_latest = _exposition.wrap_openmetrics(openmetrics.generate_latest)

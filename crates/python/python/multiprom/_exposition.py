@@ -1,5 +1,5 @@
-"""``generate_latest`` for registries that hold only a multiprom collector:
-the text is encoded by the Rust engine, not by ``prometheus_client``.
+"""``prometheus_client``'s ``generate_latest`` engine-encoded for registries
+that hold only a multiprom collector.
 
 ``prometheus_client``'s ``generate_latest`` formats every sample in Python,
 which on a big multiprocess directory costs several times what the whole
@@ -10,14 +10,137 @@ whose only collector is one ``multiprom.MultiProcessCollector`` (the
 multiprocess recipe), or a restricted registry of one (``?name[]=``), these
 functions return the engine's text; for anything else (other collectors,
 target info, other escaping schemes or OpenMetrics versions), and on any
-trouble, they call
-``prometheus_client``'s own function, so the result is always what
-``prometheus_client`` would print.
+trouble, they call ``prometheus_client``'s own function, so the result is
+always what ``prometheus_client`` would print.
+
+The functions keep their identity: ``patch`` gives
+``prometheus_client.exposition.generate_latest`` (which is also
+``prometheus_client.generate_latest``) and
+``prometheus_client.openmetrics.exposition.generate_latest`` new code, with
+the same parameters, that calls ``_text_latest`` or ``_openmetrics_latest``
+here. Code that imported them before (``from prometheus_client import
+generate_latest`` at the top of a module, usually before any collector is
+made) holds the same function objects, so it gets the engine's text too;
+replacing the module attributes would reach only code that looks the name
+up at call time. The originals stay callable as ``__wrapped__``.
 """
+
+import inspect
+import sys
+import threading
+import types
 
 from multiprom import _log
 
 _UNDERSCORES = "underscores"
+_OPENMETRICS_VERSION = "1.0.0"
+
+# install(exposition=False) turns this off.
+_wanted = True
+
+# Entry name -> (the function given new code, its own code), while patched.
+_patched = {}
+# Entry name -> a copy of the original function (kept after unpatching, for
+# calls already under way).
+_originals = {}
+_lock = threading.Lock()
+
+
+def set_wanted(wanted):
+    """Whether ``generate_latest`` is engine-encoded: patched now if
+    ``prometheus_client.exposition`` is imported (else when it is, by
+    ``patch``), restored if not wanted."""
+    global _wanted
+    _wanted = wanted
+    if not wanted:
+        unpatch()
+        return
+    text = sys.modules.get("prometheus_client.exposition")
+    if text is not None:
+        patch(text)
+
+
+def patch(text):
+    """Gives ``prometheus_client``'s ``generate_latest`` functions the
+    engine-encoding code (once); ``text`` is
+    ``prometheus_client.exposition``, which imports the OpenMetrics one."""
+    if not _wanted:
+        return
+    _give_code(getattr(text, "generate_latest", None), "_text_latest")
+    openmetrics = sys.modules.get("prometheus_client.openmetrics.exposition")
+    if openmetrics is not None:
+        _give_code(getattr(openmetrics, "generate_latest", None), "_openmetrics_latest")
+
+
+def unpatch():
+    """Gives the functions their own code back."""
+    with _lock:
+        for function, code in _patched.values():
+            function.__code__ = code
+            del function.__wrapped__
+        _patched.clear()
+
+
+def _give_code(function, entry):
+    with _lock:
+        if entry in _patched or not isinstance(function, types.FunctionType):
+            return
+        code = function.__code__
+        forward = _forwarding_code(code, entry)
+        if forward is None:
+            # Parameters this does not know how to pass on: the function
+            # stays prometheus_client's own (correct, only slower).
+            return
+        original = types.FunctionType(code, function.__globals__, function.__name__,
+                                      function.__defaults__, function.__closure__)
+        original.__kwdefaults__ = function.__kwdefaults__
+        original.__qualname__ = function.__qualname__
+        original.__module__ = function.__module__
+        original.__doc__ = function.__doc__
+        _originals[entry] = original
+        _patched[entry] = (function, code)
+        function.__code__ = forward
+        function.__wrapped__ = original
+
+
+def _forwarding_code(code, entry):
+    """Code with ``code``'s parameters that passes them all by name to
+    ``entry`` in this module. The function it is given to keeps its own
+    defaults, name and docstring. None for parameters other than plain
+    positional-or-keyword ones, or a closure (which code of a function must
+    keep)."""
+    special = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
+    if code.co_freevars or code.co_kwonlyargcount or code.co_posonlyargcount or code.co_flags & special:
+        return None
+    parameters = code.co_varnames[:code.co_argcount]
+    source = (f"def {code.co_name}({', '.join(parameters)}):\n"
+              f"    from multiprom._exposition import {entry}\n"
+              f"    return {entry}({', '.join(f'{p}={p}' for p in parameters)})\n")
+    namespace = {}
+    exec(compile(source, f"<multiprom: {code.co_name} engine-encoded>", "exec"), namespace)
+    return namespace[code.co_name].__code__
+
+
+def _text_latest(**arguments):
+    """``prometheus_client.exposition.generate_latest(registry, escaping)``."""
+    if arguments.keys() <= {"registry", "escaping"} and \
+            arguments.get("escaping", _UNDERSCORES) == _UNDERSCORES:
+        text = _expose(arguments.get("registry"), openmetrics=False)
+        if text is not None:
+            return text
+    return _originals["_text_latest"](**arguments)
+
+
+def _openmetrics_latest(**arguments):
+    """``prometheus_client.openmetrics.exposition.generate_latest(registry,
+    escaping, version)``."""
+    if arguments.keys() <= {"registry", "escaping", "version"} and \
+            arguments.get("escaping", _UNDERSCORES) == _UNDERSCORES and \
+            arguments.get("version", _OPENMETRICS_VERSION) == _OPENMETRICS_VERSION:
+        text = _expose(arguments.get("registry"), openmetrics=True)
+        if text is not None:
+            return text + b"# EOF\n"
+    return _originals["_openmetrics_latest"](**arguments)
 
 
 def _only_collector(registry):
@@ -43,6 +166,8 @@ def _only_collector(registry):
 
 
 def _expose(registry, openmetrics):
+    """The engine's text for ``registry`` (without OpenMetrics' ``# EOF``),
+    or None where ``prometheus_client``'s function must run."""
     names = None
     if _is_restricted(registry):
         # registry.restricted_registry(names), as the HTTP handlers make for
@@ -64,39 +189,3 @@ def _is_restricted(registry):
     from prometheus_client import registry as registries
 
     return type(registry) is getattr(registries, "RestrictedRegistry", None)
-
-
-def wrap_prometheus(original):
-    """``prometheus_client.exposition.generate_latest``, engine-encoded
-    where it can be."""
-
-    def generate_latest(registry=None, escaping=_UNDERSCORES):
-        if registry is None:
-            from prometheus_client.registry import REGISTRY
-
-            registry = REGISTRY
-        if escaping == _UNDERSCORES:
-            text = _expose(registry, openmetrics=False)
-            if text is not None:
-                return text
-        return original(registry, escaping)
-
-    generate_latest.__doc__ = original.__doc__
-    generate_latest.__wrapped__ = original
-    return generate_latest
-
-
-def wrap_openmetrics(original):
-    """``prometheus_client.openmetrics.exposition.generate_latest``,
-    engine-encoded where it can be."""
-
-    def generate_latest(registry, escaping=_UNDERSCORES, version="1.0.0"):
-        if escaping == _UNDERSCORES and version == "1.0.0":
-            text = _expose(registry, openmetrics=True)
-            if text is not None:
-                return text + b"# EOF\n"
-        return original(registry, escaping, version)
-
-    generate_latest.__doc__ = original.__doc__
-    generate_latest.__wrapped__ = original
-    return generate_latest
