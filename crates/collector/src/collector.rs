@@ -20,8 +20,9 @@ use crate::keys::KeyTable;
 use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile, RestrictedPlan};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
-use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, TrackedFile, Trouble};
+use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, Settled, TrackedFile, Trouble};
 use crate::watch::{Changes, DirWatch};
+use crate::writers::ExitedWriters;
 
 /// How to merge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,6 +355,9 @@ struct State {
     hints: KeyHints,
     plan_cache: PlanCache,
     plan: Plan,
+    /// Counts the plans built: a settled file's values in `values` are
+    /// those of the plan of this generation.
+    plan_generation: u64,
     /// What recent filters keep of `plan` (cleared with each new plan).
     restricted: Vec<(NameFilter, RestrictedPlan)>,
     /// The plan must be rebuilt before the next use.
@@ -410,6 +414,7 @@ pub struct DirCollector {
     options: CollectOptions,
     map_files: bool,
     map_limit: usize,
+    exited: Option<ExitedWriters>,
     state: Mutex<State>,
     last: Mutex<Option<Finished>>,
 }
@@ -442,6 +447,7 @@ impl DirCollector {
             options,
             map_files: true,
             map_limit: map_limit(),
+            exited: None,
             state: Mutex::new(State::default()),
             last: Mutex::new(None),
         }
@@ -454,6 +460,35 @@ impl DirCollector {
     #[must_use]
     pub fn map_files(mut self, map: bool) -> Self {
         self.map_files = map;
+        self
+    }
+
+    /// Lets the collector stop reading the files of writers that are gone.
+    ///
+    /// Workers write their values through their maps, which no file-system
+    /// event reports, so every collection reads every value of every file:
+    /// on a directory of thousands of exited workers' files, most of the
+    /// work of a warm collection, done again and again for values that
+    /// cannot change. With this, a file whose writer `exited` says is gone
+    /// is read once more, whole, and then settled: left out of the reading
+    /// (its last values are merged as they are) until a directory event
+    /// names it: opened (a new process with the same pid, or any reader),
+    /// written, resized, replaced or removed; and every file is read again
+    /// at the periodic resync (every minute) or when events may have been
+    /// lost. Only with a directory watch and mapped files.
+    ///
+    /// `exited` must answer `true` only for a writer that can no longer
+    /// write: for a pid-named file, a pid that no process of this pid
+    /// namespace has, where the workers run in this namespace. A writer in
+    /// another pid namespace would look gone and its later writes would be
+    /// missed, so only callers that know the writers' pids are visible here
+    /// (as reaping already requires) should turn this on.
+    #[must_use]
+    pub fn settle_exited_writers(
+        mut self,
+        exited: impl Fn(&multiprom_format::FileName) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.exited = Some(ExitedWriters::new(exited));
         self
     }
 
@@ -558,14 +593,15 @@ impl DirCollector {
         }
         let map = self.map_files && guard_sigbus();
         state.collections += 1;
-        let mut scrape = collect_paths(
-            &mut state,
-            &paths,
-            self.options,
-            map.then_some(self.map_limit),
+        let settle = map && state.watch.is_some();
+        let pass = Pass {
+            options: self.options,
+            map_limit: map.then_some(self.map_limit),
             start,
             filter,
-        );
+            exited: self.exited.as_ref().filter(|_| settle),
+        };
+        let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;
         // Without maps there is no watch: every file is opened every time.
         scrape.stats.full_look = std::mem::take(&mut state.full_look) || !self.map_files;
@@ -687,14 +723,20 @@ impl DirCollector {
                 }
             }
         } else {
-            for name in &changes.touched {
+            let touched = changes.touched.iter().map(|name| (name, true));
+            let opened = changes.opened.iter().map(|name| (name, false));
+            for (name, touched) in touched.chain(opened) {
                 let path = self.dir.join(name);
                 if let Some(&index) = state.by_path.get(path_bytes(&path)) {
                     if let Some(Some(Known {
                         file: Some(file), ..
                     })) = state.known.get_mut(index)
                     {
-                        file.touched();
+                        if touched {
+                            file.touched();
+                        } else {
+                            file.opened();
+                        }
                     }
                 }
             }
@@ -737,10 +779,7 @@ pub fn merge_files<P: AsRef<Path>>(
     collect_paths(
         &mut State::default(),
         &Arc::new(paths),
-        options,
-        None,
-        start,
-        None,
+        Pass::once(options, start),
     )
 }
 
@@ -762,7 +801,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
             distinct.push(path.clone());
         }
     }
-    let mut scrape = collect_paths(&mut state, &Arc::new(distinct), options, None, start, None);
+    let mut scrape = collect_paths(&mut state, &Arc::new(distinct), Pass::once(options, start));
     let order: Vec<usize> = paths
         .iter()
         .filter_map(|p| state.by_path.get(path_bytes(p)).copied())
@@ -784,7 +823,15 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
         &mut state.plan_cache,
     );
     let mut accumulators = Accumulators::default();
-    if apply(&state.known, &plan, &mut accumulators, &mut Vec::new()).is_ok() {
+    if apply(
+        &state.known,
+        &plan,
+        None,
+        &mut accumulators,
+        &mut Vec::new(),
+    )
+    .is_ok()
+    {
         scrape.families = accumulators.finish(&plan);
         scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();
     }
@@ -802,6 +849,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
 fn apply(
     known: &[Option<Known>],
     plan: &Plan,
+    settled: Option<u64>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
@@ -810,7 +858,7 @@ fn apply(
     values.resize(plan.ops.len(), (0.0, 0.0));
     let threads = gather_threads(plan.ops.len());
     if threads <= 1 {
-        gather(known, &plan.files, &plan.ops, values)?;
+        gather(known, &plan.files, &plan.ops, settled, values)?;
     } else {
         // Contiguous runs of files with about the same number of entries.
         let per_thread = plan.ops.len().div_ceil(threads);
@@ -836,12 +884,20 @@ fn apply(
             let here = work.next();
             let handles: Vec<_> = work
                 .map(|((files, ops), slice)| {
-                    scope.spawn(move || gather(known, &plan.files[files], &plan.ops[ops], slice))
+                    scope.spawn(move || {
+                        gather(known, &plan.files[files], &plan.ops[ops], settled, slice)
+                    })
                 })
                 .collect();
             let mut results = Vec::with_capacity(handles.len() + 1);
             if let Some(((files, ops), slice)) = here {
-                results.push(gather(known, &plan.files[files], &plan.ops[ops], slice));
+                results.push(gather(
+                    known,
+                    &plan.files[files],
+                    &plan.ops[ops],
+                    settled,
+                    slice,
+                ));
             }
             for handle in handles {
                 // A panic in a gathering thread is a bug; pass it on.
@@ -887,25 +943,46 @@ fn restricted_plan<'a>(
 }
 
 /// [`apply`] for the operations `restricted` keeps: only their values are
-/// copied out of the files, then they are applied in plan order.
+/// copied out of the files, then they are applied in plan order. A file to
+/// settle is read whole (a settled file's values must all be there for the
+/// next collection, filtered or not); a settled one not at all.
 fn apply_restricted(
     known: &[Option<Known>],
     plan: &Plan,
     restricted: &RestrictedPlan,
+    settled: Option<u64>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
     values.resize(plan.ops.len(), (0.0, 0.0));
+    let file_of = |index: usize| {
+        known
+            .get(index)
+            .and_then(Option::as_ref)
+            .and_then(|k| k.file.as_ref())
+    };
+    if let Some(generation) = settled {
+        let mut first_op = 0;
+        for planned in &plan.files {
+            let end = (first_op + planned.entries).min(plan.ops.len());
+            if let Some(file) = file_of(planned.index) {
+                let to_settle = matches!(file.settled, Settled::WriterGone | Settled::Yes(_));
+                if to_settle && !file.is_settled(generation) {
+                    file.gather_values(&plan.ops[first_op..end], &mut values[first_op..end])
+                        .map_err(|_| planned.index)?;
+                }
+            }
+            first_op = end;
+        }
+    }
     for part in &restricted.files {
         let Some(planned) = plan.files.get(part.position) else {
             continue;
         };
         let picks = &restricted.ops[part.picks.0..part.picks.1];
-        let file = known
-            .get(planned.index)
-            .and_then(Option::as_ref)
-            .and_then(|k| k.file.as_ref());
-        match file {
+        match file_of(planned.index) {
+            // Settled now, or read whole just above.
+            Some(file) if settled.is_some() && file.settled != Settled::No => {}
             Some(file) => file
                 .gather_picked(picks, part.first_op, &plan.ops, values)
                 .map_err(|_| planned.index)?,
@@ -925,11 +1002,13 @@ fn apply_restricted(
 }
 
 /// Copies the values of `files` (whose operations are `ops`, in order) into
-/// `out`.
+/// `out`, but those of files settled for the plan of generation `settled`,
+/// whose values `out` holds already.
 fn gather(
     known: &[Option<Known>],
     files: &[PlannedFile],
     mut ops: &[Op],
+    settled: Option<u64>,
     mut out: &mut [(f64, f64)],
 ) -> Result<(), usize> {
     for planned in files {
@@ -946,6 +1025,9 @@ fn gather(
             file_out.fill((0.0, 0.0));
             continue;
         };
+        if settled.is_some_and(|generation| file.is_settled(generation)) {
+            continue;
+        }
         file.gather_values(file_ops, file_out)
             .map_err(|_| planned.index)?;
     }
@@ -1029,19 +1111,31 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
     order
 }
 
-/// Refreshes the file at `state.known[index]` and records its problem.
+/// Refreshes the file at `state.known[index]` and records its problem. A
+/// settled file is left as it is; with `exited`, a good file whose writer
+/// it says is gone becomes one to settle.
 fn refresh_file(
     state: &mut State,
     index: usize,
     may_map: bool,
     now: Instant,
     prefetched: Option<Prefetched>,
+    exited: Option<&ExitedWriters>,
     warnings: &mut Vec<Warning>,
 ) {
     let Some(known) = state.known[index].as_mut() else {
         return;
     };
     known.seen = true;
+    if exited.is_some()
+        && known.problem.is_none()
+        && known
+            .file
+            .as_ref()
+            .is_some_and(|file| file.is_settled(state.plan_generation))
+    {
+        return;
+    }
     let was_bad = known.problem.is_some();
     let problem = match &mut known.file {
         None => Some(name_problem(&known.path)),
@@ -1063,9 +1157,18 @@ fn refresh_file(
                 _ => {}
             }
             match result {
-                Ok(Refreshed::Unchanged) => None,
-                Ok(Refreshed::Changed) => {
-                    state.replan = true;
+                Ok(refreshed) => {
+                    if refreshed == Refreshed::Changed {
+                        state.replan = true;
+                    }
+                    if let Some(exited) = exited {
+                        if file.settled == Settled::No
+                            && file.is_mapped()
+                            && exited.test(&file.name)
+                        {
+                            file.settled = Settled::WriterGone;
+                        }
+                    }
                     None
                 }
                 Err(trouble) => Some(file_problem(&known.path, trouble)),
@@ -1076,6 +1179,25 @@ fn refresh_file(
         state.replan = true;
     }
     set_problem(known, problem, warnings);
+}
+
+/// Marks the files of `plan` whose writer is gone, and whose values the
+/// collection just read whole into the value buffer, as settled.
+fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64) {
+    for planned in &plan.files {
+        if let Some(Some(Known {
+            file: Some(file),
+            problem: None,
+            ..
+        })) = known.get_mut(planned.index)
+        {
+            if matches!(file.settled, Settled::WriterGone | Settled::Yes(_))
+                && !file.is_settled(generation)
+            {
+                file.settled = Settled::Yes(generation);
+            }
+        }
+    }
 }
 
 /// Whether `state.known[index]` is a file to read (not a bad name).
@@ -1177,16 +1299,41 @@ fn cores() -> usize {
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
-/// One collection of `paths` (in merge order) into `state`. `map_limit`:
-/// files may be mapped, up to this many maps.
-fn collect_paths(
-    state: &mut State,
-    paths: &Arc<Vec<PathBuf>>,
+/// How one collection runs.
+#[derive(Clone, Copy)]
+struct Pass<'a> {
     options: CollectOptions,
+    /// Files may be mapped, up to this many maps (`None`: none).
     map_limit: Option<usize>,
     start: Instant,
-    filter: Option<&NameFilter>,
-) -> Scrape {
+    /// Keep only the samples it names.
+    filter: Option<&'a NameFilter>,
+    /// Settle files whose writer this says is gone (`None`: settle none).
+    exited: Option<&'a ExitedWriters>,
+}
+
+impl Pass<'_> {
+    /// A collection of files once, with nothing kept for a next one.
+    fn once(options: CollectOptions, start: Instant) -> Pass<'static> {
+        Pass {
+            options,
+            map_limit: None,
+            start,
+            filter: None,
+            exited: None,
+        }
+    }
+}
+
+/// One collection of `paths` (in merge order) into `state`.
+fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -> Scrape {
+    let Pass {
+        options,
+        map_limit,
+        start,
+        filter,
+        exited,
+    } = pass;
     let now = Instant::now();
     let mut warnings = Vec::new();
     let mut stats = ScrapeStats::default();
@@ -1255,7 +1402,7 @@ fn collect_paths(
                 } else {
                     None
                 };
-                refresh_file(state, index, map, now, prefetched, &mut warnings);
+                refresh_file(state, index, map, now, prefetched, exited, &mut warnings);
             }
             // Dropping the receivers stops the reading threads if this side
             // stopped early.
@@ -1263,7 +1410,7 @@ fn collect_paths(
         });
     } else {
         for (&index, &map) in order.iter().zip(&may_map) {
-            refresh_file(state, index, map, now, None, &mut warnings);
+            refresh_file(state, index, map, now, None, exited, &mut warnings);
         }
     }
     state.may_map = may_map;
@@ -1276,13 +1423,16 @@ fn collect_paths(
             state.plan = build_plan(state, &order, options);
             state.interner.settle();
             state.restricted.clear();
+            state.plan_generation += 1;
             state.replan = false;
             stats.planned = true;
         }
+        let settled = exited.map(|_| state.plan_generation);
         let applied = match filter {
             None => apply(
                 &state.known,
                 &state.plan,
+                settled,
                 &mut state.accumulators,
                 &mut state.values,
             )
@@ -1293,6 +1443,7 @@ fn collect_paths(
                     &state.known,
                     &state.plan,
                     restricted,
+                    settled,
                     &mut state.accumulators,
                     &mut state.values,
                 )
@@ -1311,6 +1462,9 @@ fn collect_paths(
         match applied {
             Ok(merged) => {
                 families = merged;
+                if let Some(generation) = settled {
+                    settle_gathered(&mut state.known, &state.plan, generation);
+                }
                 break;
             }
             Err(index) => {

@@ -30,6 +30,7 @@ mod registry;
 mod scan;
 mod tracked;
 mod watch;
+mod writers;
 
 pub use collector::{
     merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape,

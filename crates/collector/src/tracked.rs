@@ -114,6 +114,22 @@ pub(crate) struct TrackedFile {
     suspect: bool,
     /// Inode, size, modification and change times when last opened.
     stamp: Option<Stamp>,
+    /// Whether the file's writer is gone, so its contents cannot change
+    /// until something opens or touches it (see `DirCollector::settle_exited_writers`).
+    pub settled: Settled,
+}
+
+/// Whether a file can still change under its map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// Its writer may still write to it: read it on every collection.
+    No,
+    /// Its writer is gone: once its values are read whole, it is settled.
+    WriterGone,
+    /// Its writer is gone and its values, as of the plan of this
+    /// generation, are in the collector's value buffer: it need not be
+    /// looked at again until an event names it.
+    Yes(u64),
 }
 
 /// What `stat` says of a file, to tell whether it changed.
@@ -149,6 +165,7 @@ impl TrackedFile {
             creating_since: None,
             suspect: false,
             stamp: None,
+            settled: Settled::No,
         }
     }
 
@@ -159,6 +176,7 @@ impl TrackedFile {
         if now.is_none() || now != self.stamp {
             self.suspect = true;
         }
+        self.settled = Settled::No;
     }
 
     /// Marks the file as touched: the next refresh reopens it, remaps it at
@@ -166,6 +184,19 @@ impl TrackedFile {
     /// where they were (else parses it afresh).
     pub(crate) fn touched(&mut self) {
         self.suspect = true;
+        self.settled = Settled::No;
+    }
+
+    /// Marks the file as opened by someone: a writer may be back (a new
+    /// process with the pid of the one that wrote it), so it is read again.
+    pub(crate) fn opened(&mut self) {
+        self.settled = Settled::No;
+    }
+
+    /// Whether the file's contents, and its values in the value buffer of
+    /// the plan of `generation`, are as they were at the last collection.
+    pub(crate) fn is_settled(&self, generation: u64) -> bool {
+        self.settled == Settled::Yes(generation) && !self.suspect
     }
 
     /// Whether the last refresh read the file (through a map or `pread`)
@@ -219,6 +250,7 @@ impl TrackedFile {
         self.access = Access::Closed;
         self.used = 0;
         self.file_size = 0;
+        self.settled = Settled::No;
     }
 
     /// Brings the entries up to date with the file at `path`. `map` says

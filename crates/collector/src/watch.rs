@@ -9,6 +9,11 @@
 //! name makes the next scrape look at that file again; an event that adds or
 //! removes a name makes it list the directory again.
 //!
+//! Opens are reported too (this process's among them): a file whose writer
+//! is gone is not read again until something opens it (see
+//! `DirCollector::settle_exited_writers`), since a new writer must open a
+//! file before it can map it.
+//!
 //! Events reach `notify`'s thread a moment after the change. So that a
 //! scrape sees every change made before it started, each [`DirWatch::take`]
 //! first touches a private sentinel file watched by the same inotify
@@ -40,7 +45,7 @@ use std::time::{Duration, SystemTime};
 
 use rustix::fs::{flock, FlockOperation};
 
-use notify::event::{EventKind, ModifyKind};
+use notify::event::{AccessKind, EventKind, ModifyKind};
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 
 /// What happened since the last look.
@@ -53,6 +58,8 @@ pub(crate) struct Changes {
     pub everything: bool,
     /// Names whose files were touched (sized, truncated, written, replaced).
     pub touched: HashSet<OsString>,
+    /// Names whose files were opened (by anyone: this process too).
+    pub opened: HashSet<OsString>,
 }
 
 /// Events so far, and how many sentinel events arrived.
@@ -170,7 +177,17 @@ impl DirWatch {
                     return;
                 }
                 match event.kind {
-                    // Opens and closes (ours among them) change nothing.
+                    // An open may be a writer's (whose writes through its
+                    // map raise no event): a settled file is read again.
+                    EventKind::Access(AccessKind::Open(_)) => {
+                        for path in &event.paths {
+                            if let Some(name) = path.file_name() {
+                                changes.opened.insert(name.to_owned());
+                            }
+                        }
+                        return;
+                    }
+                    // Closes change nothing.
                     EventKind::Access(_) => return,
                     EventKind::Create(_)
                     | EventKind::Remove(_)

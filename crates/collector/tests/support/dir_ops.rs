@@ -26,7 +26,7 @@ use multiprom_collector::{
     merge_files, scan_dir, CollectOptions, DirCollector, MergedFamily, NameFilter, Scrape,
 };
 use multiprom_format::layout::{self, HEADER_LEN, INITIAL_CAPACITY};
-use multiprom_format::{encode_key, parse_header, EntryIter};
+use multiprom_format::{encode_key, parse_header, EntryIter, FileName};
 
 /// The files operations pick from (by index, modulo the length): two files
 /// of one kind (their samples add up), gauges in two modes (a mode conflict,
@@ -397,7 +397,11 @@ pub enum Reference {
 /// each, collects with one long-lived collector and panics unless it agrees
 /// with the `reference` collections of the same directory.
 pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference, ops: &[Op]) {
-    let long_lived = DirCollector::with_options(dir, options);
+    // Every file's writer counts as gone: every file the operations leave
+    // alone is settled, and each operation (which opens the file it changes)
+    // must bring its file back.
+    let long_lived =
+        DirCollector::with_options(dir, options).settle_exited_writers(|_: &FileName| true);
     for (step, op) in ops.iter().enumerate() {
         apply(dir, op).unwrap_or_else(|e| panic!("step {step}: cannot apply {op:?}: {e}"));
         let left_out = op.left_out(dir);

@@ -1,0 +1,105 @@
+//! Files of writers that are gone are read once more and then settled:
+//! left out of the reading until a directory event names them.
+
+use std::fs::File;
+
+use multiprom_collector::{DirCollector, Format, NameFilter};
+use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+
+fn value_of(text: &str, line_start: &str) -> String {
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
+        .to_owned()
+}
+
+#[test]
+fn a_gone_writer_s_file_is_read_again_only_when_an_event_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = |pid: &str| encode_key(&format!("c{pid}"), &format!("c{pid}_total"), [], "C.");
+    let mut gone = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "1").unwrap(),
+    )
+    .unwrap();
+    let mut live = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "2").unwrap(),
+    )
+    .unwrap();
+    gone.slot(&key("1")).unwrap().add(1.0);
+    live.slot(&key("2")).unwrap().add(1.0);
+
+    // "1" is a writer that is gone, "2" one that lives.
+    let collector =
+        DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
+    // The first collection reads with pread, the second maps and sets the
+    // watch (opening every file, which raises events), the third and
+    // fourth read whole what these left unsettled; from then on "1" is
+    // settled.
+    for _ in 0..4 {
+        collector.collect().unwrap();
+    }
+    // Both change through their maps, which raises no event.
+    gone.slot(&key("1")).unwrap().add(10.0);
+    live.slot(&key("2")).unwrap().add(10.0);
+    let text = collector.collect().unwrap().encode(Format::Prometheus);
+    assert_eq!(
+        value_of(&text, "c2_total"),
+        "c2_total 11.0",
+        "a live writer's file is read"
+    );
+    assert_eq!(
+        value_of(&text, "c1_total"),
+        "c1_total 1.0",
+        "a settled file is not read (its writer is gone: nothing can change it)"
+    );
+    // A filtered collection reuses the settled values too.
+    let only = NameFilter::new(["c1_total"]);
+    let text = collector
+        .collect_only(&only)
+        .unwrap()
+        .encode(Format::Prometheus);
+    assert_eq!(value_of(&text, "c1_total"), "c1_total 1.0");
+
+    // Someone opens it (a new process with the same pid would): read again.
+    drop(File::open(dir.path().join("counter_1.db")).unwrap());
+    let text = collector.collect().unwrap().encode(Format::Prometheus);
+    assert_eq!(value_of(&text, "c1_total"), "c1_total 11.0");
+
+    // A collector not told which writers are gone reads every file always.
+    let plain = DirCollector::new(dir.path());
+    for _ in 0..4 {
+        plain.collect().unwrap();
+    }
+    gone.slot(&key("1")).unwrap().add(100.0);
+    let text = plain.collect().unwrap().encode(Format::Prometheus);
+    assert_eq!(value_of(&text, "c1_total"), "c1_total 111.0");
+}
+
+#[test]
+fn a_filtered_collection_settles_files_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gone = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "1").unwrap(),
+    )
+    .unwrap();
+    gone.slot(&encode_key("a", "a_total", [], "A."))
+        .unwrap()
+        .add(1.0);
+    gone.slot(&encode_key("b", "b_total", [], "B."))
+        .unwrap()
+        .add(1.0);
+    let collector = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| true);
+    let only = NameFilter::new(["a_total"]);
+    for _ in 0..4 {
+        collector.collect_only(&only).unwrap();
+    }
+    gone.slot(&encode_key("b", "b_total", [], "B."))
+        .unwrap()
+        .add(5.0);
+    // Settled by filtered collections, read whole: "b" is as it was then.
+    let text = collector.collect().unwrap().encode(Format::Prometheus);
+    assert_eq!(value_of(&text, "b_total"), "b_total 1.0");
+}
