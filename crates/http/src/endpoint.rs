@@ -31,7 +31,7 @@ use crate::compact::{check_writers_visible, CompactError, CompactPass, Compactor
 use crate::dir_health::DirHealth;
 use crate::health;
 use crate::negotiate::{accepts_gzip, choose_format};
-use crate::process::process_state;
+use crate::process::{is_gone, process_state};
 use crate::process_metrics;
 use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
@@ -201,6 +201,14 @@ impl Endpoint {
         let config = EndpointConfig {
             max_concurrent_scrapes: config.max_concurrent_scrapes.max(1),
             ..config
+        };
+        // Reaping is only for where the writers' pids are visible (see
+        // `crate::reap`); there a file whose pid no process has cannot
+        // change until it is opened again, so it need not be read again.
+        let collector = if config.reap_dead {
+            collector.settle_exited_writers(|name| name.pid().is_some_and(is_gone))
+        } else {
+            collector
         };
         let compactor = config
             .compact

@@ -77,6 +77,17 @@ pub fn process_state(pid: u32) -> ProcessState {
     }
 }
 
+/// Whether no process of this pid namespace has `pid`: `kill(pid, 0)`
+/// fails with `ESRCH`. One system call, for checks made on every scrape; a
+/// zombie is not gone (see [`process_state`]).
+#[must_use]
+pub fn is_gone(pid: u32) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .is_some_and(|pid| test_kill_process(pid) == Err(Errno::SRCH))
+}
+
 /// Whether `/proc/<pid>/stat` shows a zombie (`Z`) or dead (`X`) state. No
 /// `/proc` (or a race with the process going away): not a zombie, so the
 /// next check decides.
