@@ -17,8 +17,9 @@ has both prometheus_client and multiprom installed):
   so NaN and -0.0 count) and labels in the same key order;
 * bytes: `generate_latest` of a registry holding the multiprom collector,
   Prometheus text and OpenMetrics, `accumulate` on and off, against the
-  reference files; and the same through the engine-encoded `generate_latest`
-  that `multiprom.install()` puts in place.
+  reference files, through prometheus_client's encoder and through the
+  engine-encoded `generate_latest` that a multiprom collector puts in
+  place.
 
 Prints one line per failing seed and exits 1 if any failed, else prints
 "N seeds equal".
@@ -38,8 +39,11 @@ from prometheus_client.samples import Sample
 import multiprom
 from multiprom import _exposition
 
-ENGINE_PROM = _exposition.wrap_prometheus(generate_latest)
-ENGINE_OM = _exposition.wrap_openmetrics(generate_latest_om)
+# generate_latest engine-encoded where it can be, as the first multiprom
+# collector (or install()) makes it; `__wrapped__` is prometheus_client's own.
+_exposition.set_wanted(True)
+ENGINE_PROM, ENGINE_OM = generate_latest, generate_latest_om
+PYTHON_PROM, PYTHON_OM = generate_latest.__wrapped__, generate_latest_om.__wrapped__
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_diff import reference_files  # noqa: E402
@@ -120,9 +124,9 @@ def check_seed(base, seed, reports):
     collector = multiprom.MultiProcessCollector(registry, path=directory)
     for cache in ('cold', 'warm'):
         expect_objects(f'collect() ({cache})', python, collector.collect())
-        expect_bytes('prom.txt', generate_latest(registry))
-        expect_bytes('om.txt', generate_latest_om(registry))
-        # The engine-encoded exposition install() puts in place: taken for
+        expect_bytes('prom.txt', PYTHON_PROM(registry))
+        expect_bytes('om.txt', PYTHON_OM(registry))
+        # The engine-encoded exposition: taken for
         # this registry (not a fallback), and the same bytes.
         if _exposition._expose(registry, openmetrics=False) is None:
             failures.append(f'seed {seed}: the engine-encoded exposition was not taken')
@@ -133,8 +137,8 @@ def check_seed(base, seed, reports):
         ours = multiprom.MultiProcessCollector.merge(files, accumulate=accumulate)
         theirs = PythonCollector.merge(files, accumulate=accumulate)
         expect_objects(f'merge(accumulate={accumulate})', theirs, ours)
-        expect_bytes(prom, generate_latest(Fixed(ours)))
-        expect_bytes(om, generate_latest_om(Fixed(ours)))
+        expect_bytes(prom, PYTHON_PROM(Fixed(ours)))
+        expect_bytes(om, PYTHON_OM(Fixed(ours)))
     if reports.records:
         failures.append(f'seed {seed}: multiprom skipped files: '
                         + '; '.join(r.getMessage() for r in reports.records))
