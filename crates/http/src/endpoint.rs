@@ -24,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use multiprom_collector::exposition::LineCache;
 use multiprom_collector::{CollectError, DirCollector, Format, NameFilter, Scrape};
 use tokio::sync::Semaphore;
 
@@ -38,6 +39,7 @@ use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, 
 use crate::status_page::{
     html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
 };
+use crate::writers_seen::WritersSeen;
 
 /// Limits and behaviour of an [`Endpoint`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,6 +148,11 @@ struct Inner {
     dir_health: DirHealth,
     /// The last collections, oldest first, for the status page's chart.
     history: Mutex<std::collections::VecDeque<ScrapePoint>>,
+    /// Without reaping: whether the writers are visible, looked for until
+    /// they are (files of gone writers are settled only then).
+    writers_seen: Option<Arc<WritersSeen>>,
+    /// The last encodings' sample lines, per format and filter.
+    line_caches: Mutex<Vec<(Format, Option<NameFilter>, LineCache)>>,
 }
 
 /// Collections the status page's chart shows.
@@ -202,13 +209,17 @@ impl Endpoint {
             max_concurrent_scrapes: config.max_concurrent_scrapes.max(1),
             ..config
         };
-        // Reaping is only for where the writers' pids are visible (see
-        // `crate::reap`); there a file whose pid no process has cannot
-        // change until it is opened again, so it need not be read again.
+        // A file whose pid no process has cannot change until it is opened
+        // again, so it need not be read again: where the writers' pids are
+        // visible. Reaping is only for there (see `crate::reap`); otherwise
+        // only once a writer has been seen here (see `writers_seen`).
+        let writers_seen = Arc::new(WritersSeen::new(collector.dir()));
         let collector = if config.reap_dead {
             collector.settle_exited_writers(|name| name.pid().is_some_and(is_gone))
         } else {
+            let seen = Arc::clone(&writers_seen);
             collector
+                .settle_exited_writers(move |name| seen.seen() && name.pid().is_some_and(is_gone))
         };
         let compactor = config
             .compact
@@ -233,6 +244,8 @@ impl Endpoint {
                 shadowed_reported: Mutex::new(HashSet::new()),
                 dir_health: DirHealth::default(),
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
+                writers_seen: (!config.reap_dead).then_some(writers_seen),
+                line_caches: Mutex::new(Vec::new()),
             }),
             metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
@@ -441,6 +454,9 @@ impl Endpoint {
             if let Some(hook) = &inner.before_collect {
                 hook();
             }
+            if let Some(writers_seen) = &inner.writers_seen {
+                writers_seen.look_if_due();
+            }
             // One listing serves both: the reaper picks the exited
             // processes' live-gauge files to leave out, the rest is merged.
             let mut left_out = 0;
@@ -545,7 +561,8 @@ impl Inner {
         format: Format,
         filter: Option<&NameFilter>,
     ) -> String {
-        let mut out = scrape.encode(format);
+        let mut out = String::with_capacity(128 * scrape.stats.series + 4096);
+        self.encode_families(scrape, format, filter, &mut out);
         if format == Format::OpenMetrics {
             // One `# EOF`, at the very end, after the self-metrics.
             if let Some(body) = out.strip_suffix("# EOF\n") {
@@ -581,6 +598,41 @@ impl Inner {
         out
     }
 }
+
+impl Inner {
+    /// The workers' families in `format`, through the line cache of this
+    /// format and filter when no other scrape is using it (then afresh).
+    fn encode_families(
+        &self,
+        scrape: &Scrape,
+        format: Format,
+        filter: Option<&NameFilter>,
+        out: &mut String,
+    ) {
+        let Ok(mut caches) = self.line_caches.try_lock() else {
+            format.encode(&scrape.families, out);
+            return;
+        };
+        let at = match caches
+            .iter()
+            .position(|(f, names, _)| *f == format && names.as_ref() == filter)
+        {
+            Some(at) => at,
+            None => {
+                if caches.len() >= LINE_CACHES {
+                    caches.remove(0);
+                }
+                caches.push((format, filter.cloned(), LineCache::default()));
+                caches.len() - 1
+            }
+        };
+        caches[at].2.encode(format, &scrape.families, out);
+    }
+}
+
+/// Line caches kept, one per format and filter: Prometheus and a person in
+/// both formats, and routers with a few fixed sets of names.
+const LINE_CACHES: usize = 8;
 
 /// `multiprom_directory_listable`: 1 when the last scrape could list the
 /// directory, 0 when it could not (and served only the self-metrics).

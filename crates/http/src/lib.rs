@@ -43,6 +43,7 @@ mod scrape_log;
 mod self_metrics;
 mod server;
 mod status_page;
+mod writers_seen;
 
 pub use endpoint::{
     valid_metrics_path, Endpoint, EndpointConfig, ScrapeFailure, DEFAULT_METRICS_PATH,

@@ -5,10 +5,12 @@
 //! including its default `underscores` escaping of names that are not valid
 //! legacy Prometheus names.
 
+mod line_cache;
 pub(crate) mod names;
 mod openmetrics;
 mod prometheus;
 
+pub use line_cache::LineCache;
 pub use openmetrics::encode_openmetrics;
 pub use prometheus::encode_prometheus;
 

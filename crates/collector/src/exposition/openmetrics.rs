@@ -1,5 +1,6 @@
 //! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
 
+use super::line_cache::{Fresh, SampleLines};
 use super::names::{push_escaped, push_labels_and_value, push_metric_name, push_om_sample_name};
 use crate::family::MergedFamily;
 
@@ -26,6 +27,15 @@ use crate::family::MergedFamily;
 ///                  ## EOF\n");
 /// ```
 pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
+    encode_with(families, out, &mut Fresh);
+}
+
+/// [`encode_openmetrics`], each sample line written through `lines`.
+pub(crate) fn encode_with(
+    families: &[MergedFamily],
+    out: &mut String,
+    lines: &mut impl SampleLines,
+) {
     for family in families {
         out.push_str("# HELP ");
         push_metric_name(out, &family.name);
@@ -37,8 +47,10 @@ pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
         out.push_str(family.family_type.as_str());
         out.push('\n');
         for sample in &family.samples {
-            push_om_sample_name(out, &sample.name);
-            push_labels_and_value(out, &sample.labels, sample.value);
+            lines.sample(out, sample, |out| {
+                push_om_sample_name(out, &sample.name);
+                push_labels_and_value(out, &sample.labels, sample.value);
+            });
         }
     }
     out.push_str("# EOF\n");

@@ -1,5 +1,6 @@
 //! Prometheus text format 0.0.4, as `prometheus_client.exposition.generate_latest`.
 
+use super::line_cache::{Fresh, SampleLines};
 use super::names::{push_escaped, push_labels_and_value, push_metric_name};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 
@@ -29,6 +30,15 @@ const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
 ///                  requests_total{code=\"2\\\"00\"} 1.234567e+06\n");
 /// ```
 pub fn encode_prometheus(families: &[MergedFamily], out: &mut String) {
+    encode_with(families, out, &mut Fresh);
+}
+
+/// [`encode_prometheus`], each sample line written through `lines`.
+pub(crate) fn encode_with(
+    families: &[MergedFamily],
+    out: &mut String,
+    lines: &mut impl SampleLines,
+) {
     for family in families {
         let mut header_name = String::with_capacity(family.name.len() + 6);
         header_name.push_str(&family.name);
@@ -44,7 +54,7 @@ pub fn encode_prometheus(families: &[MergedFamily], out: &mut String) {
                 .and_then(|rest| OM_ONLY_SUFFIXES.iter().position(|s| *s == rest));
             match suffix {
                 Some(i) => split_out[i].push(sample),
-                None => push_sample(out, sample),
+                None => push_sample(out, sample, lines),
             }
         }
         for (suffix, samples) in OM_ONLY_SUFFIXES.iter().zip(&split_out) {
@@ -58,7 +68,7 @@ pub fn encode_prometheus(families: &[MergedFamily], out: &mut String) {
                 "gauge",
             );
             for sample in samples {
-                push_sample(out, sample);
+                push_sample(out, sample, lines);
             }
         }
     }
@@ -76,7 +86,9 @@ fn push_header(out: &mut String, name: &str, help: &str, type_name: &str) {
     out.push('\n');
 }
 
-fn push_sample(out: &mut String, sample: &MergedSample) {
-    push_metric_name(out, &sample.name);
-    push_labels_and_value(out, &sample.labels, sample.value);
+fn push_sample(out: &mut String, sample: &MergedSample, lines: &mut impl SampleLines) {
+    lines.sample(out, sample, |out| {
+        push_metric_name(out, &sample.name);
+        push_labels_and_value(out, &sample.labels, sample.value);
+    });
 }

@@ -1,0 +1,196 @@
+//! [`LineCache`]: the last encoding's sample lines, so that a scrape of a
+//! directory where little changed copies most lines instead of formatting
+//! them again.
+//!
+//! Formatting a sample line (escaping its labels, printing its value as
+//! Python does) is most of what encoding costs, and most of a frequent
+//! poll's lines are what they were the last time: a thousand exited
+//! workers' series do not move. A merge plan hands every scrape the same
+//! name and label set (the same `Arc`s) for the same series, so a line is
+//! known unchanged by two pointer comparisons and the bits of its value.
+
+use std::sync::Arc;
+
+use crate::family::{LabelSet, MergedFamily, MergedSample};
+
+use super::Format;
+
+/// The sample lines of the last [`LineCache::encode`], to reuse.
+///
+/// ```
+/// use std::sync::Arc;
+/// use multiprom_collector::exposition::LineCache;
+/// use multiprom_collector::{FamilyType, Format, MergedFamily, MergedSample};
+/// let mut family = MergedFamily {
+///     name: "up".into(),
+///     help: "Up.".into(),
+///     family_type: FamilyType::Gauge,
+///     gauge_mode: None,
+///     samples: vec![MergedSample { name: "up".into(), labels: Arc::from([]), value: 1.0 }],
+/// };
+/// let mut cache = LineCache::default();
+/// let mut first = String::new();
+/// cache.encode(Format::Prometheus, std::slice::from_ref(&family), &mut first);
+/// family.samples[0].value = 0.5;
+/// let mut second = String::new();
+/// cache.encode(Format::Prometheus, std::slice::from_ref(&family), &mut second);
+/// assert_eq!(second, "# HELP up Up.\n# TYPE up gauge\nup 0.5\n");
+/// ```
+#[derive(Debug, Default)]
+pub struct LineCache {
+    format: Option<Format>,
+    /// The last encoding's text.
+    text: String,
+    /// Its sample lines, in the order they were written.
+    lines: Vec<Line>,
+}
+
+/// One sample line of the cached text.
+#[derive(Debug)]
+struct Line {
+    // Held, so that a pointer equal to one of these is this very name and
+    // label set, not a later one at a freed address.
+    name: Arc<str>,
+    labels: LabelSet,
+    value: u64,
+    start: usize,
+    end: usize,
+}
+
+impl LineCache {
+    /// Appends `families` in `format` to `out`, as [`Format::encode`] does,
+    /// copying each sample line that is the same (same name and label set,
+    /// bit for bit the same value) as the line at the same place in the last
+    /// encoding of this cache, and keeps the new lines for the next one.
+    pub fn encode(&mut self, format: Format, families: &[MergedFamily], out: &mut String) {
+        if self.format != Some(format) {
+            self.format = Some(format);
+            self.text.clear();
+            self.lines.clear();
+        }
+        let base = out.len();
+        let mut lines = Lines {
+            text: &self.text,
+            old: &self.lines,
+            new: Vec::with_capacity(self.lines.len()),
+            base,
+        };
+        match format {
+            Format::Prometheus => super::prometheus::encode_with(families, out, &mut lines),
+            Format::OpenMetrics => super::openmetrics::encode_with(families, out, &mut lines),
+        }
+        self.lines = lines.new;
+        self.text.clear();
+        self.text.push_str(&out[base..]);
+    }
+}
+
+/// How an encoder writes a sample line: formatted afresh, or through a
+/// [`LineCache`].
+pub(crate) trait SampleLines {
+    /// Writes `sample`'s line to `out`; `format` writes it afresh.
+    fn sample(&mut self, out: &mut String, sample: &MergedSample, format: impl FnOnce(&mut String));
+}
+
+/// Every line formatted afresh.
+pub(crate) struct Fresh;
+
+impl SampleLines for Fresh {
+    #[inline]
+    fn sample(&mut self, out: &mut String, _: &MergedSample, format: impl FnOnce(&mut String)) {
+        format(out);
+    }
+}
+
+/// Lines through a cache: the last encoding's `text` and `old` lines, the
+/// lines written now in `new`, positions counted from `base` in `out`.
+struct Lines<'a> {
+    text: &'a str,
+    old: &'a [Line],
+    new: Vec<Line>,
+    base: usize,
+}
+
+impl SampleLines for Lines<'_> {
+    fn sample(
+        &mut self,
+        out: &mut String,
+        sample: &MergedSample,
+        format: impl FnOnce(&mut String),
+    ) {
+        let start = out.len();
+        let value = sample.value.to_bits();
+        let same = self.old.get(self.new.len()).filter(|line| {
+            line.value == value
+                && Arc::ptr_eq(&line.name, &sample.name)
+                && Arc::ptr_eq(&line.labels, &sample.labels)
+        });
+        match same.and_then(|line| self.text.get(line.start..line.end)) {
+            Some(text) => out.push_str(text),
+            None => format(out),
+        }
+        self.new.push(Line {
+            name: Arc::clone(&sample.name),
+            labels: Arc::clone(&sample.labels),
+            value,
+            start: start - self.base,
+            end: out.len() - self.base,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::FamilyType;
+    use proptest::prelude::*;
+
+    fn families(values: &[f64], names: &[Arc<str>], labels: &[LabelSet]) -> Vec<MergedFamily> {
+        vec![MergedFamily {
+            name: "f".into(),
+            help: "F.".into(),
+            family_type: FamilyType::Counter,
+            gauge_mode: None,
+            samples: values
+                .iter()
+                .enumerate()
+                .map(|(i, &value)| MergedSample {
+                    name: Arc::clone(&names[i % names.len()]),
+                    labels: Arc::clone(&labels[i % labels.len()]),
+                    value,
+                })
+                .collect(),
+        }]
+    }
+
+    proptest! {
+        // Whatever changes between two encodings (values, which series,
+        // how many), the cached encoding is the fresh one.
+        #[test]
+        fn a_cached_encoding_is_the_fresh_one(
+            first in proptest::collection::vec(prop_oneof![Just(1.0), Just(-0.0), Just(0.0), any::<f64>()], 0..12),
+            second in proptest::collection::vec(prop_oneof![Just(1.0), Just(-0.0), Just(0.0), any::<f64>()], 0..12),
+            rotate in 0usize..3,
+            openmetrics in any::<bool>(),
+        ) {
+            let format = if openmetrics { Format::OpenMetrics } else { Format::Prometheus };
+            let names: Vec<Arc<str>> = vec!["f_total".into(), "f_created".into()];
+            let labels: Vec<LabelSet> = vec![
+                Arc::from([]),
+                Arc::from([(Arc::from("a"), Arc::from("1"))]),
+                Arc::from([(Arc::from("a"), Arc::from("\"x\"\n"))]),
+            ];
+            let mut cache = LineCache::default();
+            let mut out = String::from("before\n");
+            cache.encode(format, &families(&first, &names, &labels), &mut out);
+            let mut rotated = labels.clone();
+            rotated.rotate_left(rotate);
+            let second = families(&second, &names, &rotated);
+            let mut cached = String::from("before\n");
+            cache.encode(format, &second, &mut cached);
+            let mut fresh = String::from("before\n");
+            format.encode(&second, &mut fresh);
+            prop_assert_eq!(cached, fresh);
+        }
+    }
+}
