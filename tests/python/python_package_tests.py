@@ -666,6 +666,9 @@ checks['exposition not imported'] = 'prometheus_client.exposition' not in sys.mo
 from prometheus_client import CollectorRegistry, generate_latest
 registry = CollectorRegistry(); registry.register(collector)
 check('text', lambda: generate_latest(registry), True, generate_latest.__wrapped__(registry))
+restricted = registry.restricted_registry(['requests_total'])
+check('restricted', lambda: generate_latest(restricted), True, generate_latest.__wrapped__(restricted))
+checks['restricted has the sample'] = b'requests_total{code="200"} 203.0' in generate_latest(restricted)
 """
 
     def test_collector_made_before_prometheus_client_is_imported(self):
