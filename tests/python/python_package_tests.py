@@ -337,6 +337,16 @@ class RestrictedTest(DropInTestCase):
         for names in NAME_SETS:
             self.assertEqual(python_text(registry.restricted_registry(names)), self.expected(names))
 
+    def test_a_subclass_collects_its_own_way(self):
+        registry = CollectorRegistry()
+        MultipromOnlyCounters(registry)
+        names = {'requests_total', 'latency_seconds_count'}
+        kept = [m._restricted_metric(names) for m in PythonOnlyCounters(None).collect()]
+        want = python_text(Fixed([m for m in kept if m]))
+        self.assertIn(b'requests_total', want)
+        self.assertEqual(python_text(registry.restricted_registry(names)), want)
+        self.assertEqual(generate_latest(registry.restricted_registry(names)), want)
+
     def test_a_registry_of_prometheus_clients_collector_is_answered_as_before(self):
         registry = CollectorRegistry()
         PythonCollector(registry)
