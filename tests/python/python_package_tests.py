@@ -310,6 +310,8 @@ class RestrictedTest(DropInTestCase):
             self.assertEqual(list(metrics), want, names)
         with self.assertRaises(TypeError):
             collector._engine.collect('requests_total')
+        # The engine those filtered collections went through still collects all.
+        self.assertEqual(python_text(Fixed(collector.collect())), self.reference())
 
     def test_generate_latest_of_a_restricted_registry(self):
         for names in NAME_SETS:
