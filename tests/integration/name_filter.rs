@@ -1,6 +1,9 @@
 //! `GET /metrics?name[]=...`: the samples named, as `prometheus_client`'s
 //! restricted registry prints them, byte for byte.
 
+// A test that cannot set itself up should stop right there.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};

@@ -20,6 +20,7 @@ use crate::keys::KeyTable;
 use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile, RestrictedPlan};
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
+use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, Settled, TrackedFile, Trouble};
 use crate::watch::{Changes, DirWatch};
 use crate::writers::ExitedWriters;
@@ -358,8 +359,11 @@ struct State {
     /// Counts the plans built: a settled file's values in `values` are
     /// those of the plan of this generation.
     plan_generation: u64,
-    /// What recent filters keep of `plan` (cleared with each new plan).
-    restricted: Vec<(NameFilter, RestrictedPlan)>,
+    /// What recent filters keep of `plan` (cleared with each new plan),
+    /// with the settled files' share of each.
+    restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
+    /// The settled files' share of `plan`.
+    settled_sums: SettledSums,
     /// The plan must be rebuilt before the next use.
     replan: bool,
     accumulators: Accumulators,
@@ -849,16 +853,17 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
 fn apply(
     known: &[Option<Known>],
     plan: &Plan,
-    settled: Option<u64>,
+    mut settled: Option<(u64, &mut SettledSums)>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
+    let generation = settled.as_ref().map(|(generation, _)| *generation);
     // No clearing: gather writes every slot (a 3 MB memset per scrape on
     // 4,000 files otherwise).
     values.resize(plan.ops.len(), (0.0, 0.0));
     let threads = gather_threads(plan.ops.len());
     if threads <= 1 {
-        gather(known, &plan.files, &plan.ops, settled, values)?;
+        gather(known, &plan.files, &plan.ops, generation, values)?;
     } else {
         // Contiguous runs of files with about the same number of entries.
         let per_thread = plan.ops.len().div_ceil(threads);
@@ -885,7 +890,7 @@ fn apply(
             let handles: Vec<_> = work
                 .map(|((files, ops), slice)| {
                     scope.spawn(move || {
-                        gather(known, &plan.files[files], &plan.ops[ops], settled, slice)
+                        gather(known, &plan.files[files], &plan.ops[ops], generation, slice)
                     })
                 })
                 .collect();
@@ -895,7 +900,7 @@ fn apply(
                     known,
                     &plan.files[files],
                     &plan.ops[ops],
-                    settled,
+                    generation,
                     slice,
                 ));
             }
@@ -911,6 +916,25 @@ fn apply(
         });
         results.into_iter().collect::<Result<(), usize>>()?;
     }
+    let mut first_op = 0u32;
+    let runs = plan.files.iter().map(|planned| {
+        let start = first_op;
+        first_op = first_op.saturating_add(planned.entries as u32);
+        (planned.index, OpGroup::Run(start, first_op))
+    });
+    let runs: Vec<(usize, OpGroup<'_>)> = runs.collect();
+    if apply_settled(
+        known,
+        plan,
+        settled
+            .as_mut()
+            .map(|(generation, sums)| (*generation, &mut **sums)),
+        runs.into_iter(),
+        accumulators,
+        values,
+    ) {
+        return Ok(());
+    }
     accumulators.start(plan);
     for (&op, &(value, timestamp)) in plan.ops.iter().zip(values.iter()) {
         accumulators.apply(op, value, timestamp);
@@ -923,23 +947,62 @@ fn apply(
 /// restriction of the plan per request.
 const RESTRICTED_PLANS: usize = 8;
 
-/// What `filter` keeps of `plan`, worked out once per plan and filter.
+/// What `filter` keeps of `plan`, worked out once per plan and filter,
+/// with the settled files' share of it.
 fn restricted_plan<'a>(
-    cache: &'a mut Vec<(NameFilter, RestrictedPlan)>,
+    cache: &'a mut Vec<(NameFilter, RestrictedPlan, SettledSums)>,
     plan: &Plan,
     filter: &NameFilter,
-) -> &'a RestrictedPlan {
-    let at = match cache.iter().position(|(f, _)| f == filter) {
+) -> (&'a RestrictedPlan, &'a mut SettledSums) {
+    let at = match cache.iter().position(|(f, _, _)| f == filter) {
         Some(at) => at,
         None => {
             if cache.len() >= RESTRICTED_PLANS {
                 cache.remove(0);
             }
-            cache.push((filter.clone(), plan.restrict(filter)));
+            let restricted = plan.restrict(filter);
+            cache.push((filter.clone(), restricted, SettledSums::default()));
             cache.len() - 1
         }
     };
-    &cache[at].1
+    let (_, restricted, sums) = &mut cache[at];
+    (restricted, sums)
+}
+
+/// Merges `values` into `accumulators` from the settled files' sums when
+/// some of `groups`' files are settled (and the sums allow it): `true` if
+/// it did, `false` if the caller must walk every operation in order.
+fn apply_settled<'a>(
+    known: &[Option<Known>],
+    plan: &Plan,
+    settled: Option<(u64, &mut SettledSums)>,
+    groups: impl Iterator<Item = (usize, OpGroup<'a>)> + Clone,
+    accumulators: &mut Accumulators,
+    values: &[(f64, f64)],
+) -> bool {
+    let Some((generation, sums)) = settled else {
+        return false;
+    };
+    // Since when each file is settled: a file settled again (after an
+    // event) has new values, so sums made before are stale.
+    let settled_since = |index: usize| {
+        known
+            .get(index)
+            .and_then(Option::as_ref)
+            .and_then(|k| k.file.as_ref())
+            .and_then(|file| file.settled_since(generation))
+    };
+    let since: Vec<Option<u64>> = groups
+        .clone()
+        .map(|(index, _)| settled_since(index))
+        .collect();
+    if since.iter().all(Option::is_none) {
+        return false;
+    }
+    if !sums.is_for(generation, &since) {
+        *sums = SettledSums::build(plan, generation, groups.map(|(_, ops)| ops), &since, values);
+    }
+    sums.apply(plan, accumulators, values)
 }
 
 /// [`apply`] for the operations `restricted` keeps: only their values are
@@ -950,10 +1013,11 @@ fn apply_restricted(
     known: &[Option<Known>],
     plan: &Plan,
     restricted: &RestrictedPlan,
-    settled: Option<u64>,
+    mut sums: Option<(u64, &mut SettledSums)>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
+    let settled = sums.as_ref().map(|(generation, _)| *generation);
     values.resize(plan.ops.len(), (0.0, 0.0));
     let file_of = |index: usize| {
         known
@@ -966,7 +1030,7 @@ fn apply_restricted(
         for planned in &plan.files {
             let end = (first_op + planned.entries).min(plan.ops.len());
             if let Some(file) = file_of(planned.index) {
-                let to_settle = matches!(file.settled, Settled::WriterGone | Settled::Yes(_));
+                let to_settle = matches!(file.settled, Settled::WriterGone | Settled::Yes { .. });
                 if to_settle && !file.is_settled(generation) {
                     file.gather_values(&plan.ops[first_op..end], &mut values[first_op..end])
                         .map_err(|_| planned.index)?;
@@ -992,6 +1056,22 @@ fn apply_restricted(
                 }
             }
         }
+    }
+    let groups = restricted.files.iter().filter_map(|part| {
+        let planned = plan.files.get(part.position)?;
+        let picks = &restricted.ops[part.picks.0..part.picks.1];
+        Some((planned.index, OpGroup::Picks(picks)))
+    });
+    if apply_settled(
+        known,
+        plan,
+        sums.as_mut()
+            .map(|(generation, sums)| (*generation, &mut **sums)),
+        groups,
+        accumulators,
+        values,
+    ) {
+        return Ok(());
     }
     accumulators.start(plan);
     for &pick in &restricted.ops {
@@ -1183,7 +1263,7 @@ fn refresh_file(
 
 /// Marks the files of `plan` whose writer is gone, and whose values the
 /// collection just read whole into the value buffer, as settled.
-fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64) {
+fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64, collection: u64) {
     for planned in &plan.files {
         if let Some(Some(Known {
             file: Some(file),
@@ -1191,10 +1271,13 @@ fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64) {
             ..
         })) = known.get_mut(planned.index)
         {
-            if matches!(file.settled, Settled::WriterGone | Settled::Yes(_))
+            if matches!(file.settled, Settled::WriterGone | Settled::Yes { .. })
                 && !file.is_settled(generation)
             {
-                file.settled = Settled::Yes(generation);
+                file.settled = Settled::Yes {
+                    plan: generation,
+                    since: collection,
+                };
             }
         }
     }
@@ -1432,30 +1515,32 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
             None => apply(
                 &state.known,
                 &state.plan,
-                settled,
+                settled.map(|generation| (generation, &mut state.settled_sums)),
                 &mut state.accumulators,
                 &mut state.values,
             )
             .map(|()| state.accumulators.finish(&state.plan)),
             Some(filter) => {
-                let restricted = restricted_plan(&mut state.restricted, &state.plan, filter);
+                let (restricted, sums) =
+                    restricted_plan(&mut state.restricted, &state.plan, filter);
                 apply_restricted(
                     &state.known,
                     &state.plan,
                     restricted,
-                    settled,
+                    settled.map(|generation| (generation, sums)),
                     &mut state.accumulators,
                     &mut state.values,
                 )
                 .map(|()| {
-                    let mut families = state
-                        .accumulators
-                        .finish_restricted(&state.plan, restricted);
-                    // A most-recent series never set is not printed, and a
-                    // family left with nothing is left out (as Python's
-                    // `_restricted_metric` leaves it out).
-                    families.retain(|family| !family.samples.is_empty());
-                    families
+                    // Only the samples named (a most-recent family was
+                    // merged whole, for its order); a family left with
+                    // nothing is left out, as Python's `_restricted_metric`
+                    // leaves it out.
+                    filter.restrict(
+                        state
+                            .accumulators
+                            .finish_restricted(&state.plan, restricted),
+                    )
                 })
             }
         };
@@ -1463,7 +1548,7 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
             Ok(merged) => {
                 families = merged;
                 if let Some(generation) = settled {
-                    settle_gathered(&mut state.known, &state.plan, generation);
+                    settle_gathered(&mut state.known, &state.plan, generation, state.collections);
                 }
                 break;
             }

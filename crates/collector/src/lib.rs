@@ -28,6 +28,7 @@ mod problem;
 #[cfg(feature = "prometheus-client")]
 mod registry;
 mod scan;
+mod settled_sums;
 mod tracked;
 mod watch;
 mod writers;

@@ -575,6 +575,11 @@ fn family_type(kind: MetricKind) -> FamilyType {
 }
 
 impl Plan {
+    /// How many series slots the plan merges into.
+    pub(crate) fn slot_count(&self) -> usize {
+        self.slot_count
+    }
+
     /// Works out the merge of `files` (good files, in merge order).
     pub(crate) fn build<'a>(
         files: impl IntoIterator<Item = PlanInput<'a>>,

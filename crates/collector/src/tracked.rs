@@ -126,10 +126,15 @@ pub(crate) enum Settled {
     No,
     /// Its writer is gone: once its values are read whole, it is settled.
     WriterGone,
-    /// Its writer is gone and its values, as of the plan of this
-    /// generation, are in the collector's value buffer: it need not be
-    /// looked at again until an event names it.
-    Yes(u64),
+    /// Its writer is gone and its values, as of the plan of generation
+    /// `plan`, are in the collector's value buffer since collection
+    /// `since`: it need not be looked at again until an event names it.
+    Yes {
+        /// The generation of the plan its values were gathered for.
+        plan: u64,
+        /// The collection that gathered them.
+        since: u64,
+    },
 }
 
 /// What `stat` says of a file, to tell whether it changed.
@@ -196,7 +201,16 @@ impl TrackedFile {
     /// Whether the file's contents, and its values in the value buffer of
     /// the plan of `generation`, are as they were at the last collection.
     pub(crate) fn is_settled(&self, generation: u64) -> bool {
-        self.settled == Settled::Yes(generation) && !self.suspect
+        self.settled_since(generation).is_some()
+    }
+
+    /// The collection since which the file is settled, if it is, for the
+    /// plan of `generation`.
+    pub(crate) fn settled_since(&self, generation: u64) -> Option<u64> {
+        match self.settled {
+            Settled::Yes { plan, since } if plan == generation && !self.suspect => Some(since),
+            _ => None,
+        }
     }
 
     /// Whether the last refresh read the file (through a map or `pread`)

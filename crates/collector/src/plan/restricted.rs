@@ -10,7 +10,9 @@
 use super::{Plan, PlanFamily, PlanSample, Source};
 use crate::filter::NameFilter;
 
-/// What a filter keeps of a [`Plan`].
+/// What a filter keeps of a [`Plan`]. Its families may still hold samples
+/// the filter leaves out (a most-recent family's, which decide its order):
+/// restrict the merged families with the filter.
 #[derive(Debug, Default)]
 pub(crate) struct RestrictedPlan {
     /// The kept families, with only their kept samples (none is empty).
@@ -56,12 +58,14 @@ impl Plan {
             let keep = |sample: &PlanSample| filter.keeps(&sample.name);
             let samples: Vec<PlanSample> =
                 family.samples.iter().filter(|s| keep(s)).cloned().collect();
-            let most_recent: Vec<(PlanSample, u32)> = family
-                .most_recent
-                .iter()
-                .filter(|(s, _)| keep(s))
-                .cloned()
-                .collect();
+            // A most-recent family's order is worked out from all its
+            // series (a label set comes where its first series was set), so
+            // all are merged and the kept ones picked after ordering.
+            let most_recent = if family.most_recent.iter().any(|(s, _)| keep(s)) {
+                family.most_recent.clone()
+            } else {
+                Vec::new()
+            };
             if samples.is_empty() && most_recent.is_empty() {
                 continue;
             }
