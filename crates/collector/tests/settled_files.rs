@@ -103,3 +103,59 @@ fn a_filtered_collection_settles_files_too() {
     let text = collector.collect().unwrap().encode(Format::Prometheus);
     assert_eq!(value_of(&text, "b_total"), "b_total 1.0");
 }
+
+#[test]
+fn a_sum_with_a_live_fraction_is_added_in_python_s_order() {
+    // 2^52 + 0.5 rounds back to 2^52, so with a fraction between +2^52 and
+    // -2^52 the sum is 0.0 in listing order, and 0.5 if the fraction came
+    // last: a merge that adds the settled integers first would say 0.5.
+    let dir = tempfile::tempdir().unwrap();
+    let key = encode_key("c", "c_total", [], "C.");
+    let mut writers: Vec<FileWriter> = ["1", "2", "3"]
+        .iter()
+        .map(|pid| {
+            let mut file = FileWriter::open(
+                dir.path(),
+                &FileName::new(MetricKind::Counter, *pid).unwrap(),
+            )
+            .unwrap();
+            file.slot(&key).unwrap().add(0.0);
+            file
+        })
+        .collect();
+    // Which file comes where in the merge: the directory's own order.
+    let listing = multiprom_collector::scan_dir(dir.path()).unwrap();
+    let place = |pid: &str| {
+        listing
+            .iter()
+            .position(|p| p.ends_with(format!("counter_{pid}.db")))
+            .unwrap()
+    };
+    let mut by_place: Vec<(usize, usize)> =
+        (0..3).map(|i| (place(&(i + 1).to_string()), i)).collect();
+    by_place.sort_unstable();
+    let (first, middle, last) = (by_place[0].1, by_place[1].1, by_place[2].1);
+    let live = (middle + 1).to_string();
+    let collector = DirCollector::new(dir.path())
+        .settle_exited_writers(move |name: &FileName| name.id() != live);
+    writers[first]
+        .slot(&key)
+        .unwrap()
+        .add(4_503_599_627_370_496.0);
+    writers[last]
+        .slot(&key)
+        .unwrap()
+        .add(-4_503_599_627_370_496.0);
+    for _ in 0..4 {
+        collector.collect().unwrap();
+    }
+    // The live writer adds a fraction through its map.
+    writers[middle].slot(&key).unwrap().add(0.5);
+    let text = collector.collect().unwrap().encode(Format::Prometheus);
+    let fresh = DirCollector::new(dir.path())
+        .collect()
+        .unwrap()
+        .encode(Format::Prometheus);
+    assert_eq!(value_of(&fresh, "c_total"), "c_total 0.0");
+    assert_eq!(text, fresh);
+}
