@@ -246,7 +246,7 @@ pub(crate) struct Plan {
 
 /// One series being accumulated.
 #[derive(Debug, Clone, Copy)]
-struct Slot {
+pub(crate) struct Slot {
     value: f64,
     timestamp: f64,
     /// When it was first set (`u32::MAX`: not set), for `setdefault` and for
@@ -278,6 +278,16 @@ impl Accumulators {
             },
         );
         self.sequence = 0;
+    }
+
+    /// Slot `slot` as it stands.
+    pub(crate) fn get(&self, slot: u32) -> Slot {
+        self.slots[slot as usize]
+    }
+
+    /// Puts slot `slot` back as [`Accumulators::get`] gave it.
+    pub(crate) fn put(&mut self, slot: u32, state: Slot) {
+        *self.slot(slot) = state;
     }
 
     /// Applies `op` with an entry's value and timestamp.
