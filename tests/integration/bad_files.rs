@@ -842,7 +842,7 @@ fn files_vanishing_during_collection_are_never_bad() {
         let mut scrapes = 0;
         while scrapes < 300 || vanished == 0 && std::time::Instant::now() < deadline {
             let scrape = collector.collect().unwrap();
-            for file in &scrape.files {
+            for file in scrape.files.iter() {
                 assert_ne!(file.state(), FileState::Bad, "{:?}", file.problem);
             }
             vanished += scrape.stats.files_vanished;

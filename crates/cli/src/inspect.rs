@@ -92,8 +92,8 @@ fn inspect_file(path: &Path) -> Inspected {
     }
     inspected.problem = merge_files([path], CollectOptions::default())
         .files
-        .into_iter()
-        .find_map(|report| report.problem);
+        .iter()
+        .find_map(|report| report.problem.clone());
     inspected
 }
 

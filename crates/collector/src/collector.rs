@@ -140,8 +140,9 @@ pub struct ScrapeStats {
 pub struct Scrape {
     /// Merged families, in output order.
     pub families: Vec<MergedFamily>,
-    /// Every `*.db` file seen, in merge (directory listing) order.
-    pub files: Vec<FileReport>,
+    /// Every `*.db` file seen, in merge (directory listing) order. Shared
+    /// with the collector's next collections while no report changes.
+    pub files: Arc<[FileReport]>,
     /// Problems first seen in this collection (each file state and each
     /// conflict is reported once, not on every scrape).
     pub warnings: Vec<Warning>,
@@ -359,6 +360,8 @@ struct State {
     /// Counts the plans built: a settled file's values in `values` are
     /// those of the plan of this generation.
     plan_generation: u64,
+    /// The last collection's file reports.
+    reports: Arc<[FileReport]>,
     /// What recent filters keep of `plan` (cleared with each new plan),
     /// with the settled files' share of each.
     restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
@@ -1590,21 +1593,8 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
         warnings.push(Warning::Conflict(conflict));
     }
 
-    let mut reports = Vec::with_capacity(order.len());
-    for &index in &order {
-        let Some(known) = state.known[index].as_ref() else {
-            continue;
-        };
-        let good = known.problem.is_none();
-        let file = known.file.as_ref().filter(|_| good);
-        let report = FileReport {
-            path: known.path.clone(),
-            name: known.file.as_ref().map(|f| f.name.clone()),
-            file_size: file.map_or(0, |f| f.file_size),
-            used: file.map_or(0, |f| f.used),
-            entries: file.map_or(0, |f| f.entries.len()),
-            problem: known.problem.clone(),
-        };
+    let reports = file_reports(state, &order);
+    for report in reports.iter() {
         match report.state() {
             FileState::Ok => {
                 stats.files_ok += 1;
@@ -1613,7 +1603,6 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
             FileState::Bad => stats.files_bad += 1,
             FileState::Vanished => stats.files_vanished += 1,
         }
-        reports.push(report);
     }
 
     // Give back memory a big file or a burst of keys left behind.
@@ -1646,6 +1635,54 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
         warnings,
         stats,
     }
+}
+
+/// What a file's report says now: `state.known[index]`'s.
+fn file_report(known: &Known) -> FileReport {
+    let good = known.problem.is_none();
+    let file = known.file.as_ref().filter(|_| good);
+    FileReport {
+        path: known.path.clone(),
+        name: known.file.as_ref().map(|f| f.name.clone()),
+        file_size: file.map_or(0, |f| f.file_size),
+        used: file.map_or(0, |f| f.used),
+        entries: file.map_or(0, |f| f.entries.len()),
+        problem: known.problem.clone(),
+    }
+}
+
+/// Whether `report` still says what `known`'s report would, compared
+/// field by field without making one (which costs reference counts, on
+/// every file of every scrape).
+fn still_reports(report: &FileReport, known: &Known) -> bool {
+    let good = known.problem.is_none();
+    let file = known.file.as_ref().filter(|_| good);
+    Arc::ptr_eq(&report.path, &known.path)
+        && report.name.as_ref() == known.file.as_ref().map(|f| &f.name)
+        && report.file_size == file.map_or(0, |f| f.file_size)
+        && report.used == file.map_or(0, |f| f.used)
+        && report.entries == file.map_or(0, |f| f.entries.len())
+        && report.problem == known.problem
+}
+
+/// The reports of the files of `order`: the last collection's when none
+/// changed, else new ones.
+fn file_reports(state: &mut State, order: &[usize]) -> Arc<[FileReport]> {
+    let known = || {
+        order
+            .iter()
+            .filter_map(|&index| state.known[index].as_ref())
+    };
+    let unchanged = state.reports.len() == known().count()
+        && state
+            .reports
+            .iter()
+            .zip(known())
+            .all(|(report, known)| still_reports(report, known));
+    if !unchanged {
+        state.reports = known().map(file_report).collect();
+    }
+    Arc::clone(&state.reports)
 }
 
 /// The read buffer kept between collections; a bigger one is freed.

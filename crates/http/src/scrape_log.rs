@@ -35,7 +35,7 @@ pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize
             "looked only at files the directory watch named"
         },
     );
-    for file in &scrape.files {
+    for file in scrape.files.iter() {
         match (&file.problem, file.state()) {
             (Some(problem), FileState::Bad) => tracing::debug!("skipped (bad): {problem}"),
             (Some(problem), _) => tracing::debug!("skipped (vanished): {problem}"),

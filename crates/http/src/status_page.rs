@@ -107,7 +107,7 @@ pub fn render_status_page(
     // Processes behind the files, each asked about once.
     let mut states: HashMap<u32, ProcessState> = HashMap::new();
     let mut other_ids = 0usize;
-    for file in &scrape.files {
+    for file in scrape.files.iter() {
         match file.name.as_ref().map(|n| n.pid()) {
             Some(Some(pid)) => {
                 states.entry(pid).or_insert_with(|| state_of(pid));
@@ -185,7 +185,7 @@ fn push_problems(html: &mut String, scrape: &Scrape) {
 fn push_files_by_type(html: &mut String, scrape: &Scrape) {
     // type (with gauge mode) -> [ok, bad, vanished]
     let mut by_type: BTreeMap<String, [usize; 3]> = BTreeMap::new();
-    for file in &scrape.files {
+    for file in scrape.files.iter() {
         let kind = match &file.name {
             Some(name) => match name.kind().gauge_mode() {
                 Some(mode) => format!("{} {}", name.kind().type_name(), mode.as_str()),
