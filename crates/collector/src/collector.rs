@@ -150,6 +150,12 @@ pub struct Scrape {
     pub stats: ScrapeStats,
 }
 
+impl AsRef<[MergedFamily]> for Scrape {
+    fn as_ref(&self) -> &[MergedFamily] {
+        &self.families
+    }
+}
+
 impl Scrape {
     /// The families encoded in `format`.
     #[must_use]
@@ -1657,8 +1663,9 @@ fn file_report(known: &Known) -> FileReport {
 fn still_reports(report: &FileReport, known: &Known) -> bool {
     let good = known.problem.is_none();
     let file = known.file.as_ref().filter(|_| good);
+    // The same path (the very `Arc`) is the same entry of the file table,
+    // whose name never changes.
     Arc::ptr_eq(&report.path, &known.path)
-        && report.name.as_ref() == known.file.as_ref().map(|f| &f.name)
         && report.file_size == file.map_or(0, |f| f.file_size)
         && report.used == file.map_or(0, |f| f.used)
         && report.entries == file.map_or(0, |f| f.entries.len())

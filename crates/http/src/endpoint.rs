@@ -431,7 +431,7 @@ impl Endpoint {
     async fn bounded<T: Send + 'static>(
         &self,
         filter: Option<NameFilter>,
-        finish: impl FnOnce(&Inner, &Scrape) -> T + Send + 'static,
+        finish: impl FnOnce(&Inner, &Arc<Scrape>) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
         let inner = self.inner.clone();
         let config = inner.config;
@@ -557,7 +557,7 @@ impl Inner {
 
     fn render_metrics(
         &self,
-        scrape: &Scrape,
+        scrape: &Arc<Scrape>,
         format: Format,
         filter: Option<&NameFilter>,
     ) -> String {
@@ -604,7 +604,7 @@ impl Inner {
     /// format and filter when no other scrape is using it (then afresh).
     fn encode_families(
         &self,
-        scrape: &Scrape,
+        scrape: &Arc<Scrape>,
         format: Format,
         filter: Option<&NameFilter>,
         out: &mut String,
@@ -626,7 +626,7 @@ impl Inner {
                 caches.len() - 1
             }
         };
-        caches[at].2.encode(format, &scrape.families, out);
+        caches[at].2.encode(format, Arc::clone(scrape), out);
     }
 }
 

@@ -8,10 +8,14 @@
 //! workers' series do not move. A merge plan hands every scrape the same
 //! name and label set (the same `Arc`s) for the same series, so a line is
 //! known unchanged by two pointer comparisons and the bits of its value.
+//! The cache holds on to the families it last encoded, so a pointer it
+//! compares with is still theirs, never a later allocation's at a freed
+//! address; the lines themselves hold no reference, which would cost two
+//! reference counts each way per line and scrape.
 
 use std::sync::Arc;
 
-use crate::family::{LabelSet, MergedFamily, MergedSample};
+use crate::family::{MergedFamily, MergedSample};
 
 use super::Format;
 
@@ -30,28 +34,39 @@ use super::Format;
 /// };
 /// let mut cache = LineCache::default();
 /// let mut first = String::new();
-/// cache.encode(Format::Prometheus, std::slice::from_ref(&family), &mut first);
+/// cache.encode(Format::Prometheus, Arc::new(vec![family.clone()]), &mut first);
 /// family.samples[0].value = 0.5;
 /// let mut second = String::new();
-/// cache.encode(Format::Prometheus, std::slice::from_ref(&family), &mut second);
+/// cache.encode(Format::Prometheus, Arc::new(vec![family]), &mut second);
 /// assert_eq!(second, "# HELP up Up.\n# TYPE up gauge\nup 0.5\n");
 /// ```
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct LineCache {
     format: Option<Format>,
+    /// The families last encoded: what the lines' pointers point into.
+    families: Option<Arc<dyn AsRef<[MergedFamily]> + Send + Sync>>,
     /// The last encoding's text.
     text: String,
     /// Its sample lines, in the order they were written.
     lines: Vec<Line>,
 }
 
-/// One sample line of the cached text.
+impl std::fmt::Debug for LineCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LineCache")
+            .field("format", &self.format)
+            .field("lines", &self.lines.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One sample line of the cached text: where its name and label set are
+/// (in the families the cache holds), its value's bits, and where it is in
+/// the text.
 #[derive(Debug)]
 struct Line {
-    // Held, so that a pointer equal to one of these is this very name and
-    // label set, not a later one at a freed address.
-    name: Arc<str>,
-    labels: LabelSet,
+    name: usize,
+    labels: usize,
     value: u64,
     start: usize,
     end: usize,
@@ -62,7 +77,10 @@ impl LineCache {
     /// copying each sample line that is the same (same name and label set,
     /// bit for bit the same value) as the line at the same place in the last
     /// encoding of this cache, and keeps the new lines for the next one.
-    pub fn encode(&mut self, format: Format, families: &[MergedFamily], out: &mut String) {
+    pub fn encode<F>(&mut self, format: Format, families: Arc<F>, out: &mut String)
+    where
+        F: AsRef<[MergedFamily]> + Send + Sync + 'static,
+    {
         if self.format != Some(format) {
             self.format = Some(format);
             self.text.clear();
@@ -75,11 +93,15 @@ impl LineCache {
             new: Vec::with_capacity(self.lines.len()),
             base,
         };
+        let encoded = (*families).as_ref();
         match format {
-            Format::Prometheus => super::prometheus::encode_with(families, out, &mut lines),
-            Format::OpenMetrics => super::openmetrics::encode_with(families, out, &mut lines),
+            Format::Prometheus => super::prometheus::encode_with(encoded, out, &mut lines),
+            Format::OpenMetrics => super::openmetrics::encode_with(encoded, out, &mut lines),
         }
         self.lines = lines.new;
+        // Kept after the comparisons: the last families stay alive until
+        // then, so no pointer compared could have been reused.
+        self.families = Some(families);
         self.text.clear();
         self.text.push_str(&out[base..]);
     }
@@ -120,18 +142,20 @@ impl SampleLines for Lines<'_> {
     ) {
         let start = out.len();
         let value = sample.value.to_bits();
-        let same = self.old.get(self.new.len()).filter(|line| {
-            line.value == value
-                && Arc::ptr_eq(&line.name, &sample.name)
-                && Arc::ptr_eq(&line.labels, &sample.labels)
-        });
+        // Addresses only, never followed.
+        let name = sample.name.as_ptr() as usize;
+        let labels = sample.labels.as_ptr() as usize;
+        let same = self
+            .old
+            .get(self.new.len())
+            .filter(|line| line.value == value && line.name == name && line.labels == labels);
         match same.and_then(|line| self.text.get(line.start..line.end)) {
             Some(text) => out.push_str(text),
             None => format(out),
         }
         self.new.push(Line {
-            name: Arc::clone(&sample.name),
-            labels: Arc::clone(&sample.labels),
+            name,
+            labels,
             value,
             start: start - self.base,
             end: out.len() - self.base,
@@ -142,7 +166,7 @@ impl SampleLines for Lines<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::family::FamilyType;
+    use crate::family::{FamilyType, LabelSet};
     use proptest::prelude::*;
 
     fn families(values: &[f64], names: &[Arc<str>], labels: &[LabelSet]) -> Vec<MergedFamily> {
@@ -182,12 +206,12 @@ mod tests {
             ];
             let mut cache = LineCache::default();
             let mut out = String::from("before\n");
-            cache.encode(format, &families(&first, &names, &labels), &mut out);
+            cache.encode(format, Arc::new(families(&first, &names, &labels)), &mut out);
             let mut rotated = labels.clone();
             rotated.rotate_left(rotate);
             let second = families(&second, &names, &rotated);
             let mut cached = String::from("before\n");
-            cache.encode(format, &second, &mut cached);
+            cache.encode(format, Arc::new(second.clone()), &mut cached);
             let mut fresh = String::from("before\n");
             format.encode(&second, &mut fresh);
             prop_assert_eq!(cached, fresh);
