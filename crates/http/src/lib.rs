@@ -6,8 +6,10 @@
 //!   `process_*` metrics appended), `GET /` (an HTML status page),
 //!   `GET /-/healthy` and `GET /-/ready`, with bounded, timed collections
 //!   off the async workers ([`EndpointConfig`]).
-//! * [`serve`]: an HTTP/1.1 accept loop with a header-read timeout, a cap
-//!   on open connections and graceful shutdown ([`ServerConfig`]).
+//! * [`serve`]: an HTTP/1.1 accept loop with header-read and write
+//!   timeouts, a cap on open connections that a flood of idle or slow ones
+//!   cannot use to keep a scrape out, and graceful shutdown
+//!   ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
 //! * [`reap`]: `mark_process_dead` for every dead pid in the directory, in a
 //!   way that never races the application's own hook.
@@ -30,6 +32,7 @@
 //! ```
 
 pub mod compact;
+mod connections;
 mod dir_health;
 mod endpoint;
 mod health;
@@ -43,6 +46,8 @@ mod scrape_log;
 mod self_metrics;
 mod server;
 mod status_page;
+mod tracked_io;
+mod tracked_service;
 mod writers_seen;
 
 pub use endpoint::{

@@ -2,17 +2,23 @@
 //!
 //! Each connection runs in its own task, so a slow or stalled client only
 //! ever holds its own connection: request headers must arrive within
-//! [`ServerConfig::header_read_timeout`] (slowloris), and on shutdown
-//! in-flight requests get [`ServerConfig::shutdown_grace`] to finish. A
-//! client that closes its sending side after its request still gets the
-//! answer.
+//! [`ServerConfig::header_read_timeout`] (slowloris), a response its client
+//! leaves unread for [`ServerConfig::write_timeout`] is dropped with its
+//! connection, and on shutdown in-flight requests get
+//! [`ServerConfig::shutdown_grace`] to finish. A client that closes its
+//! sending side after its request still gets the answer.
 //!
 //! Open connections are capped ([`ServerConfig::max_connections`]): each
 //! holds a task and its buffers, so without a cap a client opening
-//! connections without end would grow the process without end. At the cap
-//! the loop stops accepting; new connections wait in the kernel's listen
-//! backlog and are served as soon as one closes (a stalled one is closed by
-//! the header timeout at the latest), so a scrape is delayed, not refused.
+//! connections without end would grow the process without end. The loop
+//! never stops accepting: a connection arriving at the cap is let in by
+//! closing one that waits for a request (idle, or still sending its
+//! headers), the longest waiting first, or else one whose client has left
+//! its response unread for a while (the `connections` module). A request
+//! being handled, or a response its client is reading, is never cut off to
+//! make room; when no connection can be closed, the newcomer waits until
+//! one can (or closes), and later ones wait in the listen backlog. So a
+//! flood of idle, slow or non-reading connections cannot keep a scrape out.
 //! Reaching the cap is logged, at most once a minute.
 
 use std::future::Future;
@@ -24,8 +30,12 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
+
+use crate::connections::Connections;
+use crate::tracked_io::TrackedIo;
+use crate::tracked_service::TrackedService;
 
 /// Connection-level limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,9 +44,15 @@ pub struct ServerConfig {
     /// (from the first byte, or from the end of the previous response on a
     /// kept-alive connection) is closed.
     pub header_read_timeout: Duration,
+    /// A connection whose client leaves a response unread this long in all
+    /// (the time its writes wait for the client to read, added up over the
+    /// response) is closed.
+    pub write_timeout: Duration,
     /// How long in-flight requests may run after shutdown starts.
     pub shutdown_grace: Duration,
-    /// Connections open at once (at least 1); more wait to be accepted.
+    /// Connections open at once (at least 1). A connection arriving at the
+    /// cap is let in by closing one that can be spared (see [`serve`]); it
+    /// is held, one over the cap, until that one is closed.
     pub max_connections: usize,
 }
 
@@ -48,11 +64,25 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// How often reaching the connection cap may be logged.
 const CAP_LOG_INTERVAL: Duration = Duration::from_secs(60);
 
+/// The listen backlog `serve` sets: connection attempts the kernel queues
+/// until they are accepted. One beyond it is dropped, and its client tries
+/// again only a second later; this many absorb a burst of hundreds of
+/// connections (tokio's own `TcpListener::bind` uses the same; the kernel
+/// caps it at `net.core.somaxconn`).
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// How often a connection waiting at the cap looks again for one to close,
+/// besides when told that one may be closed: a response left unread
+/// becomes closable with time alone.
+const CAP_RECHECK: Duration = Duration::from_millis(100);
+
 impl Default for ServerConfig {
-    /// 10 s for headers, 5 s of grace, 256 connections.
+    /// 10 s for headers, 10 s for a response left unread, 5 s of grace,
+    /// 256 connections.
     fn default() -> Self {
         ServerConfig {
             header_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(5),
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
@@ -61,43 +91,27 @@ impl Default for ServerConfig {
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops
 /// accepting, lets in-flight requests finish (up to the grace period) and
-/// returns.
+/// returns. The listener's backlog is raised to 1024 (a listener bound
+/// with `std::net` has 128), so that a burst of connections waits to be
+/// accepted instead of being dropped.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     config: ServerConfig,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    if let Err(err) = rustix::net::listen(&listener, LISTEN_BACKLOG) {
+        // The listener keeps the backlog it was made with.
+        tracing::debug!("cannot raise the listen backlog: {err}");
+    }
     let (closing_tx, closing_rx) = watch::channel(false);
-    let mut connections = JoinSet::new();
+    let mut tasks = JoinSet::new();
+    let mut connections = Connections::new();
     let max_connections = config.max_connections.max(1);
     let slots = Arc::new(Semaphore::new(max_connections));
     let mut cap_logged: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
-        // Collect finished connection tasks so the set does not grow.
-        while connections.try_join_next().is_some() {}
-        let slot = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if cap_logged.is_none_or(|at| at.elapsed() >= CAP_LOG_INTERVAL) {
-                    cap_logged = Some(Instant::now());
-                    tracing::warn!(
-                        "{max_connections} connections open, the limit (--max-connections): \
-                         new connections wait until one closes"
-                    );
-                }
-                let acquired = tokio::select! {
-                    () = &mut shutdown => break,
-                    slot = Arc::clone(&slots).acquire_owned() => slot,
-                };
-                match acquired {
-                    Ok(slot) => slot,
-                    // The semaphore is never closed.
-                    Err(_) => break,
-                }
-            }
-        };
         let accepted = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => accepted,
@@ -111,11 +125,42 @@ pub async fn serve(
                 continue;
             }
         };
+        // Collect finished connection tasks so the set does not grow.
+        while tasks.try_join_next().is_some() {}
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if cap_logged.is_none_or(|at| at.elapsed() >= CAP_LOG_INTERVAL) {
+                    cap_logged = Some(Instant::now());
+                    tracing::warn!(
+                        "{max_connections} connections open, the limit (--max-connections): \
+                         closing those waiting longest for a request to admit new ones"
+                    );
+                }
+                let admitted = tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = make_room(&mut connections, &slots, max_connections) => slot,
+                };
+                match admitted {
+                    Some(slot) => slot,
+                    // The semaphore is never closed.
+                    None => break,
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let state = connections.state();
+        let io = TokioIo::new(TrackedIo::new(
+            stream,
+            Arc::clone(&state),
+            config.write_timeout,
+        ));
+        let service =
+            TrackedService::new(TowerToHyperService::new(router.clone()), Arc::clone(&state));
         let mut closing = closing_rx.clone();
-        connections.spawn(async move {
-            // Held until the connection is done, then frees its place.
+        let task = tasks.spawn(async move {
+            // Held until the connection is done (or closed to make room),
+            // then frees its place.
             let _slot = slot;
             let mut builder = http1::Builder::new();
             builder
@@ -126,7 +171,7 @@ pub async fn serve(
                 // takes that end of input for the client going away and
                 // drops the connection unanswered.
                 .half_close(true);
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let connection = builder.serve_connection(io, service);
             tokio::pin!(connection);
             let result = tokio::select! {
                 result = connection.as_mut() => result,
@@ -139,22 +184,51 @@ pub async fn serve(
                 tracing::debug!("connection from {peer}: {err}");
             }
         });
+        connections.add(state, task);
     }
     drop(listener);
     let _ = closing_tx.send(true);
     let drained = tokio::time::timeout(config.shutdown_grace, async {
-        while connections.join_next().await.is_some() {}
+        while tasks.join_next().await.is_some() {}
     })
     .await;
     if drained.is_err() {
         tracing::warn!(
             "{} connections still open after {:?}; closing them",
-            connections.len(),
+            tasks.len(),
             config.shutdown_grace
         );
-        connections.abort_all();
+        tasks.abort_all();
     }
     Ok(())
+}
+
+/// A place for a connection at the cap: closes the open connections that
+/// can best be spared (see the `connections` module), a sixteenth of the
+/// cap at a time, and takes the first place they free; while none can be
+/// closed (every one is answering a request, or was just accepted and not
+/// read from yet), waits for one to finish or become closable. Closing
+/// several at once spares the connections that arrive next the wait for a
+/// closed one's task to run: in a flood, that wait would be paid once per
+/// connection, and a scrape queued behind hundreds of them would pay it
+/// hundreds of times. `None` if the semaphore is closed.
+async fn make_room(
+    connections: &mut Connections,
+    slots: &Arc<Semaphore>,
+    max_connections: usize,
+) -> Option<OwnedSemaphorePermit> {
+    let closable = connections.closable();
+    loop {
+        if connections.close(max_connections.div_ceil(16)) > 0 {
+            // A closed connection's task frees its place as soon as it runs.
+            return Arc::clone(slots).acquire_owned().await.ok();
+        }
+        tokio::select! {
+            slot = Arc::clone(slots).acquire_owned() => return slot.ok(),
+            () = closable.notified() => {}
+            () = tokio::time::sleep(CAP_RECHECK) => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -204,5 +278,113 @@ mod tests {
             response.starts_with("HTTP/1.1 200 OK\r\n") && response.ends_with("answered"),
             "{response:?}"
         );
+    }
+
+    /// Serves `router` with `config` on a loopback port until the returned
+    /// sender is used or dropped.
+    async fn start(
+        router: Router,
+        config: ServerConfig,
+    ) -> (
+        std::net::SocketAddr,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<std::io::Result<()>>,
+    ) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve(listener, router, config, async {
+            let _ = stopped.await;
+        }));
+        (address, stop, server)
+    }
+
+    fn send(address: std::net::SocketAddr, path: &str) -> TcpStream {
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream
+            .write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .unwrap();
+        stream
+    }
+
+    fn answer(mut stream: TcpStream) -> String {
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn at_the_cap_an_idle_connection_makes_room_and_a_busy_one_does_not() {
+        let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+        let router = Router::new()
+            .route(
+                "/slow",
+                axum::routing::get(move || {
+                    let _ = started_tx.send(());
+                    async {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        "slow"
+                    }
+                }),
+            )
+            .route("/", axum::routing::get(|| async { "fast" }));
+        let config = ServerConfig {
+            max_connections: 2,
+            ..ServerConfig::default()
+        };
+        let (address, stop, server) = start(router, config).await;
+        let (busy, idle, fast) = tokio::task::spawn_blocking(move || {
+            // Older than the idle one, but being answered.
+            let busy = send(address, "/slow");
+            started_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            let mut idle = TcpStream::connect(address).unwrap();
+            idle.set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let fast = answer(send(address, "/"));
+            let idle = idle.read(&mut [0u8; 1]).map_err(|e| e.kind());
+            (answer(busy), idle, fast)
+        })
+        .await
+        .unwrap();
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+        assert!(fast.ends_with("fast"), "{fast:?}");
+        assert_eq!(idle, Ok(0), "the idle connection was not closed");
+        assert!(busy.ends_with("slow"), "{busy:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_response_left_unread_is_dropped_with_its_connection() {
+        // Far more than the socket buffers of a loopback connection hold.
+        const SIZE: usize = 64 << 20;
+        let router = Router::new().route("/big", axum::routing::get(|| async { vec![b'x'; SIZE] }));
+        let config = ServerConfig {
+            write_timeout: Duration::from_millis(300),
+            ..ServerConfig::default()
+        };
+        let (address, stop, server) = start(router, config).await;
+        let received = tokio::task::spawn_blocking(move || {
+            let mut stream = send(address, "/big");
+            // Long past the write timeout before reading anything.
+            std::thread::sleep(Duration::from_secs(2));
+            let mut received = 0;
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break received,
+                    Ok(n) => received += n,
+                }
+            }
+        })
+        .await
+        .unwrap();
+        let _ = stop.send(());
+        server.await.unwrap().unwrap();
+        assert!(received < SIZE, "the whole response came: {received} bytes");
     }
 }
