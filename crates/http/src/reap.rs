@@ -120,6 +120,11 @@ pub struct Reaper {
     grace: Duration,
     waiting: HashMap<PathBuf, Waiting>,
     last_pid: Option<u32>,
+    /// Pids seen gone, and not handed out again since as far as the pid
+    /// counter tells: a scrape need not ask about them again (a directory
+    /// of a thousand gone workers' files cost a thousand system calls a
+    /// scrape otherwise).
+    gone: HashSet<u32>,
     /// Whether the leftovers of an earlier reaper were dealt with.
     recovered: bool,
 }
@@ -132,6 +137,7 @@ impl Reaper {
             grace,
             waiting: HashMap::new(),
             last_pid: None,
+            gone: HashSet::new(),
             recovered: false,
         }
     }
@@ -245,6 +251,10 @@ impl Reaper {
         if last_pid.is_some() {
             self.last_pid = last_pid;
         }
+        match window {
+            Some(window) => self.gone.retain(|&pid| !window.may_have_reused(pid)),
+            None => self.gone.clear(),
+        }
 
         let mut states: HashMap<u32, ProcessState> = HashMap::new();
         let mut due = Vec::new();
@@ -253,7 +263,17 @@ impl Reaper {
             let Some(pid) = live_gauge_pid(path) else {
                 continue;
             };
-            let state = *states.entry(pid).or_insert_with(|| view.state(pid));
+            let gone = &mut self.gone;
+            let state = *states.entry(pid).or_insert_with(|| {
+                if gone.contains(&pid) {
+                    return ProcessState::Gone;
+                }
+                let state = view.state(pid);
+                if state == ProcessState::Gone && last_pid.is_some() {
+                    gone.insert(pid);
+                }
+                state
+            });
             if !state.is_dead() {
                 continue;
             }
@@ -368,7 +388,10 @@ pub fn live_gauge_pid(path: &Path) -> Option<u32> {
     if !mode.is_live() {
         return None;
     }
-    name.pid().filter(|p| p.to_string() == name.id())
+    // Canonical decimal: digits, and no leading zero but in "0" itself.
+    let id = name.id().as_bytes();
+    let canonical = id.iter().all(u8::is_ascii_digit) && (id.len() == 1 || id[0] != b'0');
+    name.pid().filter(|_| canonical)
 }
 
 #[cfg(test)]
@@ -384,10 +407,13 @@ mod tests {
         /// Held from the second look on: opened just before the move aside.
         opened_meanwhile: HashSet<FileId>,
         looks: usize,
+        /// Pids asked about, in order.
+        asked: Vec<u32>,
     }
 
     impl ProcessView for Fake {
         fn state(&mut self, pid: u32) -> ProcessState {
+            self.asked.push(pid);
             self.states
                 .get(&pid)
                 .copied()
@@ -576,6 +602,32 @@ mod tests {
         assert!(pass.retired.contains(&file));
         let pass = reaper.pass_with(std::slice::from_ref(&file), t1 + GRACE, &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 500)]);
+    }
+
+    #[test]
+    fn a_gone_pid_is_asked_about_again_only_once_the_pid_counter_passes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gauge_livesum_500.db");
+        std::fs::write(&file, b"").unwrap();
+        let mut fake = Fake {
+            last_pid: Some(400),
+            ..Fake::default()
+        };
+        fake.states.insert(500, ProcessState::Gone);
+        let mut reaper = Reaper::new(GRACE);
+        let now = Instant::now();
+        for last_pid in [400, 400, 450] {
+            fake.last_pid = Some(last_pid);
+            let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+            assert!(pass.retired.contains(&file));
+        }
+        assert_eq!(fake.asked, [500], "the first pass asks, the next two know");
+        // Pid 500 may have been handed out: ask again.
+        fake.last_pid = Some(520);
+        fake.states.insert(500, ProcessState::Alive);
+        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        assert!(pass.retired.is_empty());
+        assert_eq!(fake.asked, [500, 500]);
     }
 
     #[test]
