@@ -25,6 +25,8 @@ use crate::http_client::get;
 use crate::serve::{partition_self, serve};
 use crate::spawned_server::PATIENCE;
 
+mod connection_flood;
+
 /// A valid counter file (`c_total` = `value`), small: 256 bytes.
 fn good_counter_image(value: f64) -> Vec<u8> {
     let key = encode_key("c", "c_total", [], "A counter.");
@@ -120,14 +122,16 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 }
 
 /// With `--max-connections 4`, thirty idle connections leave the server
-/// holding four: its descriptors do not grow past that, the cap is logged,
-/// and a scrape waits (unanswered) until connections close, then succeeds.
+/// holding four: each one arriving at the cap is let in by closing the one
+/// that has waited longest, so its descriptors do not grow past that, the
+/// cap is logged, and a scrape is answered while all thirty are still open
+/// on the client's side.
 #[test]
-fn connection_cap_holds_and_a_scrape_succeeds_once_connections_free_up() {
+fn connection_cap_holds_and_a_scrape_is_let_in_by_closing_idle_connections() {
     let dir = temp_dir();
     write_good_counter(&dir.path().join("counter_1.db"), 7.0);
-    // A header timeout longer than the test, so that only closing the idle
-    // connections can free their places.
+    // A header timeout longer than the test, so that only making room can
+    // close the idle connections.
     let (mut server, addr) = serve(
         dir.path(),
         &["--max-connections", "4", "--header-read-timeout", "120s"],
@@ -142,43 +146,37 @@ fn connection_cap_holds_and_a_scrape_succeeds_once_connections_free_up() {
     let baseline = fd_count(pid);
     let idle: Vec<TcpStream> = (0..30).map(|_| TcpStream::connect(addr).unwrap()).collect();
     server.wait_for_stderr("4 connections open, the limit (--max-connections)");
+    // Those closed to make room see their end (the others would block).
+    let closed = |idle: &[TcpStream]| {
+        idle.iter()
+            .filter(|&stream| {
+                stream.set_nonblocking(true).unwrap();
+                // `Read` is implemented for `&TcpStream`.
+                let mut stream = stream;
+                matches!(stream.read(&mut [0u8; 1]), Ok(0))
+            })
+            .count()
+    };
+    eventually("all thirty let in, the longest waiting closed", || {
+        closed(&idle) >= 26
+    });
+    assert_eq!(closed(&idle), 26);
     let held = fd_count(pid);
     assert!(
         held <= baseline + 4,
         "{held} descriptors with 30 idle connections, {baseline} before: the cap of 4 did not hold"
     );
-    // A scrape now waits in the listen backlog: no answer while the cap is
-    // reached (a short look, it is an absence being checked).
-    let mut waiting = TcpStream::connect(addr).unwrap();
-    waiting
-        .write_all(
-            format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")
-                .as_bytes(),
-        )
-        .unwrap();
-    waiting
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    let mut first = [0u8; 1];
-    let early = waiting.read(&mut first);
-    assert!(
-        matches!(&early, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
-        "answered while the cap was reached: {early:?}"
-    );
+    let response = get(addr, "/metrics", &[]);
+    assert_eq!(response.status, 200);
+    assert!(response.text().contains("\nc_total 7.0\n"));
+    // The scrape took the place of one more.
+    assert_eq!(closed(&idle), 27);
     drop(idle);
-    waiting.set_read_timeout(Some(PATIENCE)).unwrap();
-    let mut response = Vec::new();
-    waiting.read_to_end(&mut response).unwrap();
-    let response = String::from_utf8_lossy(&response);
-    assert!(
-        response.starts_with("HTTP/1.1 200 OK\r\n") && response.contains("\nc_total 7.0\n"),
-        "{response}"
-    );
-    // The idle connections' places are given back.
     eventually("descriptors back to the baseline", || {
         fd_count(pid) <= baseline
     });
 }
+
 /// Resident memory of process `pid`, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
