@@ -177,6 +177,61 @@ fn connection_cap_holds_and_a_scrape_is_let_in_by_closing_idle_connections() {
     });
 }
 
+/// Whether process `pid` holds a TCP socket connected to `client` (a local
+/// address of this process): the server's end of that connection.
+fn holds_connection_from(pid: u32, client: std::net::SocketAddr) -> bool {
+    let sockets: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy();
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let peer = format!(":{:04X}", client.port());
+    std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .any(|fields| fields[2].ends_with(&peer) && sockets.contains(fields[9]))
+}
+
+/// A client that asks for more than the socket buffers hold and never
+/// reads is closed by the server once its answer has waited
+/// `--write-timeout` (1 s here, against 10 s by default), while the client
+/// keeps its end open.
+#[test]
+fn a_client_that_stops_reading_is_closed_after_the_write_timeout() {
+    let dir = temp_dir();
+    connection_flood::write_flood_dir(dir.path());
+    let (server, addr) = serve(dir.path(), &["--write-timeout", "1s"]);
+    let pid = server.pid();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let client = stream.local_addr().unwrap();
+    stream.set_write_timeout(Some(PATIENCE)).unwrap();
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n")
+        .repeat(connection_flood::PIPELINED);
+    stream.write_all(request.as_bytes()).unwrap();
+    let sent = Instant::now();
+    eventually("the connection accepted", || {
+        holds_connection_from(pid, client)
+    });
+    eventually("the connection closed by the server", || {
+        !holds_connection_from(pid, client)
+    });
+    // Making the answers takes a moment; the default timeout would take
+    // ten seconds more.
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(8), "closed only after {took:?}");
+    drop(stream);
+}
+
 /// Resident memory of process `pid`, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

@@ -40,8 +40,14 @@ pub struct EndpointArgs {
     /// Connections whose request headers take longer are closed.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_read_timeout: Duration,
-    /// Connections open at once; more wait (in the listen backlog) until one
-    /// closes, and reaching the limit is logged.
+    /// Connections whose client leaves a response unread this long in all
+    /// (stopped reading) are closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub write_timeout: Duration,
+    /// Connections open at once. One arriving at the limit is let in by
+    /// closing those waiting longest for a request (idle, or still sending
+    /// headers), else one that left a response unread; reaching the limit
+    /// is logged.
     #[arg(long, value_name = "N", default_value_t = multiprom_http::DEFAULT_MAX_CONNECTIONS,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_connections: usize,
@@ -253,6 +259,7 @@ pub async fn serve(
     });
     let config = ServerConfig {
         header_read_timeout: args.header_read_timeout,
+        write_timeout: args.write_timeout,
         max_connections: args.max_connections,
         ..ServerConfig::default()
     };

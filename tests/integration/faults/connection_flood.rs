@@ -28,7 +28,7 @@ const NOT_READING: usize = 20;
 /// Requests each of them sends at once (pipelined): more answers than the
 /// socket buffers of a loopback connection hold (about 4 MiB), so the
 /// server is left with an answer it cannot write.
-const PIPELINED: usize = 64;
+pub(super) const PIPELINED: usize = 64;
 /// Closed trickling or idle connections opened again every 100 ms, at most.
 const REOPEN_PER_ROUND: usize = 32;
 /// Connections opened and closed at once, in each burst.
@@ -49,7 +49,7 @@ const SERIES: usize = 1000;
 const LABEL_BYTES: usize = 80;
 
 /// Writes one file of [`SERIES`] counter series next to `c_total` = 7.
-fn write_flood_dir(dir: &std::path::Path) {
+pub(super) fn write_flood_dir(dir: &std::path::Path) {
     write_good_counter(&dir.join("counter_1.db"), 7.0);
     let keys: Vec<String> = (0..SERIES)
         .map(|i| {
