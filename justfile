@@ -32,13 +32,14 @@ bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7":
     [ -d {{base}}/realistic ] || MULTIPROM_BENCH_DIR={{base}} cargo bench -p multiprom-collector --bench scrape -- --list > /dev/null
     target/py-venv-bench/bin/python tests/python/bench_scrape.py --multiprom target/release/multiprom --base {{base}} --workers {{workers}} --dir {{base}}/realistic --repeat {{repeat}}
 
-# Polling cost (docs/benchmarks.md, "Polling"): `multiprom serve` on 4,000
-# files written by real prometheus_client workers, while 8 prometheus_client
-# processes keep updating them, polled by 4 clients at 20 Hz for 10 s,
-# unfiltered and with name[] of 5 sample names; serve's processor time,
-# latency and failures, and Python's processor time per generate_latest
-# beside them. The directory is made afresh under `base` (tmpfs) and removed
-# after; every process started is stopped, also on Ctrl-C.
+# docs/benchmarks.md, "Polling": `multiprom serve` on 4,000 files written
+# by real prometheus_client workers, while 8 prometheus_client processes
+# keep updating them, polled by 4 clients at 20 Hz for 10 s, unfiltered and
+# with name[] of 5 sample names; serve's processor time, latency and
+# failures, and Python's processor time per generate_latest beside them.
+# The directory is made afresh under `base` (tmpfs) and removed after;
+# every process started is stopped, also on Ctrl-C.
+# Polling cost: serve polled as LLM routers poll it, in one run.
 bench-poll base="/dev/shm/multiprom-bench":
     cargo build --release -p multiprom
     python3 -m venv target/py-venv-bench
