@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -39,6 +39,7 @@ use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, 
 use crate::status_page::{
     html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
 };
+use crate::text_pool::TextPool;
 use crate::writers_seen::WritersSeen;
 
 /// Limits and behaviour of an [`Endpoint`].
@@ -153,6 +154,8 @@ struct Inner {
     writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
     line_caches: Mutex<Vec<(Format, Option<NameFilter>, LineCache)>>,
+    /// Buffers for `/metrics` bodies.
+    texts: Arc<TextPool>,
 }
 
 /// Collections the status page's chart shows.
@@ -246,6 +249,7 @@ impl Endpoint {
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
                 writers_seen: (!config.reap_dead).then_some(writers_seen),
                 line_caches: Mutex::new(Vec::new()),
+                texts: Arc::new(TextPool::default()),
             }),
             metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
@@ -561,7 +565,7 @@ impl Inner {
         format: Format,
         filter: Option<&NameFilter>,
     ) -> String {
-        let mut out = String::with_capacity(128 * scrape.stats.series + 4096);
+        let mut out = self.texts.take(128 * scrape.stats.series + 4096);
         self.encode_families(scrape, format, filter, &mut out);
         if format == Format::OpenMetrics {
             // One `# EOF`, at the very end, after the self-metrics.
@@ -697,13 +701,13 @@ async fn metrics_handler(
         Ok(body) => body,
         Err(failure) => return failure_response(&failure),
     };
-    let (bytes, encoding) = if gzip {
-        match gzip_bytes(body.as_bytes()) {
-            Ok(compressed) => (compressed, Some("gzip")),
-            Err(_) => (body.into_bytes(), None),
+    let (bytes, encoding) = match gzip.then(|| gzip_bytes(body.as_bytes())) {
+        Some(Ok(compressed)) => {
+            // The text's buffer goes back to the pool right away.
+            drop(endpoint.inner.texts.body(body));
+            (Bytes::from(compressed), Some("gzip"))
         }
-    } else {
-        (body.into_bytes(), None)
+        _ => (endpoint.inner.texts.body(body), None),
     };
     let mut response = Response::new(Body::empty());
     let h = response.headers_mut();
@@ -737,10 +741,15 @@ fn name_filter(query: &str) -> Option<NameFilter> {
     Some(NameFilter::new(names))
 }
 
+/// `bytes` gzipped at the fastest level. A poll of a 750 kB answer of
+/// 10,000 series with `Accept-Encoding: gzip` (Go's HTTP client asks for it
+/// by default) cost 24 ms of processor time at the default level, 5 ms at
+/// this one, for an answer a tenth bigger (150 against about 140 kB); a
+/// router polling many times a second pays it on every poll.
 fn gzip_bytes(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut encoder = flate2::write::GzEncoder::new(
         Vec::with_capacity(bytes.len() / 4 + 64),
-        flate2::Compression::default(),
+        flate2::Compression::fast(),
     );
     encoder.write_all(bytes)?;
     encoder.finish()

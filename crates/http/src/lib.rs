@@ -46,6 +46,7 @@ mod scrape_log;
 mod self_metrics;
 mod server;
 mod status_page;
+mod text_pool;
 mod tracked_io;
 mod tracked_service;
 mod writers_seen;
