@@ -314,8 +314,6 @@ struct Known {
     problem: Option<FileProblem>,
     /// The problem last reported, so each is reported once.
     last_problem: Option<ProblemState>,
-    /// Listed in the current collection (for sweeping).
-    seen: bool,
 }
 
 /// A path as a hash key, by its bytes: paths are compared as given, as
@@ -1156,7 +1154,6 @@ fn index_paths(state: &mut State, paths: &[PathBuf]) -> Vec<usize> {
                     file: file_name(path).map(TrackedFile::new),
                     problem: None,
                     last_problem: None,
-                    seen: false,
                 };
                 let index = match state.free.pop() {
                     Some(index) => {
@@ -1215,7 +1212,6 @@ fn refresh_file(
     let Some(known) = state.known[index].as_mut() else {
         return;
     };
-    known.seen = true;
     if exited.is_some()
         && known.problem.is_none()
         && known
@@ -1430,9 +1426,6 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
     let mut warnings = Vec::new();
     let mut stats = ScrapeStats::default();
 
-    for known in state.known.iter_mut().flatten() {
-        known.seen = false;
-    }
     let order = match state.last_paths.take() {
         Some((last, order)) if Arc::ptr_eq(&last, paths) => order,
         _ => index_paths(state, paths),

@@ -62,11 +62,14 @@ enum Way {
     Walked,
 }
 
-/// One operation of a walked series: its index, and its value and
-/// timestamp when its file is settled (`None`: read from the value buffer).
+/// One operation of a walked series: its index and the operation (kept
+/// here: looked up in the plan they were a cache miss each), and its value
+/// and timestamp when its file is settled (`None`: read from the value
+/// buffer).
 #[derive(Debug, Clone, Copy)]
 struct Walk {
-    op: u32,
+    index: u32,
+    op: Op,
     settled: Option<(f64, f64)>,
 }
 
@@ -171,7 +174,8 @@ impl SettledSums {
                     Way::Summed if !settled => built.live.push(op),
                     Way::Summed => {}
                     Way::Walked => built.walked.push(Walk {
-                        op,
+                        index: op,
+                        op: kind,
                         settled: settled.then_some((value, timestamp)),
                     }),
                 }
@@ -227,8 +231,8 @@ impl SettledSums {
             }
         }
         for walk in &self.walked {
-            let (value, timestamp) = walk.settled.unwrap_or(values[walk.op as usize]);
-            accumulators.apply(plan.ops[walk.op as usize], value, timestamp);
+            let (value, timestamp) = walk.settled.unwrap_or(values[walk.index as usize]);
+            accumulators.apply(walk.op, value, timestamp);
         }
         true
     }
