@@ -133,6 +133,9 @@ pub struct ScrapeStats {
     /// second sets the watch), a periodic resync, a watch that could not be
     /// set or lost events. Otherwise only files the watch named were.
     pub full_look: bool,
+    /// Files left unread because their writer is gone (see
+    /// [`DirCollector::settle_exited_writers`]).
+    pub files_settled: usize,
 }
 
 /// The result of one collection.
@@ -1593,6 +1596,14 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
     }
 
     let reports = file_reports(state, &order);
+    if exited.is_some() {
+        let generation = state.plan_generation;
+        stats.files_settled = order
+            .iter()
+            .filter_map(|&index| state.known[index].as_ref()?.file.as_ref())
+            .filter(|file| file.is_settled(generation))
+            .count();
+    }
     for report in reports.iter() {
         match report.state() {
             FileState::Ok => {

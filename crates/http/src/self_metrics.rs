@@ -292,6 +292,7 @@ mod tests {
             collection: 1,
             planned: true,
             full_look: true,
+            files_settled: 0,
         }
     }
 
