@@ -313,10 +313,12 @@ struct Known {
     path: Arc<Path>,
     /// The parsed name (`None`: not a metrics file name).
     file: Option<TrackedFile>,
-    /// Why it contributes nothing now, if it does not.
-    problem: Option<FileProblem>,
+    /// Why it contributes nothing now, if it does not. Boxed, as is the
+    /// next field: rare, and big inline, they spread the file table (walked
+    /// several times a scrape) over twice the memory.
+    problem: Option<Box<FileProblem>>,
     /// The problem last reported, so each is reported once.
-    last_problem: Option<ProblemState>,
+    last_problem: Option<Box<ProblemState>>,
 }
 
 /// A path as a hash key, by its bytes: paths are compared as given, as
@@ -1657,7 +1659,7 @@ fn file_report(known: &Known) -> FileReport {
         file_size: file.map_or(0, |f| f.file_size),
         used: file.map_or(0, |f| f.used),
         entries: file.map_or(0, |f| f.entries.len()),
-        problem: known.problem.clone(),
+        problem: known.problem.as_deref().cloned(),
     }
 }
 
@@ -1673,7 +1675,7 @@ fn still_reports(report: &FileReport, known: &Known) -> bool {
         && report.file_size == file.map_or(0, |f| f.file_size)
         && report.used == file.map_or(0, |f| f.used)
         && report.entries == file.map_or(0, |f| f.entries.len())
-        && report.problem == known.problem
+        && report.problem.as_ref() == known.problem.as_deref()
 }
 
 /// The reports of the files of `order`: the last collection's when none
@@ -1746,13 +1748,13 @@ fn set_problem(known: &mut Known, problem: Option<FileProblem>, warnings: &mut V
         problem: problem.clone(),
         stamp: FileStamp::of(&known.path),
     });
-    if problem_state != known.last_problem {
+    if problem_state.as_ref() != known.last_problem.as_deref() {
         if let Some(p) = &problem {
             warnings.push(Warning::File(p.clone()));
         }
-        known.last_problem = problem_state;
+        known.last_problem = problem_state.map(Box::new);
     }
-    known.problem = problem;
+    known.problem = problem.map(Box::new);
 }
 
 /// The file name as Python reads it: by its text, with bytes that are not
