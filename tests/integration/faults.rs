@@ -112,6 +112,15 @@ fn fd_count(pid: u32) -> usize {
         .count()
 }
 
+/// What the open file descriptors of process `pid` are.
+fn fd_targets(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// Waits (at most [`PATIENCE`]) until `check` holds.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
@@ -164,7 +173,8 @@ fn connection_cap_holds_and_a_scrape_is_let_in_by_closing_idle_connections() {
     let held = fd_count(pid);
     assert!(
         held <= baseline + 4,
-        "{held} descriptors with 30 idle connections, {baseline} before: the cap of 4 did not hold"
+        "{held} descriptors with 30 idle connections, {baseline} before: the cap of 4 did not hold: {:?}",
+        fd_targets(pid)
     );
     let response = get(addr, "/metrics", &[]);
     assert_eq!(response.status, 200);

@@ -2,20 +2,30 @@
 //! to close when a new one arrives at the connection cap.
 //!
 //! Each connection shares a [`ConnectionState`] with the loop: its phase
-//! (just accepted, idle between requests, reading a request's headers, or
-//! serving one), and since when. The phase is told by what the connection
-//! does: [`TrackedIo`](crate::tracked_io::TrackedIo) sees it read from and
+//! (just accepted, silent since, idle between requests, reading a
+//! request's headers, serving one, or ended by the client), and since when.
+//! The phase is told by what the connection does:
+//! [`TrackedIo`](crate::tracked_io::TrackedIo) sees it read from and
 //! hyper's write buffer empty,
 //! [`TrackedService`](crate::tracked_service::TrackedService) sees a request
 //! start and its response end.
 //!
-//! Closing order ([`Connections::close`]): first the connections that have
-//! waited longest for a request (idle keep-alive connections, connections
-//! trickling their headers: neither has anything to lose but a request it
-//! has not finished asking); when none is left, those whose clients have
-//! left a response unread longest (for at least [`STALLED_AFTER`]). Never
-//! closed to make room: a connection not read from yet (its request may be
-//! there), a request being handled, a response its client is reading.
+//! Closing order ([`Connections::close`]):
+//! 1. connections whose client has ended its side with no request under way
+//!    (connect-and-close: hyper, told to allow half-closed connections,
+//!    would keep them until the header timeout);
+//! 2. those that have waited longest for a request: idle kept-alive
+//!    connections, connections trickling their headers, connections silent
+//!    for over [`FRESH`] since they were accepted (none has anything to
+//!    lose but a request it has not finished asking);
+//! 3. those whose client has left a response unread longest (for at least
+//!    [`STALLED_AFTER`]);
+//! 4. connections accepted less than [`FRESH`] ago that have sent nothing
+//!    yet, and only when no connection is still to be read from.
+//!
+//! Never closed to make room: a connection not read from yet (its request
+//! may be there), a request being handled, a response its client is
+//! reading.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -29,6 +39,14 @@ use tokio::time::Instant;
 /// connection may be closed to make room. Long next to the pauses of a
 /// client reading a large response as fast as it can.
 pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
+
+/// How long a connection that has sent nothing since it was accepted counts
+/// as fresh: closed to make room only when nothing else can be and no
+/// connection just accepted is still to be read from (which will likely
+/// be closable, a connect-and-close for one). A client's request follows
+/// its connection within a round trip; under a burst of arrivals, reading
+/// it can take the server tens of milliseconds.
+pub(crate) const FRESH: Duration = Duration::from_secs(1);
 
 /// The fewest connections [`Connections`] holds before pruning finished ones.
 const MIN_PRUNE_AT: usize = 64;
@@ -45,24 +63,44 @@ enum Phase {
     /// first of them is read; closing one then could cut off a scrape whose
     /// request is already there.
     New = 0,
-    /// Open, with no byte of a next request yet (a kept-alive connection,
-    /// or a new one that has sent nothing).
-    Idle = 1,
+    /// Read from, but nothing has come yet: a client that will never ask,
+    /// or one whose request is on its way.
+    Silent = 1,
+    /// Open, with no byte of a next request yet, after a response (a
+    /// kept-alive connection).
+    Idle = 2,
     /// Some of a request's headers arrived, not all.
-    ReadingHeaders = 2,
+    ReadingHeaders = 3,
     /// A request is being answered: handled, or its response written.
-    Serving = 3,
+    Serving = 4,
+    /// The client ended the connection with no request under way: it is
+    /// about to close by itself.
+    Ended = 5,
 }
 
 impl Phase {
     fn from_u8(value: u8) -> Phase {
         match value {
             0 => Phase::New,
-            1 => Phase::Idle,
-            2 => Phase::ReadingHeaders,
-            _ => Phase::Serving,
+            1 => Phase::Silent,
+            2 => Phase::Idle,
+            3 => Phase::ReadingHeaders,
+            4 => Phase::Serving,
+            _ => Phase::Ended,
         }
     }
+}
+
+/// What a read from a connection's socket brought.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// Some bytes.
+    Bytes,
+    /// Nothing yet.
+    Nothing,
+    /// The end of the client's sending side, or an error: nothing more
+    /// will come.
+    End,
 }
 
 /// One connection's phase, shared between its task (which updates it) and
@@ -104,7 +142,7 @@ impl ConnectionState {
     }
 
     fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(NOT_BLOCKED - 1)
+        micros(self.epoch.elapsed()).min(NOT_BLOCKED - 1)
     }
 
     fn phase(&self) -> Phase {
@@ -121,22 +159,25 @@ impl ConnectionState {
         self.closable.notify_one();
     }
 
-    /// The connection was read from, and `got_bytes`: on a new or idle
-    /// connection, bytes begin a request; none leave it idle, waiting
-    /// since it was accepted or last answered.
-    pub(crate) fn read(&self, got_bytes: bool) {
-        match self.phase() {
-            Phase::Idle if got_bytes => self.enter(Phase::ReadingHeaders),
-            Phase::New if got_bytes => {
-                self.enter(Phase::ReadingHeaders);
-                self.now_closable();
-            }
-            Phase::New => {
-                self.phase.store(Phase::Idle as u8, Ordering::Relaxed);
-                self.now_closable();
-            }
-            _ => {}
+    /// The connection was read from: on a connection waiting for a
+    /// request, bytes begin one, nothing leaves it waiting (since it was
+    /// accepted or last answered), and an end means the client is gone.
+    /// Once a request is under way, reads are its body or a client that
+    /// closed its sending side after asking, and change nothing.
+    pub(crate) fn read(&self, read: Read) {
+        let phase = self.phase();
+        if !matches!(phase, Phase::New | Phase::Silent | Phase::Idle) {
+            return;
         }
+        match read {
+            Read::Bytes => self.enter(Phase::ReadingHeaders),
+            Read::Nothing if phase == Phase::New => {
+                self.phase.store(Phase::Silent as u8, Ordering::Relaxed);
+            }
+            Read::Nothing => return,
+            Read::End => self.enter(Phase::Ended),
+        }
+        self.now_closable();
     }
 
     /// A request's headers are complete and it is being handled.
@@ -180,18 +221,43 @@ impl ConnectionState {
 
     /// How readily this connection may be closed to make room: lower goes
     /// first; `None` if it may not be.
-    fn closing_order(&self, now: u64) -> Option<(u8, u64)> {
+    fn closing_order(&self, now: u64) -> Option<(Tier, u64)> {
+        let since = self.since.load(Ordering::Relaxed);
         match self.phase() {
             Phase::New => None,
-            Phase::Idle | Phase::ReadingHeaders => Some((0, self.since.load(Ordering::Relaxed))),
+            Phase::Ended => Some((Tier::Ended, since)),
+            Phase::Silent if now.saturating_sub(since) < micros(FRESH) => {
+                Some((Tier::Fresh, since))
+            }
+            Phase::Silent | Phase::Idle | Phase::ReadingHeaders => Some((Tier::Waiting, since)),
             Phase::Serving => {
                 let blocked = self.write_blocked_since.load(Ordering::Relaxed);
-                let stalled_after = STALLED_AFTER.as_micros() as u64;
-                (blocked != NOT_BLOCKED && now.saturating_sub(blocked) >= stalled_after)
-                    .then_some((1, blocked))
+                (blocked != NOT_BLOCKED && now.saturating_sub(blocked) >= micros(STALLED_AFTER))
+                    .then_some((Tier::Unread, blocked))
             }
         }
     }
+
+    fn is_new(&self) -> bool {
+        self.phase() == Phase::New
+    }
+}
+
+/// Who goes first when room is made, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Tier {
+    /// The client has ended the connection.
+    Ended,
+    /// Waiting for a request (idle, silent for long, trickling headers).
+    Waiting,
+    /// A response left unread.
+    Unread,
+    /// Silent, but only just accepted: its request may be on its way.
+    Fresh,
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// The open connections, as the accept loop sees them.
@@ -246,13 +312,19 @@ impl Connections {
     /// many it closed (none if none can be).
     pub(crate) fn close(&mut self, at_most: usize) -> usize {
         self.prune();
-        let now = u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX);
-        let mut candidates: Vec<((u8, u64), usize)> = self
+        let now = micros(self.epoch.elapsed());
+        let mut candidates: Vec<((Tier, u64), usize)> = self
             .open
             .iter()
             .enumerate()
             .filter_map(|(i, (state, _))| state.closing_order(now).map(|order| (order, i)))
             .collect();
+        let only_fresh = candidates.iter().all(|&((tier, _), _)| tier == Tier::Fresh);
+        if only_fresh && self.open.iter().any(|(state, _)| state.is_new()) {
+            // Better to wait for the new ones to be read from than to close
+            // a connection whose request may be on its way.
+            return 0;
+        }
         let count = at_most.min(candidates.len());
         if count == 0 {
             return 0;
@@ -282,14 +354,15 @@ mod tests {
     async fn phases_follow_the_request_cycle() {
         let state = Connections::new().state();
         assert_eq!(state.phase(), Phase::New);
-        state.read(false);
-        assert_eq!(state.phase(), Phase::Idle);
-        state.read(true);
+        state.read(Read::Nothing);
+        assert_eq!(state.phase(), Phase::Silent);
+        state.read(Read::Bytes);
         assert_eq!(state.phase(), Phase::ReadingHeaders);
         state.request_started();
         // Reading the body, or noticing the client's end, is not a new
         // request.
-        state.read(true);
+        state.read(Read::Bytes);
+        state.read(Read::End);
         assert_eq!(state.phase(), Phase::Serving);
         // The body is not done with: a flush is not the end of the response.
         state.flushed();
@@ -298,9 +371,11 @@ mod tests {
         state.flushed();
         assert_eq!(state.phase(), Phase::Idle);
         assert_eq!(state.requests(), 1);
+        state.read(Read::End);
+        assert_eq!(state.phase(), Phase::Ended);
         // A new connection's first read may bring a whole request.
         let state = Connections::new().state();
-        state.read(true);
+        state.read(Read::Bytes);
         assert_eq!(state.phase(), Phase::ReadingHeaders);
     }
 
@@ -322,41 +397,113 @@ mod tests {
         tokio::spawn(std::future::pending::<()>()).abort_handle()
     }
 
+    /// Adds a connection in the state `setup` leaves it, returning its task.
+    fn add(connections: &mut Connections, setup: impl FnOnce(&ConnectionState)) -> AbortHandle {
+        let state = connections.state();
+        setup(&state);
+        let task = pending_task();
+        connections.add(state, task.clone());
+        task
+    }
+
+    /// A connection that was answered once and waits for its next request.
+    fn kept_alive(state: &ConnectionState) {
+        state.read(Read::Bytes);
+        state.request_started();
+        state.response_ended();
+        state.flushed();
+    }
+
+    /// Closes one connection and lets the runtime drop it.
+    async fn close_one(connections: &mut Connections) -> usize {
+        let closed = connections.close(1);
+        tokio::task::yield_now().await;
+        closed
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_longest_waiting_goes_first_and_a_served_or_unread_one_never() {
         let mut connections = Connections::new();
-        let serving = connections.state();
-        serving.read(true);
-        serving.request_started();
-        let serving_task = pending_task();
-        connections.add(Arc::clone(&serving), serving_task.clone());
-        let not_read = connections.state();
-        let not_read_task = pending_task();
-        connections.add(not_read, not_read_task.clone());
+        let serving = add(&mut connections, |s| {
+            s.read(Read::Bytes);
+            s.request_started();
+        });
+        let not_read = add(&mut connections, |_| {});
         tokio::time::advance(Duration::from_secs(1)).await;
-        let trickling = connections.state();
-        trickling.read(true);
-        let trickling_task = pending_task();
-        connections.add(Arc::clone(&trickling), trickling_task.clone());
+        let trickling = add(&mut connections, |s| s.read(Read::Bytes));
         tokio::time::advance(Duration::from_secs(1)).await;
-        let idle = connections.state();
-        idle.read(false);
-        let idle_task = pending_task();
-        connections.add(idle, idle_task.clone());
+        let idle = add(&mut connections, kept_alive);
 
-        assert_eq!(connections.close(1), 1);
-        tokio::task::yield_now().await;
-        assert!(trickling_task.is_finished());
-        assert!(!idle_task.is_finished());
-        assert_eq!(connections.close(1), 1);
-        tokio::task::yield_now().await;
-        assert!(idle_task.is_finished());
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(trickling.is_finished() && !idle.is_finished());
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(idle.is_finished());
         assert_eq!(
-            connections.close(1),
+            close_one(&mut connections).await,
             0,
             "a connection being served or not read yet closed"
         );
-        assert!(!serving_task.is_finished() && !not_read_task.is_finished());
+        assert!(!serving.is_finished() && !not_read.is_finished());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_its_client_ended_goes_before_older_idle_ones() {
+        let mut connections = Connections::new();
+        let idle = add(&mut connections, kept_alive);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let ended = add(&mut connections, |s| s.read(Read::End));
+        // A client that closes its sending side after asking still waits
+        // for the answer.
+        let asked = add(&mut connections, |s| {
+            s.read(Read::Bytes);
+            s.request_started();
+            s.read(Read::End);
+        });
+
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(ended.is_finished() && !idle.is_finished());
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(idle.is_finished());
+        assert_eq!(close_one(&mut connections).await, 0);
+        assert!(!asked.is_finished());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fresh_silent_connection_goes_last_and_not_while_new_ones_wait() {
+        let mut connections = Connections::new();
+        let unread = add(&mut connections, |s| {
+            s.request_started();
+            s.write_blocked();
+        });
+        tokio::time::advance(STALLED_AFTER).await;
+        let fresh = add(&mut connections, |s| s.read(Read::Nothing));
+        let new = add(&mut connections, |_| {});
+        // A response left unread goes before a connection whose request
+        // may be on its way.
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(unread.is_finished() && !fresh.is_finished());
+        // The new one is not read from yet: wait for it rather than close
+        // the fresh one.
+        assert_eq!(close_one(&mut connections).await, 0);
+        new.abort();
+        tokio::task::yield_now().await;
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(fresh.is_finished());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_connection_is_fresh_only_for_a_while() {
+        let mut connections = Connections::new();
+        let silent = add(&mut connections, |s| s.read(Read::Nothing));
+        tokio::time::advance(FRESH).await;
+        let unread = add(&mut connections, |s| {
+            s.request_started();
+            s.write_blocked();
+        });
+        tokio::time::advance(STALLED_AFTER).await;
+        let _new = add(&mut connections, |_| {});
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(silent.is_finished() && !unread.is_finished());
     }
 
     #[tokio::test(start_paused = true)]
@@ -364,11 +511,7 @@ mod tests {
         let mut connections = Connections::new();
         let mut tasks = Vec::new();
         for _ in 0..5 {
-            let state = connections.state();
-            state.read(false);
-            let task = pending_task();
-            connections.add(state, task.clone());
-            tasks.push(task);
+            tasks.push(add(&mut connections, kept_alive));
             tokio::time::advance(Duration::from_secs(1)).await;
         }
         assert_eq!(connections.close(3), 3);
@@ -381,27 +524,26 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_client_that_left_its_response_unread_goes_when_nothing_else_can() {
         let mut connections = Connections::new();
-        let unread = connections.state();
-        unread.request_started();
-        let unread_task = pending_task();
-        connections.add(Arc::clone(&unread), unread_task.clone());
-        let answering = connections.state();
-        answering.request_started();
-        let answering_task = pending_task();
-        connections.add(answering, answering_task.clone());
+        let unread_state = connections.state();
+        unread_state.request_started();
+        let unread = pending_task();
+        connections.add(Arc::clone(&unread_state), unread.clone());
+        let answering = add(&mut connections, |s| s.request_started());
 
-        unread.write_blocked();
+        unread_state.write_blocked();
         tokio::time::advance(STALLED_AFTER / 2).await;
-        assert_eq!(connections.close(1), 0, "closed a briefly blocked writer");
+        assert_eq!(
+            close_one(&mut connections).await,
+            0,
+            "closed a briefly blocked writer"
+        );
         tokio::time::advance(STALLED_AFTER).await;
         // A client that reads again is not stalled.
-        unread.write_unblocked();
-        assert_eq!(connections.close(1), 0);
-        unread.write_blocked();
+        unread_state.write_unblocked();
+        assert_eq!(close_one(&mut connections).await, 0);
+        unread_state.write_blocked();
         tokio::time::advance(STALLED_AFTER).await;
-        assert_eq!(connections.close(1), 1);
-        tokio::task::yield_now().await;
-        assert!(unread_task.is_finished());
-        assert!(!answering_task.is_finished());
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(unread.is_finished() && !answering.is_finished());
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use crate::connections::ConnectionState;
+use crate::connections::{ConnectionState, Read};
 
 /// A socket whose reads and writes are reported to its connection's state.
 ///
@@ -104,9 +104,14 @@ impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let before = buf.filled().len();
+        let (before, room) = (buf.filled().len(), buf.remaining() > 0);
         let result = Pin::new(&mut this.io).poll_read(cx, buf);
-        this.state.read(buf.filled().len() > before);
+        this.state.read(match &result {
+            Poll::Ready(Ok(())) if buf.filled().len() > before => Read::Bytes,
+            Poll::Ready(Ok(())) if !room => Read::Nothing,
+            Poll::Ready(_) => Read::End,
+            Poll::Pending => Read::Nothing,
+        });
         result
     }
 }
