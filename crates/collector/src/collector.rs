@@ -23,7 +23,10 @@ use crate::scan::scan_dir;
 use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, Settled, TrackedFile, Trouble};
 use crate::watch::{Changes, DirWatch};
+
+mod quiet;
 use crate::writers::ExitedWriters;
+use quiet::{PlannedUnsettled, Unsettled};
 
 /// How to merge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,8 +372,18 @@ struct State {
     /// Counts the plans built: a settled file's values in `values` are
     /// those of the plan of this generation.
     plan_generation: u64,
-    /// The last collection's file reports.
+    /// The last collection's file reports, and what they count.
     reports: Arc<[FileReport]>,
+    report_counts: ReportCounts,
+    /// The listing of the collection under way came with no event and no
+    /// look at every file: nothing but the files' values and appended
+    /// entries can have changed since the last collection.
+    quiet_listing: bool,
+    /// Bumped whenever files may have become settled or unsettled: settled
+    /// sums made at another version are stale.
+    settle_version: u64,
+    /// The files not settled after the last collection, for a quiet one.
+    unsettled: Option<Unsettled>,
     /// What recent filters keep of `plan` (cleared with each new plan),
     /// with the settled files' share of each.
     restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
@@ -757,6 +770,11 @@ impl DirCollector {
                 }
             }
         }
+        state.quiet_listing = state.watch.is_some()
+            && !full_look
+            && !changes.relist
+            && changes.touched.is_empty()
+            && changes.opened.is_empty();
         state.listing = Some(Arc::clone(&listing));
         Ok(listing)
     }
@@ -843,6 +861,7 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
         &state.known,
         &plan,
         None,
+        None,
         &mut accumulators,
         &mut Vec::new(),
     )
@@ -865,16 +884,36 @@ fn merge_with_duplicates(paths: &[PathBuf], options: CollectOptions, start: Inst
 fn apply(
     known: &[Option<Known>],
     plan: &Plan,
-    mut settled: Option<(u64, &mut SettledSums)>,
+    mut settled: Option<(u64, u64, &mut SettledSums)>,
+    scope: Option<&[PlannedUnsettled]>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
-    let generation = settled.as_ref().map(|(generation, _)| *generation);
+    let generation = settled.as_ref().map(|(generation, _, _)| *generation);
     // No clearing: gather writes every slot (a 3 MB memset per scrape on
     // 4,000 files otherwise).
     values.resize(plan.ops.len(), (0.0, 0.0));
     let threads = gather_threads(plan.ops.len());
-    if threads <= 1 {
+    if let Some(planned) = scope {
+        // A quiet collection: only the files not settled have new values.
+        for file in planned {
+            let end = (file.first_op + file.entries).min(plan.ops.len());
+            let Some(tracked) = known
+                .get(file.index)
+                .and_then(Option::as_ref)
+                .and_then(|k| k.file.as_ref())
+            else {
+                values[file.first_op..end].fill((0.0, 0.0));
+                continue;
+            };
+            tracked
+                .gather_values(
+                    &plan.ops[file.first_op..end],
+                    &mut values[file.first_op..end],
+                )
+                .map_err(|_| file.index)?;
+        }
+    } else if threads <= 1 {
         gather(known, &plan.files, &plan.ops, generation, values)?;
     } else {
         // Contiguous runs of files with about the same number of entries.
@@ -928,20 +967,24 @@ fn apply(
         });
         results.into_iter().collect::<Result<(), usize>>()?;
     }
-    let mut first_op = 0u32;
-    let runs = plan.files.iter().map(|planned| {
-        let start = first_op;
-        first_op = first_op.saturating_add(planned.entries as u32);
-        (planned.index, OpGroup::Run(start, first_op))
-    });
-    let runs: Vec<(usize, OpGroup<'_>)> = runs.collect();
+    let runs = || {
+        let mut first_op = 0u32;
+        plan.files
+            .iter()
+            .map(|planned| {
+                let start = first_op;
+                first_op = first_op.saturating_add(planned.entries as u32);
+                (planned.index, OpGroup::Run(start, first_op))
+            })
+            .collect()
+    };
     if apply_settled(
         known,
         plan,
         settled
             .as_mut()
-            .map(|(generation, sums)| (*generation, &mut **sums)),
-        runs.into_iter(),
+            .map(|(generation, version, sums)| (*generation, *version, &mut **sums)),
+        runs,
         accumulators,
         values,
     ) {
@@ -981,38 +1024,40 @@ fn restricted_plan<'a>(
     (restricted, sums)
 }
 
-/// Merges `values` into `accumulators` from the settled files' sums when
-/// some of `groups`' files are settled (and the sums allow it): `true` if
-/// it did, `false` if the caller must walk every operation in order.
+/// Merges `values` into `accumulators` from the settled files' share when
+/// some of the files of `groups` (worked out only when the share must be
+/// worked out again) are settled and the share allows it: `true` if it did,
+/// `false` if the caller must walk every operation in order.
 fn apply_settled<'a>(
     known: &[Option<Known>],
     plan: &Plan,
-    settled: Option<(u64, &mut SettledSums)>,
-    groups: impl Iterator<Item = (usize, OpGroup<'a>)> + Clone,
+    settled: Option<(u64, u64, &mut SettledSums)>,
+    groups: impl FnOnce() -> Vec<(usize, OpGroup<'a>)>,
     accumulators: &mut Accumulators,
     values: &[(f64, f64)],
 ) -> bool {
-    let Some((generation, sums)) = settled else {
+    let Some((generation, version, sums)) = settled else {
         return false;
     };
-    // Since when each file is settled: a file settled again (after an
-    // event) has new values, so sums made before are stale.
-    let settled_since = |index: usize| {
-        known
-            .get(index)
-            .and_then(Option::as_ref)
-            .and_then(|k| k.file.as_ref())
-            .and_then(|file| file.settled_since(generation))
-    };
-    let since: Vec<Option<u64>> = groups
-        .clone()
-        .map(|(index, _)| settled_since(index))
-        .collect();
-    if since.iter().all(Option::is_none) {
-        return false;
-    }
-    if !sums.is_for(generation, &since) {
-        *sums = SettledSums::build(plan, generation, groups.map(|(_, ops)| ops), &since, values);
+    if !sums.is_for(generation, version) {
+        let groups = groups();
+        let since: Vec<bool> = groups
+            .iter()
+            .map(|&(index, _)| {
+                known
+                    .get(index)
+                    .and_then(Option::as_ref)
+                    .and_then(|k| k.file.as_ref())
+                    .is_some_and(|file| file.is_settled(generation))
+            })
+            .collect();
+        *sums = SettledSums::build(
+            plan,
+            (generation, version),
+            groups.into_iter().map(|(_, ops)| ops),
+            &since,
+            values,
+        );
     }
     sums.apply(plan, accumulators, values)
 }
@@ -1020,16 +1065,18 @@ fn apply_settled<'a>(
 /// [`apply`] for the operations `restricted` keeps: only their values are
 /// copied out of the files, then they are applied in plan order. A file to
 /// settle is read whole (a settled file's values must all be there for the
-/// next collection, filtered or not); a settled one not at all.
+/// next collection, filtered or not); a settled one not at all. A quiet
+/// collection (`scope`) looks only at the files that are not settled.
 fn apply_restricted(
     known: &[Option<Known>],
     plan: &Plan,
     restricted: &RestrictedPlan,
-    mut sums: Option<(u64, &mut SettledSums)>,
+    mut sums: Option<(u64, u64, &mut SettledSums)>,
+    scope: Option<&[PlannedUnsettled]>,
     accumulators: &mut Accumulators,
     values: &mut Vec<(f64, f64)>,
 ) -> Result<(), usize> {
-    let settled = sums.as_ref().map(|(generation, _)| *generation);
+    let settled = sums.as_ref().map(|(generation, _, _)| *generation);
     values.resize(plan.ops.len(), (0.0, 0.0));
     let file_of = |index: usize| {
         known
@@ -1037,48 +1084,71 @@ fn apply_restricted(
             .and_then(Option::as_ref)
             .and_then(|k| k.file.as_ref())
     };
-    if let Some(generation) = settled {
+    // Each file not settled: its position in the plan, its index, and the
+    // range of its operations.
+    let all_files = || {
         let mut first_op = 0;
-        for planned in &plan.files {
-            let end = (first_op + planned.entries).min(plan.ops.len());
-            if let Some(file) = file_of(planned.index) {
-                let to_settle = matches!(file.settled, Settled::WriterGone | Settled::Yes { .. });
-                if to_settle && !file.is_settled(generation) {
-                    file.gather_values(&plan.ops[first_op..end], &mut values[first_op..end])
-                        .map_err(|_| planned.index)?;
-                }
-            }
-            first_op = end;
-        }
-    }
-    for part in &restricted.files {
-        let Some(planned) = plan.files.get(part.position) else {
+        plan.files
+            .iter()
+            .enumerate()
+            .map(move |(position, planned)| {
+                let start = first_op;
+                first_op += planned.entries;
+                (position, planned.index, start, planned.entries)
+            })
+    };
+    let candidates: Box<dyn Iterator<Item = (usize, usize, usize, usize)>> = match scope {
+        Some(planned) => Box::new(
+            planned
+                .iter()
+                .map(|p| (p.position, p.index, p.first_op, p.entries)),
+        ),
+        None => Box::new(all_files()),
+    };
+    for (position, index, first_op, entries) in candidates {
+        let Some(file) = file_of(index) else {
             continue;
         };
-        let picks = &restricted.ops[part.picks.0..part.picks.1];
-        match file_of(planned.index) {
-            // Settled now, or read whole just above.
-            Some(file) if settled.is_some() && file.settled != Settled::No => {}
-            Some(file) => file
-                .gather_picked(picks, part.first_op, &plan.ops, values)
-                .map_err(|_| planned.index)?,
-            None => {
-                for &pick in picks {
-                    values[pick as usize] = (0.0, 0.0);
-                }
+        let end = (first_op + entries).min(plan.ops.len());
+        if let Some(generation) = settled {
+            if file.is_settled(generation) {
+                continue;
+            }
+            if file.settled != Settled::No {
+                // To settle: read whole.
+                file.gather_values(&plan.ops[first_op..end], &mut values[first_op..end])
+                    .map_err(|_| index)?;
+                continue;
             }
         }
-    }
-    let groups = restricted.files.iter().filter_map(|part| {
-        let planned = plan.files.get(part.position)?;
+        // Its picks, if the filter keeps any of its operations.
+        let Ok(at) = restricted
+            .files
+            .binary_search_by_key(&position, |part| part.position)
+        else {
+            continue;
+        };
+        let part = restricted.files[at];
         let picks = &restricted.ops[part.picks.0..part.picks.1];
-        Some((planned.index, OpGroup::Picks(picks)))
-    });
+        file.gather_picked(picks, part.first_op, &plan.ops, values)
+            .map_err(|_| index)?;
+    }
+    let groups = || {
+        restricted
+            .files
+            .iter()
+            .filter_map(|part| {
+                let planned = plan.files.get(part.position)?;
+                let picks = &restricted.ops[part.picks.0..part.picks.1];
+                Some((planned.index, OpGroup::Picks(picks)))
+            })
+            .collect()
+    };
     if apply_settled(
         known,
         plan,
         sums.as_mut()
-            .map(|(generation, sums)| (*generation, &mut **sums)),
+            .map(|(generation, version, sums)| (*generation, *version, &mut **sums)),
         groups,
         accumulators,
         values,
@@ -1271,15 +1341,22 @@ fn refresh_file(
     set_problem(known, problem, warnings);
 }
 
-/// Marks the files of `plan` whose writer is gone, and whose values the
-/// collection just read whole into the value buffer, as settled.
-fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64, collection: u64) {
-    for planned in &plan.files {
+/// Marks the files of `indexes` (planned files) whose writer is gone, and
+/// whose values the collection just read whole into the value buffer, as
+/// settled: how many became so.
+fn settle_gathered(
+    known: &mut [Option<Known>],
+    indexes: impl Iterator<Item = usize>,
+    generation: u64,
+    collection: u64,
+) -> usize {
+    let mut newly = 0;
+    for index in indexes {
         if let Some(Some(Known {
             file: Some(file),
             problem: None,
             ..
-        })) = known.get_mut(planned.index)
+        })) = known.get_mut(index)
         {
             if matches!(file.settled, Settled::WriterGone | Settled::Yes { .. })
                 && !file.is_settled(generation)
@@ -1288,9 +1365,11 @@ fn settle_gathered(known: &mut [Option<Known>], plan: &Plan, generation: u64, co
                     plan: generation,
                     since: collection,
                 };
+                newly += 1;
             }
         }
     }
+    newly
 }
 
 /// Whether `state.known[index]` is a file to read (not a bad name).
@@ -1431,85 +1510,107 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
     let mut warnings = Vec::new();
     let mut stats = ScrapeStats::default();
 
-    let order = match state.last_paths.take() {
-        Some((last, order)) if Arc::ptr_eq(&last, paths) => order,
-        _ => index_paths(state, paths),
+    let quiet_listing = std::mem::take(&mut state.quiet_listing);
+    let (order, order_reused) = match state.last_paths.take() {
+        Some((last, order)) if Arc::ptr_eq(&last, paths) => (order, true),
+        _ => (index_paths(state, paths), false),
     };
+    // A quiet collection looks only at the files that are not settled.
+    let generation = state.plan_generation;
+    let unsettled = state.unsettled.take().filter(|unsettled| {
+        exited.is_some() && quiet_listing && order_reused && unsettled.generation == generation
+    });
+    if unsettled.is_none() {
+        // Events may have brought settled files back.
+        state.settle_version += 1;
+    }
 
     let mut may_map = std::mem::take(&mut state.may_map);
-    decide_maps(state, &order, map_limit, &mut may_map);
-    // Files read with `pread`: other threads open and read them ahead
-    // while this one parses, through bounded queues.
-    let reads = order
-        .iter()
-        .zip(&may_map)
-        .filter(|&(&index, &map)| !map && has_file(state, index))
-        .count();
-    if reads >= PREFETCH_MIN_FILES && cores() > 1 {
-        // `order` holds the index of each of `paths`, in the same order.
-        let ahead: Vec<(&Path, MetricKind)> = paths
-            .iter()
-            .zip(&order)
-            .zip(&may_map)
-            .filter(|&(_, &map)| !map)
-            .filter_map(|((path, &index), _)| {
-                let kind = state.known[index].as_ref()?.file.as_ref()?.name.kind();
-                Some((path.as_path(), kind))
-            })
-            .collect();
-        // The files of a directory are opened by name in it.
-        let dir = ahead
-            .first()
-            .and_then(|(path, _)| OpenDir::open(path.parent()?).ok());
-        let (senders, receivers): (Vec<_>, Vec<_>) = (0..PREFETCH_READERS)
-            .map(|_| std::sync::mpsc::sync_channel(PREFETCH_QUEUE))
-            .unzip();
-        std::thread::scope(|scope| {
-            for (nth, sender) in senders.into_iter().enumerate() {
-                let (ahead, dir) = (&ahead, dir.as_ref());
-                // A thread that cannot be started drops its sender: this
-                // thread then reads the files itself.
-                let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
-                    read_ahead(ahead, dir, sender, nth, PREFETCH_READERS);
-                });
-            }
-            let mut batch = Vec::new().into_iter();
-            // Batches come in turn from each reading thread. Once one is
-            // missing (a reading thread stopped), no later one is taken:
-            // its files would not be the ones it is taken for.
-            let mut turn = (0..PREFETCH_READERS).cycle();
-            let mut readers_stopped = false;
-            for (&index, &map) in order.iter().zip(&may_map) {
-                let prefetched = if !map && has_file(state, index) {
-                    if batch.len() == 0 && !readers_stopped {
-                        let from = turn.next().and_then(|nth| receivers.get(nth));
-                        match from.and_then(|receiver| receiver.recv().ok()) {
-                            Some(next) => batch = next.into_iter(),
-                            None => readers_stopped = true,
-                        }
-                    }
-                    batch.next().flatten()
-                } else {
-                    None
-                };
-                refresh_file(state, index, map, now, prefetched, exited, &mut warnings);
-            }
-            // Dropping the receivers stops the reading threads if this side
-            // stopped early.
-            drop(receivers);
-        });
-    } else {
-        for (&index, &map) in order.iter().zip(&may_map) {
+    if let Some(unsettled) = &unsettled {
+        let indexes: Vec<usize> = unsettled.refresh.iter().map(|&(index, _)| index).collect();
+        decide_maps(state, &indexes, map_limit, &mut may_map);
+        for (&index, &map) in indexes.iter().zip(&may_map) {
             refresh_file(state, index, map, now, None, exited, &mut warnings);
         }
+        state.may_map = may_map;
+    } else {
+        decide_maps(state, &order, map_limit, &mut may_map);
+        // Files read with `pread`: other threads open and read them ahead
+        // while this one parses, through bounded queues.
+        let reads = order
+            .iter()
+            .zip(&may_map)
+            .filter(|&(&index, &map)| !map && has_file(state, index))
+            .count();
+        if reads >= PREFETCH_MIN_FILES && cores() > 1 {
+            // `order` holds the index of each of `paths`, in the same order.
+            let ahead: Vec<(&Path, MetricKind)> = paths
+                .iter()
+                .zip(&order)
+                .zip(&may_map)
+                .filter(|&(_, &map)| !map)
+                .filter_map(|((path, &index), _)| {
+                    let kind = state.known[index].as_ref()?.file.as_ref()?.name.kind();
+                    Some((path.as_path(), kind))
+                })
+                .collect();
+            // The files of a directory are opened by name in it.
+            let dir = ahead
+                .first()
+                .and_then(|(path, _)| OpenDir::open(path.parent()?).ok());
+            let (senders, receivers): (Vec<_>, Vec<_>) = (0..PREFETCH_READERS)
+                .map(|_| std::sync::mpsc::sync_channel(PREFETCH_QUEUE))
+                .unzip();
+            std::thread::scope(|scope| {
+                for (nth, sender) in senders.into_iter().enumerate() {
+                    let (ahead, dir) = (&ahead, dir.as_ref());
+                    // A thread that cannot be started drops its sender: this
+                    // thread then reads the files itself.
+                    let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
+                        read_ahead(ahead, dir, sender, nth, PREFETCH_READERS);
+                    });
+                }
+                let mut batch = Vec::new().into_iter();
+                // Batches come in turn from each reading thread. Once one is
+                // missing (a reading thread stopped), no later one is taken:
+                // its files would not be the ones it is taken for.
+                let mut turn = (0..PREFETCH_READERS).cycle();
+                let mut readers_stopped = false;
+                for (&index, &map) in order.iter().zip(&may_map) {
+                    let prefetched = if !map && has_file(state, index) {
+                        if batch.len() == 0 && !readers_stopped {
+                            let from = turn.next().and_then(|nth| receivers.get(nth));
+                            match from.and_then(|receiver| receiver.recv().ok()) {
+                                Some(next) => batch = next.into_iter(),
+                                None => readers_stopped = true,
+                            }
+                        }
+                        batch.next().flatten()
+                    } else {
+                        None
+                    };
+                    refresh_file(state, index, map, now, prefetched, exited, &mut warnings);
+                }
+                // Dropping the receivers stops the reading threads if this side
+                // stopped early.
+                drop(receivers);
+            });
+        } else {
+            for (&index, &map) in order.iter().zip(&may_map) {
+                refresh_file(state, index, map, now, None, exited, &mut warnings);
+            }
+        }
+        state.may_map = may_map;
     }
-    state.may_map = may_map;
 
     let mut families = Vec::new();
     // At most twice: a file that shrank under its map is dropped and the
     // plan rebuilt without it.
     for _ in 0..3 {
-        if state.replan || !same_files(&state.plan, &order, &state.known) {
+        // A quiet collection's files are the last one's, and a file whose
+        // entries changed asked for a new plan.
+        let same = unsettled.is_some() || same_files(&state.plan, &order, &state.known);
+        if state.replan || !same {
             state.plan = build_plan(state, &order, options);
             state.interner.settle();
             state.restricted.clear();
@@ -1518,11 +1619,17 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
             stats.planned = true;
         }
         let settled = exited.map(|_| state.plan_generation);
+        let scope = unsettled
+            .as_ref()
+            .filter(|unsettled| unsettled.generation == state.plan_generation)
+            .map(|unsettled| unsettled.planned.as_slice());
+        let version = state.settle_version;
         let applied = match filter {
             None => apply(
                 &state.known,
                 &state.plan,
-                settled.map(|generation| (generation, &mut state.settled_sums)),
+                settled.map(|generation| (generation, version, &mut state.settled_sums)),
+                scope,
                 &mut state.accumulators,
                 &mut state.values,
             )
@@ -1534,7 +1641,8 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
                     &state.known,
                     &state.plan,
                     restricted,
-                    settled.map(|generation| (generation, sums)),
+                    settled.map(|generation| (generation, version, sums)),
+                    scope,
                     &mut state.accumulators,
                     &mut state.values,
                 )
@@ -1555,7 +1663,20 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
             Ok(merged) => {
                 families = merged;
                 if let Some(generation) = settled {
-                    settle_gathered(&mut state.known, &state.plan, generation, state.collections);
+                    let collection = state.collections;
+                    let newly = match scope {
+                        Some(planned) => {
+                            let indexes = planned.iter().map(|p| p.index);
+                            settle_gathered(&mut state.known, indexes, generation, collection)
+                        }
+                        None => {
+                            let indexes = state.plan.files.iter().map(|p| p.index);
+                            settle_gathered(&mut state.known, indexes, generation, collection)
+                        }
+                    };
+                    if newly > 0 {
+                        state.settle_version += 1;
+                    }
                 }
                 break;
             }
@@ -1597,24 +1718,24 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
         warnings.push(Warning::Conflict(conflict));
     }
 
-    let reports = file_reports(state, &order);
+    let quiet = unsettled
+        .as_ref()
+        .filter(|unsettled| unsettled.generation == state.plan_generation);
+    let reports = file_reports(state, &order, quiet);
+    let counts = state.report_counts;
+    stats.files_ok = counts.ok;
+    stats.files_bad = counts.bad;
+    stats.files_vanished = counts.vanished;
+    stats.bytes_read = counts.bytes_read;
     if exited.is_some() {
-        let generation = state.plan_generation;
-        stats.files_settled = order
-            .iter()
-            .filter_map(|&index| state.known[index].as_ref()?.file.as_ref())
-            .filter(|file| file.is_settled(generation))
-            .count();
-    }
-    for report in reports.iter() {
-        match report.state() {
-            FileState::Ok => {
-                stats.files_ok += 1;
-                stats.bytes_read += report.used;
+        let next = match unsettled {
+            Some(unsettled) if unsettled.generation == state.plan_generation => {
+                unsettled.still(state)
             }
-            FileState::Bad => stats.files_bad += 1,
-            FileState::Vanished => stats.files_vanished += 1,
-        }
+            _ => Unsettled::of(state, &order),
+        };
+        stats.files_settled = next.settled;
+        state.unsettled = Some(next);
     }
 
     // Give back memory a big file or a burst of keys left behind.
@@ -1649,6 +1770,32 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
     }
 }
 
+/// What the file reports count: files ok, bad and vanished, bytes read.
+#[derive(Debug, Default, Clone, Copy)]
+struct ReportCounts {
+    ok: usize,
+    bad: usize,
+    vanished: usize,
+    bytes_read: u64,
+}
+
+impl ReportCounts {
+    fn of(reports: &[FileReport]) -> ReportCounts {
+        let mut counts = ReportCounts::default();
+        for report in reports {
+            match report.state() {
+                FileState::Ok => {
+                    counts.ok += 1;
+                    counts.bytes_read += report.used;
+                }
+                FileState::Bad => counts.bad += 1,
+                FileState::Vanished => counts.vanished += 1,
+            }
+        }
+        counts
+    }
+}
+
 /// What a file's report says now: `state.known[index]`'s.
 fn file_report(known: &Known) -> FileReport {
     let good = known.problem.is_none();
@@ -1679,21 +1826,36 @@ fn still_reports(report: &FileReport, known: &Known) -> bool {
 }
 
 /// The reports of the files of `order`: the last collection's when none
-/// changed, else new ones.
-fn file_reports(state: &mut State, order: &[usize]) -> Arc<[FileReport]> {
+/// changed, else new ones. A quiet collection (`scope`) compares only the
+/// files that are not settled: the others did not change.
+fn file_reports(
+    state: &mut State,
+    order: &[usize],
+    scope: Option<&Unsettled>,
+) -> Arc<[FileReport]> {
     let known = || {
         order
             .iter()
             .filter_map(|&index| state.known[index].as_ref())
     };
-    let unchanged = state.reports.len() == known().count()
-        && state
-            .reports
-            .iter()
-            .zip(known())
-            .all(|(report, known)| still_reports(report, known));
+    let unchanged = match scope {
+        Some(unsettled) => unsettled.refresh.iter().all(|&(index, position)| {
+            let report = state.reports.get(position);
+            let known = state.known[index].as_ref();
+            matches!((report, known), (Some(report), Some(known)) if still_reports(report, known))
+        }),
+        None => {
+            state.reports.len() == known().count()
+                && state
+                    .reports
+                    .iter()
+                    .zip(known())
+                    .all(|(report, known)| still_reports(report, known))
+        }
+    };
     if !unchanged {
         state.reports = known().map(file_report).collect();
+        state.report_counts = ReportCounts::of(&state.reports);
     }
     Arc::clone(&state.reports)
 }

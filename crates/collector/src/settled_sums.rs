@@ -77,10 +77,12 @@ struct Walk {
 /// a filter keeps), for a given set of settled files.
 #[derive(Debug, Default)]
 pub(crate) struct SettledSums {
-    /// What it was worked out for: the plan's generation and, per
-    /// operation group given to [`SettledSums::build`], since when its file
-    /// was settled (`None`: not settled).
-    key: (u64, Vec<Option<u64>>),
+    /// What it was worked out for: the plan's generation and the version
+    /// of the settled files (the collector changes it whenever a file may
+    /// have become settled or unsettled).
+    key: Option<(u64, u64)>,
+    /// No file was settled: nothing to gain, walk in order.
+    none_settled: bool,
     /// Kept series and their merged state.
     kept: Vec<(u32, Slot)>,
     /// Summed series: the settled terms' sum and the sum of their
@@ -95,25 +97,32 @@ pub(crate) struct SettledSums {
 }
 
 impl SettledSums {
-    /// Whether this was worked out for the plan of `generation` with
-    /// exactly the files settled, and since when, that `since` says.
-    pub(crate) fn is_for(&self, generation: u64, since: &[Option<u64>]) -> bool {
-        self.key.0 == generation && self.key.1 == since
+    /// Whether this was worked out for the plan of `generation` and the
+    /// settled files of `version`.
+    pub(crate) fn is_for(&self, generation: u64, version: u64) -> bool {
+        self.key == Some((generation, version))
     }
 
     /// Works out the settled share of `groups`, the operations of each file
-    /// (in plan order); `since[i]` says since when the file of `groups`'
-    /// `i`th is settled (`None`: not settled), and `values` holds every
-    /// settled operation's value.
+    /// (in plan order), for `key` (plan generation, settled version);
+    /// `settled[i]` says whether the file of `groups`' `i`th is settled, and
+    /// `values` holds every settled operation's value.
     pub(crate) fn build<'a>(
         plan: &Plan,
-        generation: u64,
+        key: (u64, u64),
         groups: impl Iterator<Item = OpGroup<'a>> + Clone,
-        since: &[Option<u64>],
+        settled: &[bool],
         values: &[(f64, f64)],
     ) -> SettledSums {
+        if !settled.contains(&true) {
+            return SettledSums {
+                key: Some(key),
+                none_settled: true,
+                ..SettledSums::default()
+            };
+        }
         let slots = plan.slot_count();
-        let settled_flags = || since.iter().map(Option::is_some);
+        let settled_flags = || settled.iter().copied();
         // Which series have live terms, which only add, and which have
         // settled terms that are not exact integers (or too big).
         let mut live = vec![false; slots];
@@ -153,7 +162,7 @@ impl SettledSums {
             }
         };
         let mut built = SettledSums {
-            key: (generation, since.to_vec()),
+            key: Some(key),
             live_magnitude: vec![0.0; slots],
             ..SettledSums::default()
         };
@@ -205,6 +214,9 @@ impl SettledSums {
         accumulators: &mut Accumulators,
         values: &[(f64, f64)],
     ) -> bool {
+        if self.none_settled {
+            return false;
+        }
         accumulators.start(plan);
         for &(slot, state) in &self.kept {
             accumulators.put(slot, state);

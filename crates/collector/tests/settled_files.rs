@@ -159,3 +159,50 @@ fn a_sum_with_a_live_fraction_is_added_in_python_s_order() {
     assert_eq!(value_of(&fresh, "c_total"), "c_total 0.0");
     assert_eq!(text, fresh);
 }
+
+#[test]
+fn a_live_writer_s_new_series_shows_in_a_quiet_collection() {
+    // Among settled files, a live writer adds a series through its map (no
+    // event): the next collection, which looks only at files not settled,
+    // merges it and reports the file's new entry count.
+    let dir = tempfile::tempdir().unwrap();
+    let mut gone = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "1").unwrap(),
+    )
+    .unwrap();
+    gone.slot(&encode_key("c", "c_total", [("w", "1")], "C."))
+        .unwrap()
+        .add(1.0);
+    let mut live = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "2").unwrap(),
+    )
+    .unwrap();
+    live.slot(&encode_key("c", "c_total", [("w", "2")], "C."))
+        .unwrap()
+        .add(1.0);
+    let collector =
+        DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
+    for _ in 0..4 {
+        collector.collect().unwrap();
+    }
+    let before = collector.collect().unwrap();
+    assert_eq!(before.stats.files_settled, 1);
+    live.slot(&encode_key("c", "c_total", [("w", "3")], "C."))
+        .unwrap()
+        .add(7.0);
+    let after = collector.collect().unwrap();
+    let text = after.encode(Format::Prometheus);
+    assert!(text.contains("c_total{w=\"3\"} 7.0\n"), "{text}");
+    let entries = |scrape: &multiprom_collector::Scrape| {
+        scrape
+            .files
+            .iter()
+            .find(|f| f.path.ends_with("counter_2.db"))
+            .map(|f| f.entries)
+    };
+    assert_eq!((entries(&before), entries(&after)), (Some(1), Some(2)));
+    let fresh = DirCollector::new(dir.path()).collect().unwrap();
+    assert_eq!(text, fresh.encode(Format::Prometheus));
+}
