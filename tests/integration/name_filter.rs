@@ -152,3 +152,14 @@ fn multiprom_own_families_obey_the_filter() {
         )
     );
 }
+
+#[test]
+fn multiprom_process_families_are_served_when_named() {
+    let dir = directory();
+    let (_server, addr) = serve(dir.path(), &[]);
+    let body = get(addr, "/metrics?name[]=process_max_fds", &[]).text();
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 3, "{body}");
+    assert_eq!(lines[1], "# TYPE process_max_fds gauge");
+    assert!(lines[2].starts_with("process_max_fds "), "{body}");
+}

@@ -575,8 +575,14 @@ impl Inner {
         }
         let mut own = self.metrics.record(&scrape.stats);
         own.push(directory_listable(true));
-        own.extend(process_metrics::own());
-        if self.config.worker_process_metrics {
+        // What reads `/proc` is skipped when the filter cannot keep it (a
+        // router polling a few families many times a second).
+        let wanted =
+            |prefix: &str| filter.is_none_or(|f| f.names().any(|name| name.starts_with(prefix)));
+        if wanted("process_") {
+            own.extend(process_metrics::own());
+        }
+        if self.config.worker_process_metrics && wanted("multiprom_worker_process_") {
             own.extend(process_metrics::workers(&scrape.files));
         }
         if let Some(filter) = filter {

@@ -37,14 +37,20 @@ fn units() -> (f64, f64) {
     )
 }
 
-/// The system's boot time, Unix seconds (`btime` in `/proc/stat`).
+/// The system's boot time, Unix seconds (`btime` in `/proc/stat`), read
+/// once: `/proc/stat` is costly to read (the kernel sums every processor's
+/// counters for it) and the boot time does not change, so Python's
+/// `ProcessCollector` reads it once too.
 fn boot_time() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("btime "))?
-        .trim()
-        .parse()
-        .ok()
+    static BOOT: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+    *BOOT.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 /// Parses one `/proc/<pid>/stat` line.
@@ -75,7 +81,8 @@ fn read_stat(pid: &str) -> Option<ProcStat> {
 /// multiprom's own `process_*` families (those that can be read).
 pub(crate) fn own() -> Vec<MergedFamily> {
     let mut families = Vec::with_capacity(6);
-    if let Some(stat) = read_stat("self") {
+    let stat = read_stat("self");
+    if let Some(stat) = &stat {
         families.push(counter(
             "process_cpu_seconds",
             "Total user and system CPU time spent in seconds.",
@@ -98,7 +105,7 @@ pub(crate) fn own() -> Vec<MergedFamily> {
             max as f64,
         ));
     }
-    if let Some(stat) = read_stat("self") {
+    if let Some(stat) = stat {
         families.push(gauge(
             "process_virtual_memory_bytes",
             "Virtual memory size in bytes.",
