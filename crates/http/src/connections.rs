@@ -15,13 +15,14 @@
 //!    (connect-and-close: hyper, told to allow half-closed connections,
 //!    would keep them until the header timeout);
 //! 2. those that have waited longest for a request: idle kept-alive
-//!    connections, connections trickling their headers, connections silent
-//!    for over [`FRESH`] since they were accepted (none has anything to
-//!    lose but a request it has not finished asking);
+//!    connections, connections trickling their headers or silent since
+//!    they were accepted, for over [`FRESH`] (none has anything to lose but
+//!    a request it has not finished asking);
 //! 3. those whose client has left a response unread longest (for at least
 //!    [`STALLED_AFTER`]);
-//! 4. connections accepted less than [`FRESH`] ago that have sent nothing
-//!    yet, and only when no connection is still to be read from.
+//! 4. connections accepted or begun a request less than [`FRESH`] ago
+//!    (likely a request on its way), and only when no connection is still
+//!    to be read from.
 //!
 //! Never closed to make room: a connection not read from yet (its request
 //! may be there), a request being handled, a response its client is
@@ -40,12 +41,15 @@ use tokio::time::Instant;
 /// client reading a large response as fast as it can.
 pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
 
-/// How long a connection that has sent nothing since it was accepted counts
-/// as fresh: closed to make room only when nothing else can be and no
-/// connection just accepted is still to be read from (which will likely
-/// be closable, a connect-and-close for one). A client's request follows
-/// its connection within a round trip; under a burst of arrivals, reading
-/// it can take the server tens of milliseconds.
+/// How long a connection that has sent nothing since it was accepted, or
+/// has begun a request and not finished its headers, counts as fresh:
+/// closed to make room only when nothing else can be and no connection just
+/// accepted is still to be read from (which will likely be closable, a
+/// connect-and-close for one). A client's request follows its connection
+/// within a round trip and comes whole; under a burst of arrivals, reading
+/// and parsing it can take the server tens of milliseconds, and a
+/// connection whose headers are read but not yet parsed looks like one
+/// trickling them.
 pub(crate) const FRESH: Duration = Duration::from_secs(1);
 
 /// The fewest connections [`Connections`] holds before pruning finished ones.
@@ -226,7 +230,7 @@ impl ConnectionState {
         match self.phase() {
             Phase::New => None,
             Phase::Ended => Some((Tier::Ended, since)),
-            Phase::Silent if now.saturating_sub(since) < micros(FRESH) => {
+            Phase::Silent | Phase::ReadingHeaders if now.saturating_sub(since) < micros(FRESH) => {
                 Some((Tier::Fresh, since))
             }
             Phase::Silent | Phase::Idle | Phase::ReadingHeaders => Some((Tier::Waiting, since)),
@@ -252,7 +256,8 @@ enum Tier {
     Waiting,
     /// A response left unread.
     Unread,
-    /// Silent, but only just accepted: its request may be on its way.
+    /// Only just accepted and silent, or only just begun to send a
+    /// request: likely a request on its way, or being read.
     Fresh,
 }
 
@@ -422,7 +427,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_longest_waiting_goes_first_and_a_served_or_unread_one_never() {
+    async fn the_longest_waiting_goes_first_and_a_served_or_new_one_never() {
         let mut connections = Connections::new();
         let serving = add(&mut connections, |s| {
             s.read(Read::Bytes);
@@ -489,6 +494,28 @@ mod tests {
         tokio::task::yield_now().await;
         assert_eq!(close_one(&mut connections).await, 1);
         assert!(fresh.is_finished());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_just_begun_goes_after_a_response_left_unread() {
+        let mut connections = Connections::new();
+        let unread = add(&mut connections, |s| {
+            s.request_started();
+            s.write_blocked();
+        });
+        tokio::time::advance(STALLED_AFTER).await;
+        let asking = add(&mut connections, |s| s.read(Read::Bytes));
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(unread.is_finished() && !asking.is_finished());
+        // A request that has not completed its headers for a while is
+        // trickling them.
+        let unread = add(&mut connections, |s| {
+            s.request_started();
+            s.write_blocked();
+        });
+        tokio::time::advance(FRESH).await;
+        assert_eq!(close_one(&mut connections).await, 1);
+        assert!(asking.is_finished() && !unread.is_finished());
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,7 +11,7 @@ use multiprom_format::{encode_key, layout};
 use multiprom_http::DEFAULT_MAX_CONNECTIONS;
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 
-use super::{eventually, fd_count, rss_kib, write_good_counter};
+use super::{eventually, fd_count, rss_kib, socket_count, write_good_counter};
 use crate::bad_files::StopOnDrop;
 use crate::harness::temp_dir;
 use crate::http_client::get;
@@ -29,10 +29,14 @@ const NOT_READING: usize = 20;
 /// socket buffers of a loopback connection hold (about 4 MiB), so the
 /// server is left with an answer it cannot write.
 pub(super) const PIPELINED: usize = 64;
-/// Closed trickling or idle connections opened again every 100 ms, at most.
+/// How often each trickling connection sends a byte.
+const TRICKLE_EVERY: Duration = Duration::from_millis(200);
+/// Closed trickling or idle connections opened again each time, at most.
 const REOPEN_PER_ROUND: usize = 32;
 /// Connections opened and closed at once, in each burst.
 const BURST: usize = 500;
+/// How often a burst comes.
+const BURST_EVERY: Duration = Duration::from_secs(2);
 /// How long the scrapes are measured while the flood goes on.
 const PROBING: Duration = Duration::from_secs(12);
 /// A scrape that takes longer than this counts as failed.
@@ -144,8 +148,8 @@ fn closed_by_server(stream: &mut TcpStream) -> bool {
     !matches!(stream.read(&mut byte), Err(e) if e.kind() == ErrorKind::WouldBlock)
 }
 
-/// The trickling and idle connections: every 100 ms each trickling one
-/// sends one more byte of a header that never ends, and up to
+/// The trickling and idle connections: every [`TRICKLE_EVERY`] each
+/// trickling one sends one more byte of a header that never ends, and up to
 /// [`REOPEN_PER_ROUND`] of those the server closed are opened again, so
 /// that they keep wanting more connections than the cap, at a pace that
 /// leaves the machine's two cores to the server. Returns the reconnections.
@@ -180,13 +184,13 @@ fn trickle_and_idle(addr: SocketAddr, stop: &AtomicBool) -> usize {
             *slot = open(addr, first);
             reopened += usize::from(slot.is_some());
         }
-        std::thread::sleep(Duration::from_millis(100).saturating_sub(round.elapsed()));
+        std::thread::sleep(TRICKLE_EVERY.saturating_sub(round.elapsed()));
     }
     reopened
 }
 
-/// Bursts of [`BURST`] connections opened and closed at once, one a
-/// second. Returns the connections opened.
+/// Bursts of [`BURST`] connections opened and closed at once, one every
+/// [`BURST_EVERY`]. Returns the connections opened.
 fn connect_and_close(addr: SocketAddr, stop: &AtomicBool) -> usize {
     let mut opened = 0;
     while !stop.load(Ordering::Relaxed) {
@@ -200,7 +204,7 @@ fn connect_and_close(addr: SocketAddr, stop: &AtomicBool) -> usize {
                 opened += 1;
             }
         }
-        while burst.elapsed() < Duration::from_secs(1) && !stop.load(Ordering::Relaxed) {
+        while burst.elapsed() < BURST_EVERY && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -239,6 +243,7 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
         assert_eq!(get(addr, "/metrics", &[]).status, 200);
     }
     let baseline_fds = fd_count(pid);
+    let baseline_sockets = socket_count(pid);
 
     // The clients that never read go first: their answers are made until
     // the server can write no more of them, before the scrapes are timed.
@@ -276,7 +281,7 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
     );
 
     let stop = AtomicBool::new(false);
-    let (reopened, bursts, mut metrics, mut ready, failures, max_fds, max_rss) =
+    let (reopened, bursts, mut metrics, mut ready, failures, max_fds, max_sockets, max_rss) =
         std::thread::scope(|s| {
             let _stop = StopOnDrop(&stop);
             let slow = s.spawn(|| trickle_and_idle(addr, &stop));
@@ -285,7 +290,7 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
             let mut metrics = Vec::new();
             let mut ready = Vec::new();
             let mut failures = Vec::new();
-            let (mut max_fds, mut max_rss) = (0, 0);
+            let (mut max_fds, mut max_sockets, mut max_rss) = (0, 0, 0);
             let until = Instant::now() + PROBING;
             for i in 0.. {
                 if Instant::now() >= until {
@@ -301,13 +306,23 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
                     Err(why) => failures.push(format!("{path}: {why}")),
                 }
                 max_fds = max_fds.max(fd_count(pid));
+                max_sockets = max_sockets.max(socket_count(pid));
                 max_rss = max_rss.max(rss_kib(pid));
                 std::thread::sleep(Duration::from_millis(20));
             }
             stop.store(true, Ordering::Relaxed);
             let reopened = slow.join().unwrap();
             let bursts = burst.join().unwrap();
-            (reopened, bursts, metrics, ready, failures, max_fds, max_rss)
+            (
+                reopened,
+                bursts,
+                metrics,
+                ready,
+                failures,
+                max_fds,
+                max_sockets,
+                max_rss,
+            )
         });
     let (metrics_p99, ready_p99) = (p99(&mut metrics), p99(&mut ready));
     eprintln!(
@@ -315,7 +330,7 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
          /-/ready {} answered, p99 {ready_p99:?}, max {:?}; {} failed; \
          {reopened} flood connections reopened, {bursts} connect-and-close; \
          {made} answers made for the clients that never read; at most {max_fds} descriptors \
-         (baseline {baseline_fds}), RSS at most {max_rss} KiB",
+         (baseline {baseline_fds}), {max_sockets} sockets (baseline {baseline_sockets}), RSS at most {max_rss} KiB",
         metrics.len(),
         metrics.last().copied().unwrap_or_default(),
         ready.len(),
@@ -339,6 +354,10 @@ fn connection_flood_over_the_cap_leaves_scrapes_served() {
     assert!(
         reopened + bursts > DEFAULT_MAX_CONNECTIONS,
         "the flood never went over the cap"
+    );
+    assert!(
+        max_sockets <= baseline_sockets + DEFAULT_MAX_CONNECTIONS + 1,
+        "{max_sockets} sockets, {baseline_sockets} before the flood"
     );
     assert!(
         max_fds <= baseline_fds + DEFAULT_MAX_CONNECTIONS + 8,
