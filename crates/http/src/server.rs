@@ -12,14 +12,16 @@
 //! holds a task and its buffers, so without a cap a client opening
 //! connections without end would grow the process without end. The loop
 //! never stops accepting: a connection arriving at the cap is let in by
-//! closing one that waits for a request (idle, or still sending its
-//! headers), the longest waiting first, or else one whose client has left
-//! its response unread for a while (the `connections` module). A request
-//! being handled, or a response its client is reading, is never cut off to
-//! make room; when no connection can be closed, the newcomer waits until
-//! one can (or closes), and later ones wait in the listen backlog. So a
-//! flood of idle, slow or non-reading connections cannot keep a scrape out.
-//! Reaching the cap is logged, at most once a minute.
+//! closing one that can be spared (the `connections` module has the
+//! order): one its client has ended, else the one that has waited longest
+//! for a request (idle, or still sending its headers), else one whose
+//! client has left its response unread for a while. A request being
+//! handled, or a response its client is reading, is never cut off to make
+//! room, and a connection only just accepted is spared while its request
+//! may be on its way; when no connection can be closed, the newcomer waits
+//! until one can (or closes), and later ones wait in the listen backlog. So
+//! a flood of idle, slow or non-reading connections cannot keep a scrape
+//! out. Reaching the cap is logged, at most once a minute.
 
 use std::future::Future;
 use std::sync::Arc;
