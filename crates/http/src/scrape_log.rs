@@ -12,12 +12,16 @@ pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize
     }
     let stats = &scrape.stats;
     tracing::debug!(
-        "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok ({} of them settled: writer gone, left unread), skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms; {}; {}",
+        "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok{}, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms; {}; {}",
         stats.collection,
         scrape.files.len() + left_out,
         dir.display(),
         stats.files_ok,
-        stats.files_settled,
+        if stats.files_settled > 0 {
+            format!(" ({} of them settled: writer gone, left unread)", stats.files_settled)
+        } else {
+            String::new()
+        },
         stats.files_bad,
         stats.files_vanished,
         stats.bytes_read,
