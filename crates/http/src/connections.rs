@@ -20,9 +20,9 @@
 //!    a request it has not finished asking);
 //! 3. those whose client has left a response unread longest (for at least
 //!    [`STALLED_AFTER`]);
-//! 4. connections accepted or begun a request less than [`FRESH`] ago
-//!    (likely a request on its way), and only when no connection is still
-//!    to be read from.
+//! 4. connections accepted, or that began a request, less than [`FRESH`]
+//!    ago (likely a request on its way), and only when no connection is
+//!    still to be read from.
 //!
 //! Never closed to make room: a connection not read from yet (its request
 //! may be there), a request being handled, a response its client is
@@ -39,7 +39,7 @@ use tokio::time::Instant;
 /// How long a client must have left its response unread before its
 /// connection may be closed to make room. Long next to the pauses of a
 /// client reading a large response as fast as it can.
-pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
+const STALLED_AFTER: Duration = Duration::from_secs(1);
 
 /// How long a connection that has sent nothing since it was accepted, or
 /// has begun a request and not finished its headers, counts as fresh:
@@ -50,7 +50,7 @@ pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(1);
 /// and parsing it can take the server tens of milliseconds, and a
 /// connection whose headers are read but not yet parsed looks like one
 /// trickling them.
-pub(crate) const FRESH: Duration = Duration::from_secs(1);
+const FRESH: Duration = Duration::from_secs(1);
 
 /// The fewest connections [`Connections`] holds before pruning finished ones.
 const MIN_PRUNE_AT: usize = 64;
@@ -314,7 +314,9 @@ impl Connections {
 
     /// Closes up to `at_most` of the connections that can best be spared
     /// (see the module documentation), in one pass over them; returns how
-    /// many it closed (none if none can be).
+    /// many it closed (none if none can be). Only connections that have
+    /// ended or wait for a request go several at a time: a response left
+    /// unread, or a request likely on its way, goes only one at a time.
     pub(crate) fn close(&mut self, at_most: usize) -> usize {
         self.prune();
         let now = micros(self.epoch.elapsed());
@@ -324,16 +326,23 @@ impl Connections {
             .enumerate()
             .filter_map(|(i, (state, _))| state.closing_order(now).map(|order| (order, i)))
             .collect();
-        let only_fresh = candidates.iter().all(|&((tier, _), _)| tier == Tier::Fresh);
-        if only_fresh && self.open.iter().any(|(state, _)| state.is_new()) {
+        let Some(&((best, _), _)) = candidates.iter().min() else {
+            return 0;
+        };
+        if best == Tier::Fresh && self.open.iter().any(|(state, _)| state.is_new()) {
             // Better to wait for the new ones to be read from than to close
             // a connection whose request may be on its way.
             return 0;
         }
-        let count = at_most.min(candidates.len());
-        if count == 0 {
-            return 0;
+        if best > Tier::Waiting {
+            candidates.retain(|&((tier, _), _)| tier == best);
+        } else {
+            candidates.retain(|&((tier, _), _)| tier <= Tier::Waiting);
         }
+        let count = match best {
+            Tier::Ended | Tier::Waiting => at_most.min(candidates.len()),
+            Tier::Unread | Tier::Fresh => 1,
+        };
         if count < candidates.len() {
             candidates.select_nth_unstable(count - 1);
         }
@@ -546,6 +555,36 @@ mod tests {
         let finished: Vec<bool> = tasks.iter().map(AbortHandle::is_finished).collect();
         assert_eq!(finished, [true, true, true, false, false]);
         assert_eq!(connections.close(3), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_connections_waiting_for_a_request_go_several_at_once() {
+        let mut connections = Connections::new();
+        let idle = add(&mut connections, kept_alive);
+        let unread: Vec<AbortHandle> = (0..3)
+            .map(|_| {
+                add(&mut connections, |s| {
+                    s.request_started();
+                    s.write_blocked();
+                })
+            })
+            .collect();
+        tokio::time::advance(STALLED_AFTER).await;
+        let fresh: Vec<AbortHandle> = (0..3)
+            .map(|_| add(&mut connections, |s| s.read(Read::Bytes)))
+            .collect();
+        assert_eq!(connections.close(16), 1);
+        tokio::task::yield_now().await;
+        assert!(idle.is_finished());
+        for round in 1..=3 {
+            assert_eq!(connections.close(16), 1);
+            tokio::task::yield_now().await;
+            let gone = unread.iter().filter(|t| t.is_finished()).count();
+            assert_eq!(gone, round);
+        }
+        assert_eq!(connections.close(16), 1);
+        tokio::task::yield_now().await;
+        assert_eq!(fresh.iter().filter(|t| t.is_finished()).count(), 1);
     }
 
     #[tokio::test(start_paused = true)]
