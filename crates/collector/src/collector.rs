@@ -372,6 +372,9 @@ struct State {
     /// Counts the plans built: a settled file's values in `values` are
     /// those of the plan of this generation.
     plan_generation: u64,
+    /// The last listing that had files left out, the files left out, and
+    /// the rest: the same listing less the same files is the same listing.
+    kept: Option<KeptListing>,
     /// The last collection's file reports, and what they count.
     reports: Arc<[FileReport]>,
     report_counts: ReportCounts,
@@ -423,6 +426,9 @@ struct State {
     /// interner sweep: when both are unchanged there is nothing to sweep.
     swept_at: (u64, u64),
 }
+
+/// A listing, the files left out of it, and the rest.
+type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
 
 /// How often every file is looked at even when no event said it changed, as
 /// a guard against anything a watch can miss.
@@ -535,7 +541,7 @@ impl DirCollector {
 
     /// Lists, reads and merges the directory once.
     pub fn collect(&self) -> Result<Arc<Scrape>, CollectError> {
-        self.collect_without(|_| HashSet::new(), None)
+        self.collect_without(|_| Arc::default(), None)
     }
 
     /// Lists, reads and merges the directory once, keeping only the samples
@@ -564,7 +570,7 @@ impl DirCollector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn collect_only(&self, filter: &NameFilter) -> Result<Arc<Scrape>, CollectError> {
-        self.collect_without(|_| HashSet::new(), Some(filter))
+        self.collect_without(|_| Arc::default(), Some(filter))
     }
 
     /// Lists the directory once, lets `leave_out` pick files from that
@@ -583,7 +589,7 @@ impl DirCollector {
     /// called).
     pub fn collect_without(
         &self,
-        leave_out: impl FnOnce(&[PathBuf]) -> HashSet<PathBuf>,
+        leave_out: impl FnOnce(&Arc<Vec<PathBuf>>) -> Arc<HashSet<PathBuf>>,
         filter: Option<&NameFilter>,
     ) -> Result<Arc<Scrape>, CollectError> {
         let arrived = Instant::now();
@@ -614,11 +620,25 @@ impl DirCollector {
                 source,
             })?)
         };
-        let left_out = leave_out(&paths);
+        let listing = Arc::clone(&paths);
+        let left_out = leave_out(&listing);
         if !left_out.is_empty() {
-            let mut kept = Vec::clone(&paths);
-            kept.retain(|p| !left_out.contains(p));
-            paths = Arc::new(kept);
+            // The same listing less the same files as last time is the
+            // same listing (the same `Arc`): a collection on it need not
+            // look every path up again, and can be a quiet one.
+            paths = match state.kept.take() {
+                Some((last, left, kept))
+                    if Arc::ptr_eq(&last, &listing) && Arc::ptr_eq(&left, &left_out) =>
+                {
+                    kept
+                }
+                _ => {
+                    let mut kept = Vec::clone(&paths);
+                    kept.retain(|p| !left_out.contains(p));
+                    Arc::new(kept)
+                }
+            };
+            state.kept = Some((listing, left_out, Arc::clone(&paths)));
         }
         let map = self.map_files && guard_sigbus();
         state.collections += 1;

@@ -37,7 +37,7 @@ fn callers_arriving_during_a_collection_share_it() {
                             inside.send(()).unwrap();
                             // Bounded: a test that fails must not hang.
                             release.recv_timeout(Duration::from_secs(30)).unwrap();
-                            HashSet::new()
+                            Arc::new(HashSet::new())
                         },
                         None,
                     )

@@ -386,7 +386,7 @@ impl Endpoint {
                     inner.collector.dir().display()
                 );
             })?;
-            Ok(inner.reap(&paths))
+            Ok(inner.reap(&std::sync::Arc::new(paths)))
         })
         .await
         .map_err(std::io::Error::other)?
@@ -521,7 +521,7 @@ impl Inner {
     }
 
     /// One reaping pass over a listing (nothing when reaping is off).
-    fn reap(&self, paths: &[std::path::PathBuf]) -> ReapPass {
+    fn reap(&self, paths: &Arc<Vec<std::path::PathBuf>>) -> ReapPass {
         let Some(reaper) = &self.reaper else {
             return ReapPass::default();
         };

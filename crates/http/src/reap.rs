@@ -48,6 +48,7 @@
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use multiprom_format::{FileName, MetricKind};
@@ -62,13 +63,33 @@ pub const DEFAULT_REAP_GRACE: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReapPass {
     /// Live-gauge files of exited processes, still on disk: leave them out
-    /// of the merge, as if `mark_process_dead` had removed them.
-    pub retired: HashSet<PathBuf>,
+    /// of the merge, as if `mark_process_dead` had removed them. The same
+    /// set (the same `Arc`) as the last pass's while nothing changed.
+    pub retired: Arc<HashSet<PathBuf>>,
     /// Files removed in this pass, with the pid of the dead process, in name
     /// order.
     pub removed: Vec<(PathBuf, u32)>,
     /// Files that could not be removed, with why.
     pub failed: Vec<(PathBuf, String)>,
+}
+
+/// What [`Reaper::full_pass`] decided.
+#[derive(Debug, Default)]
+struct FullPass {
+    retired: HashSet<PathBuf>,
+    removed: Vec<(PathBuf, u32)>,
+    failed: Vec<(PathBuf, String)>,
+}
+
+/// The last pass: its listing, the live-gauge files in it, their
+/// processes' states, its answer, and when the next grace period ends.
+#[derive(Debug)]
+struct LastPass {
+    listing: Arc<Vec<PathBuf>>,
+    live: Arc<Vec<(usize, u32)>>,
+    states: HashMap<u32, ProcessState>,
+    retired: Arc<HashSet<PathBuf>>,
+    next_due: Option<Instant>,
 }
 
 /// A retired file waiting for its grace period.
@@ -125,6 +146,8 @@ pub struct Reaper {
     /// of a thousand gone workers' files cost a thousand system calls a
     /// scrape otherwise).
     gone: HashSet<u32>,
+    /// The last pass, to answer the same again while nothing changed.
+    last: Option<LastPass>,
     /// Whether the leftovers of an earlier reaper were dealt with.
     recovered: bool,
 }
@@ -138,6 +161,7 @@ impl Reaper {
             waiting: HashMap::new(),
             last_pid: None,
             gone: HashSet::new(),
+            last: None,
             recovered: false,
         }
     }
@@ -231,18 +255,22 @@ impl Reaper {
 
     /// One pass over `paths` (a listing of the directory), against the
     /// running system.
-    pub fn pass(&mut self, paths: &[PathBuf]) -> ReapPass {
+    pub fn pass(&mut self, paths: &Arc<Vec<PathBuf>>) -> ReapPass {
         self.pass_with(paths, Instant::now(), &mut SystemProcesses)
     }
 
     /// One pass at time `now`, with `view` telling about processes.
+    ///
+    /// A scrape makes one, so the common case is cheap: the same listing
+    /// (the same `Arc`), the same state of every live-gauge file's process,
+    /// no grace period ending: the last pass's answer, with no name parsed,
+    /// no path hashed and no system call for a pid known gone.
     fn pass_with(
         &mut self,
-        paths: &[PathBuf],
+        paths: &Arc<Vec<PathBuf>>,
         now: Instant,
         view: &mut impl ProcessView,
     ) -> ReapPass {
-        let mut pass = ReapPass::default();
         let last_pid = view.last_allocated_pid();
         let window = match (self.last_pid, last_pid) {
             (Some(before), Some(after)) => Some(PidWindow { before, after }),
@@ -251,20 +279,34 @@ impl Reaper {
         if last_pid.is_some() {
             self.last_pid = last_pid;
         }
+        let known_gone = self.gone.len();
         match window {
             Some(window) => self.gone.retain(|&pid| !window.may_have_reused(pid)),
             None => self.gone.clear(),
         }
+        // A pid that may have been handed out again restarts its files'
+        // clocks: no shortcut then.
+        let reused = self.gone.len() != known_gone;
 
+        // The live-gauge files of the listing, parsed once per listing.
+        let same_listing = self
+            .last
+            .as_ref()
+            .filter(|last| Arc::ptr_eq(&last.listing, paths));
+        let live = match same_listing {
+            Some(last) => Arc::clone(&last.live),
+            None => Arc::new(
+                paths
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(at, path)| Some((at, live_gauge_pid(path)?)))
+                    .collect(),
+            ),
+        };
         let mut states: HashMap<u32, ProcessState> = HashMap::new();
-        let mut due = Vec::new();
-        let mut seen = HashSet::new();
-        for path in paths {
-            let Some(pid) = live_gauge_pid(path) else {
-                continue;
-            };
+        for &(_, pid) in live.iter() {
             let gone = &mut self.gone;
-            let state = *states.entry(pid).or_insert_with(|| {
+            states.entry(pid).or_insert_with(|| {
                 if gone.contains(&pid) {
                     return ProcessState::Gone;
                 }
@@ -274,6 +316,52 @@ impl Reaper {
                 }
                 state
             });
+        }
+        if let Some(last) = same_listing.filter(|last| {
+            !reused && last.next_due.is_none_or(|due| now < due) && last.states == states
+        }) {
+            return ReapPass {
+                retired: Arc::clone(&last.retired),
+                ..ReapPass::default()
+            };
+        }
+        let pass = self.full_pass(paths, &live, &states, window, now, view);
+        let retired = Arc::new(pass.retired);
+        let grace = self.grace;
+        self.last = Some(LastPass {
+            listing: Arc::clone(paths),
+            live,
+            states,
+            retired: Arc::clone(&retired),
+            next_due: self.waiting.values().map(|w| w.since + grace).min(),
+        });
+        ReapPass {
+            retired,
+            removed: pass.removed,
+            failed: pass.failed,
+        }
+    }
+
+    /// [`Reaper::pass_with`] worked out in full: `live` are the live-gauge
+    /// files of `paths` (their place in it and pid), `states` their
+    /// processes' states.
+    fn full_pass(
+        &mut self,
+        paths: &[PathBuf],
+        live: &[(usize, u32)],
+        states: &HashMap<u32, ProcessState>,
+        window: Option<PidWindow>,
+        now: Instant,
+        view: &mut impl ProcessView,
+    ) -> FullPass {
+        let mut pass = FullPass::default();
+        let mut due = Vec::new();
+        let mut seen = HashSet::new();
+        for &(at, pid) in live {
+            let Some(path) = paths.get(at) else {
+                continue;
+            };
+            let state = states.get(&pid).copied().unwrap_or(ProcessState::Alive);
             if !state.is_dead() {
                 continue;
             }
@@ -528,17 +616,17 @@ mod tests {
         let mut reaper = Reaper::new(GRACE);
         let t0 = Instant::now();
 
-        let first = reaper.pass_with(&listing(dir.path()), t0, &mut fake);
+        let first = reaper.pass_with(&Arc::new(listing(dir.path())), t0, &mut fake);
         let retired: HashSet<PathBuf> = live_100.iter().map(|n| dir.path().join(n)).collect();
-        assert_eq!(first.retired, retired);
+        assert_eq!(*first.retired, retired);
         assert!(first.removed.is_empty());
         assert_eq!(names(dir.path()), all, "nothing removed before the grace");
 
-        let early = reaper.pass_with(&listing(dir.path()), t0 + GRACE / 2, &mut fake);
-        assert_eq!(early.retired, retired);
+        let early = reaper.pass_with(&Arc::new(listing(dir.path())), t0 + GRACE / 2, &mut fake);
+        assert_eq!(*early.retired, retired);
         assert!(early.removed.is_empty());
 
-        let due = reaper.pass_with(&listing(dir.path()), t0 + GRACE, &mut fake);
+        let due = reaper.pass_with(&Arc::new(listing(dir.path())), t0 + GRACE, &mut fake);
         assert!(due.retired.is_empty());
         let removed: Vec<_> = due
             .removed
@@ -559,20 +647,20 @@ mod tests {
         fake.states.insert(7, ProcessState::Zombie);
         let mut reaper = Reaper::new(GRACE);
         let t0 = Instant::now();
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t0, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t0, &mut fake);
         assert!(
             pass.retired.contains(&file),
             "a zombie's gauges leave at once"
         );
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE * 2, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t0 + GRACE * 2, &mut fake);
         assert!(pass.removed.is_empty(), "a zombie's hook is still to come");
         fake.states.insert(7, ProcessState::Gone);
         let t1 = t0 + GRACE * 3;
         assert!(reaper
-            .pass_with(std::slice::from_ref(&file), t1, &mut fake)
+            .pass_with(&Arc::new(vec![file.clone()]), t1, &mut fake)
             .removed
             .is_empty());
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t1 + GRACE, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t1 + GRACE, &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 7)]);
         assert!(!file.exists());
     }
@@ -589,18 +677,18 @@ mod tests {
         fake.states.insert(500, ProcessState::Gone);
         let mut reaper = Reaper::new(GRACE);
         let t0 = Instant::now();
-        reaper.pass_with(std::slice::from_ref(&file), t0, &mut fake);
+        reaper.pass_with(&Arc::new(vec![file.clone()]), t0, &mut fake);
         // Pids up to 450 were handed out: 500 cannot have been reused.
         fake.last_pid = Some(450);
-        reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE / 2, &mut fake);
+        reaper.pass_with(&Arc::new(vec![file.clone()]), t0 + GRACE / 2, &mut fake);
         // Now the counter passes 500: a process with pid 500 may have lived
         // and died in between, with its hook still running.
         fake.last_pid = Some(520);
         let t1 = t0 + GRACE;
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t1, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t1, &mut fake);
         assert!(pass.removed.is_empty());
         assert!(pass.retired.contains(&file));
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t1 + GRACE, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t1 + GRACE, &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 500)]);
     }
 
@@ -618,16 +706,49 @@ mod tests {
         let now = Instant::now();
         for last_pid in [400, 400, 450] {
             fake.last_pid = Some(last_pid);
-            let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+            let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), now, &mut fake);
             assert!(pass.retired.contains(&file));
         }
         assert_eq!(fake.asked, [500], "the first pass asks, the next two know");
         // Pid 500 may have been handed out: ask again.
         fake.last_pid = Some(520);
         fake.states.insert(500, ProcessState::Alive);
-        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), now, &mut fake);
         assert!(pass.retired.is_empty());
         assert_eq!(fake.asked, [500, 500]);
+    }
+
+    #[test]
+    fn an_unchanged_listing_gets_the_last_answer_until_something_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gauge_livesum_500.db");
+        let alive = dir.path().join("gauge_livesum_600.db");
+        std::fs::write(&gone, b"").unwrap();
+        std::fs::write(&alive, b"").unwrap();
+        let mut fake = Fake {
+            last_pid: Some(700),
+            ..Fake::default()
+        };
+        fake.states.insert(500, ProcessState::Gone);
+        let listing = Arc::new(vec![gone.clone(), alive.clone()]);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+        let first = reaper.pass_with(&listing, t0, &mut fake);
+        assert_eq!(*first.retired, HashSet::from([gone.clone()]));
+        let second = reaper.pass_with(&listing, t0 + GRACE / 2, &mut fake);
+        assert!(
+            Arc::ptr_eq(&first.retired, &second.retired),
+            "the same answer"
+        );
+        // The live process exits: a new answer.
+        fake.states.insert(600, ProcessState::Gone);
+        let third = reaper.pass_with(&listing, t0 + GRACE / 2, &mut fake);
+        assert_eq!(*third.retired, HashSet::from([gone.clone(), alive.clone()]));
+        // The first file's grace period ends: it is removed.
+        let due = reaper.pass_with(&listing, t0 + GRACE, &mut fake);
+        assert_eq!(due.removed, [(gone.clone(), 500)]);
+        // And the pid asked about on every pass is only the live one's.
+        assert_eq!(fake.asked.iter().filter(|&&pid| pid == 500).count(), 1);
     }
 
     #[test]
@@ -640,11 +761,11 @@ mod tests {
         fake.held.insert(FileId::of(&file).unwrap());
         let mut reaper = Reaper::new(Duration::ZERO);
         let now = Instant::now();
-        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), now, &mut fake);
         assert!(pass.removed.is_empty());
         assert!(pass.retired.contains(&file));
         fake.held.clear();
-        let pass = reaper.pass_with(std::slice::from_ref(&file), now, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), now, &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 9)]);
     }
 
@@ -657,12 +778,12 @@ mod tests {
         fake.states.insert(77, ProcessState::Gone);
         fake.opened_meanwhile.insert(FileId::of(&file).unwrap());
         let mut reaper = Reaper::new(Duration::ZERO);
-        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), Instant::now(), &mut fake);
         assert!(pass.removed.is_empty(), "{pass:?}");
         assert_eq!(names(dir.path()), ["gauge_livesum_77.db"]);
         // Once nobody holds it, it goes.
         fake.opened_meanwhile.clear();
-        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), Instant::now(), &mut fake);
         assert_eq!(pass.removed, [(file.clone(), 77)]);
         assert!(names(dir.path()).is_empty());
     }
@@ -678,19 +799,19 @@ mod tests {
         let mut reaper = Reaper::new(GRACE);
         let t0 = Instant::now();
         assert!(reaper
-            .pass_with(std::slice::from_ref(&file), t0, &mut fake)
+            .pass_with(&Arc::new(vec![file.clone()]), t0, &mut fake)
             .retired
             .contains(&file));
         fake.states.insert(42, ProcessState::Alive);
         assert!(reaper
-            .pass_with(std::slice::from_ref(&file), t0 + GRACE / 2, &mut fake)
+            .pass_with(&Arc::new(vec![file.clone()]), t0 + GRACE / 2, &mut fake)
             .retired
             .is_empty());
         // It exits again: the clock starts over.
         fake.states.insert(42, ProcessState::Gone);
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t0 + GRACE, &mut fake);
         assert!(pass.removed.is_empty());
-        let pass = reaper.pass_with(std::slice::from_ref(&file), t0 + GRACE * 2, &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), t0 + GRACE * 2, &mut fake);
         assert_eq!(pass.removed, [(file, 42)]);
     }
 
@@ -702,7 +823,7 @@ mod tests {
         fake.states.insert(3, ProcessState::Gone);
         let mut reaper = Reaper::new(Duration::ZERO);
         // Listed, then removed by the application's hook before we act.
-        let pass = reaper.pass_with(std::slice::from_ref(&file), Instant::now(), &mut fake);
+        let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), Instant::now(), &mut fake);
         assert_eq!(pass, ReapPass::default());
     }
 }

@@ -21,6 +21,7 @@ use std::fs::{self, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use multiprom_collector::{
     merge_files, scan_dir, CollectOptions, DirCollector, MergedFamily, NameFilter, Scrape,
@@ -404,13 +405,16 @@ pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference,
         DirCollector::with_options(dir, options).settle_exited_writers(|_: &FileName| true);
     for (step, op) in ops.iter().enumerate() {
         apply(dir, op).unwrap_or_else(|e| panic!("step {step}: cannot apply {op:?}: {e}"));
-        let left_out = op.left_out(dir);
+        // One set for both of the long-lived collector's collections: the
+        // second, on the same listing less the same files, is a quiet one.
+        let leave_out = Arc::new(op.left_out(dir));
+        let left_out = &*leave_out;
         let incremental = long_lived
-            .collect_without(|_| left_out.clone(), None)
+            .collect_without(|_| Arc::clone(&leave_out), None)
             .expect("the directory lists");
         let fresh = DirCollector::with_options(dir, options)
             .map_files(reference != Reference::FreshReadingCollector)
-            .collect_without(|_| left_out.clone(), None)
+            .collect_without(|_| Arc::new(left_out.clone()), None)
             .expect("the directory lists");
         let merged = (reference == Reference::FreshCollectorAndMergeFiles).then(|| {
             let mut paths = scan_dir(dir).expect("the directory lists");
@@ -436,7 +440,7 @@ pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference,
         // filter keeps of the fresh collection, and nothing else.
         let filter = every_other_sample_name(&fresh);
         let filtered = long_lived
-            .collect_without(|_| left_out.clone(), Some(&filter))
+            .collect_without(|_| Arc::clone(&leave_out), Some(&filter))
             .expect("the directory lists");
         let want = filter.restrict(fresh.families.clone());
         if let Some(difference) = family_difference(&filtered.families, &want) {
