@@ -918,11 +918,7 @@ fn apply(
         // A quiet collection: only the files not settled have new values.
         for file in planned {
             let end = (file.first_op + file.entries).min(plan.ops.len());
-            let Some(tracked) = known
-                .get(file.index)
-                .and_then(Option::as_ref)
-                .and_then(|k| k.file.as_ref())
-            else {
+            let Some(tracked) = tracked_file(known, file.index) else {
                 values[file.first_op..end].fill((0.0, 0.0));
                 continue;
             };
@@ -1017,6 +1013,11 @@ fn apply(
     Ok(())
 }
 
+/// The tracked file at `index` of the file table, if there is one.
+fn tracked_file(known: &[Option<Known>], index: usize) -> Option<&TrackedFile> {
+    known.get(index)?.as_ref()?.file.as_ref()
+}
+
 /// Restricted plans kept for this many filters at most: routers poll with a
 /// few fixed sets of names; a client cycling through many only costs a
 /// restriction of the plan per request.
@@ -1064,11 +1065,7 @@ fn apply_settled<'a>(
         let since: Vec<bool> = groups
             .iter()
             .map(|&(index, _)| {
-                known
-                    .get(index)
-                    .and_then(Option::as_ref)
-                    .and_then(|k| k.file.as_ref())
-                    .is_some_and(|file| file.is_settled(generation))
+                tracked_file(known, index).is_some_and(|file| file.is_settled(generation))
             })
             .collect();
         *sums = SettledSums::build(
@@ -1098,12 +1095,7 @@ fn apply_restricted(
 ) -> Result<(), usize> {
     let settled = sums.as_ref().map(|(generation, _, _)| *generation);
     values.resize(plan.ops.len(), (0.0, 0.0));
-    let file_of = |index: usize| {
-        known
-            .get(index)
-            .and_then(Option::as_ref)
-            .and_then(|k| k.file.as_ref())
-    };
+    let file_of = |index: usize| tracked_file(known, index);
     // Each file not settled: its position in the plan, its index, and the
     // range of its operations.
     let all_files = || {
@@ -1199,11 +1191,7 @@ fn gather(
         let (file_out, rest_out) = std::mem::take(&mut out).split_at_mut(n);
         ops = rest_ops;
         out = rest_out;
-        let Some(file) = known
-            .get(planned.index)
-            .and_then(Option::as_ref)
-            .and_then(|k| k.file.as_ref())
-        else {
+        let Some(file) = tracked_file(known, planned.index) else {
             file_out.fill((0.0, 0.0));
             continue;
         };
