@@ -17,7 +17,7 @@ use multiprom_client::{ClientError, GaugeMode, MultiprocessRegistry, DEFAULT_BUC
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let registry = match MultiprocessRegistry::from_env() {
         Ok(registry) => registry,
-        Err(err @ ClientError::NoDirectory) => {
+        Err(err @ ClientError::NoDirectory(_)) => {
             eprintln!("{err}");
             std::process::exit(2);
         }

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use multiprom_format::{FileNameError, GaugeMode, WriteError};
+use multiprom_format::{EnvDirError, FileNameError, GaugeMode, WriteError};
 
 /// Why histogram buckets were refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -30,17 +30,11 @@ pub enum BucketsError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// Neither `PROMETHEUS_MULTIPROC_DIR` nor the legacy
-    /// `prometheus_multiproc_dir` is set, and no directory was given.
-    #[error("no metrics directory: set PROMETHEUS_MULTIPROC_DIR or pass one to MultiprocessRegistry::builder().dir(..)")]
-    NoDirectory,
-    /// The environment variable is set but empty (Python would then write
-    /// into the current directory).
-    #[error("{variable} is set but empty")]
-    EmptyDirectoryVariable {
-        /// The variable's name.
-        variable: &'static str,
-    },
+    /// The environment names no directory (neither `PROMETHEUS_MULTIPROC_DIR`
+    /// nor the legacy `prometheus_multiproc_dir` is set, or the one that
+    /// decides is empty), and none was given.
+    #[error("no metrics directory: {0}; set PROMETHEUS_MULTIPROC_DIR or pass one to MultiprocessRegistry::builder().dir(..)")]
+    NoDirectory(#[from] EnvDirError),
     /// The directory does not exist, is not a directory or cannot be read.
     #[error("metrics directory {}: {source}", path.display())]
     Directory {

@@ -70,7 +70,8 @@
 //! Files go into the directory from `PROMETHEUS_MULTIPROC_DIR` (or the legacy
 //! `prometheus_multiproc_dir`), or the one given to
 //! [`RegistryBuilder::dir`]. With none configured,
-//! [`MultiprocessRegistry::from_env`] returns [`ClientError::NoDirectory`]:
+//! [`MultiprocessRegistry::from_env`] returns [`ClientError::NoDirectory`]
+//! (the rule is [`EnvDir`]'s, the same in every part of multiprom):
 //! there is no silent in-memory fallback. The directory must exist. Files are
 //! named with the pid, or with [`RegistryBuilder::process_id`].
 //!
@@ -186,7 +187,8 @@ pub use family::Family;
 pub use gauge::{Gauge, InProgress, MostRecentGauge};
 pub use histogram::{Histogram, DEFAULT_BUCKETS};
 pub use multiprom_format::GaugeMode;
-pub use registry::{EnvDir, MultiprocessRegistry, RegistryBuilder, ENV_VAR, LEGACY_ENV_VAR};
+pub use multiprom_format::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
+pub use registry::{MultiprocessRegistry, RegistryBuilder};
 pub use summary::Summary;
 pub use timer::Timer;
 

@@ -4,53 +4,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use multiprom_format::{FileName, GaugeMode, MetricKind};
+use multiprom_format::{EnvDir, FileName, GaugeMode, MetricKind, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 
 use crate::definition::Definition;
 use crate::error::ClientError;
 use crate::family::Family;
 use crate::shared::{shared_for, IdSource, Shared};
 use crate::{Counter, Gauge, Histogram, Metric, MostRecentGauge, Summary};
-
-/// The environment variable naming the metrics directory.
-pub const ENV_VAR: &str = "PROMETHEUS_MULTIPROC_DIR";
-
-/// The deprecated lowercase name, still honoured (as by Python) when
-/// [`ENV_VAR`] is unset.
-pub const LEGACY_ENV_VAR: &str = "prometheus_multiproc_dir";
-
-/// The metrics directory as configured in the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EnvDir {
-    /// The directory.
-    pub path: PathBuf,
-    /// The variable it came from: [`ENV_VAR`] or [`LEGACY_ENV_VAR`].
-    pub variable: &'static str,
-}
-
-impl EnvDir {
-    /// Reads [`ENV_VAR`], else [`LEGACY_ENV_VAR`] (as Python does).
-    pub fn from_env() -> Result<EnvDir, ClientError> {
-        for variable in [ENV_VAR, LEGACY_ENV_VAR] {
-            if let Some(value) = std::env::var_os(variable) {
-                if value.is_empty() {
-                    return Err(ClientError::EmptyDirectoryVariable { variable });
-                }
-                return Ok(EnvDir {
-                    path: PathBuf::from(value),
-                    variable,
-                });
-            }
-        }
-        Err(ClientError::NoDirectory)
-    }
-
-    /// Whether it came from the deprecated lowercase variable.
-    #[must_use]
-    pub fn is_legacy(&self) -> bool {
-        self.variable == LEGACY_ENV_VAR
-    }
-}
 
 /// Configures a [`MultiprocessRegistry`].
 #[derive(Debug, Clone, Default)]
@@ -82,7 +42,7 @@ impl RegistryBuilder {
     ///
     /// Without [`RegistryBuilder::dir`], reads the environment like
     /// [`MultiprocessRegistry::from_env`] (and prints a deprecation warning
-    /// for [`LEGACY_ENV_VAR`]).
+    /// for [`LEGACY_DIR_ENV_VAR`]).
     pub fn build(self) -> Result<MultiprocessRegistry, ClientError> {
         let dir = match self.dir {
             Some(dir) => dir,
@@ -90,7 +50,7 @@ impl RegistryBuilder {
                 let env = EnvDir::from_env()?;
                 if env.is_legacy() {
                     eprintln!(
-                        "multiprom-client: {LEGACY_ENV_VAR} is deprecated in favor of {ENV_VAR}"
+                        "multiprom-client: {LEGACY_DIR_ENV_VAR} is deprecated in favor of {DIR_ENV_VAR}"
                     );
                 }
                 env.path
@@ -146,7 +106,7 @@ impl MultiprocessRegistry {
     /// Writes into the directory named by `PROMETHEUS_MULTIPROC_DIR` (or the
     /// legacy `prometheus_multiproc_dir`, with a warning on stderr).
     ///
-    /// With neither set this is [`ClientError::NoDirectory`]: there is no
+    /// With neither set this is [`ClientError::NoDirectory`] ([`multiprom_format::EnvDirError::Unset`]): there is no
     /// in-memory fallback, because nothing in this crate would ever serve
     /// in-memory values; a worker that silently wrote nowhere would be worse.
     pub fn from_env() -> Result<MultiprocessRegistry, ClientError> {

@@ -452,30 +452,35 @@ fn file_failures_are_returned_by_the_creating_call() {
 fn environment_variables() {
     // The only test in this binary that touches the environment.
     let dir = tempfile::tempdir().unwrap();
-    std::env::remove_var(ENV_VAR);
-    std::env::remove_var(LEGACY_ENV_VAR);
+    std::env::remove_var(DIR_ENV_VAR);
+    std::env::remove_var(LEGACY_DIR_ENV_VAR);
     assert!(matches!(
         MultiprocessRegistry::from_env().unwrap_err(),
-        ClientError::NoDirectory
+        ClientError::NoDirectory(EnvDirError::Unset)
     ));
-    std::env::set_var(ENV_VAR, "");
+    std::env::set_var(DIR_ENV_VAR, "");
     assert!(matches!(
         MultiprocessRegistry::from_env().unwrap_err(),
-        ClientError::EmptyDirectoryVariable { variable: ENV_VAR }
+        ClientError::NoDirectory(EnvDirError::Empty {
+            variable: DIR_ENV_VAR
+        })
     ));
-    std::env::remove_var(ENV_VAR);
-    std::env::set_var(LEGACY_ENV_VAR, dir.path());
+    std::env::remove_var(DIR_ENV_VAR);
+    std::env::set_var(LEGACY_DIR_ENV_VAR, dir.path());
     let env = EnvDir::from_env().unwrap();
     assert!(env.is_legacy());
     assert_eq!(env.path, dir.path());
     let r = MultiprocessRegistry::from_env().unwrap();
     assert_eq!(r.dir(), dir.path().canonicalize().unwrap());
     let other = tempfile::tempdir().unwrap();
-    std::env::set_var(ENV_VAR, other.path());
+    std::env::set_var(DIR_ENV_VAR, other.path());
     let env = EnvDir::from_env().unwrap();
-    assert_eq!((env.variable, env.path.as_path()), (ENV_VAR, other.path()));
-    std::env::remove_var(ENV_VAR);
-    std::env::remove_var(LEGACY_ENV_VAR);
+    assert_eq!(
+        (env.variable, env.path.as_path()),
+        (DIR_ENV_VAR, other.path())
+    );
+    std::env::remove_var(DIR_ENV_VAR);
+    std::env::remove_var(LEGACY_DIR_ENV_VAR);
 }
 
 #[test]

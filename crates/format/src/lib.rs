@@ -47,6 +47,7 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("multiprom-format supports little-endian targets only");
 
+mod env_dir;
 mod error;
 mod file_name;
 mod float;
@@ -58,6 +59,7 @@ pub mod read_map;
 mod reader;
 mod writer;
 
+pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
