@@ -132,6 +132,28 @@ class ConstructorTest(DropInTestCase):
         self.assertEqual(os.environ['PROMETHEUS_MULTIPROC_DIR'], self.dir)
         self.assertEqual([w.category for w in caught], [DeprecationWarning])
 
+    def test_empty_variable_does_not_fall_through_to_the_legacy_name(self):
+        # The same outcome and the same side effects as prometheus_client,
+        # for each way the two names can be set.
+        cases = [('', self.dir), ('', None), (None, ''), (self.dir, '')]
+        for upper, legacy in cases:
+            outcomes = []
+            for cls in (PythonCollector, multiprom.MultiProcessCollector):
+                for name, value in (('PROMETHEUS_MULTIPROC_DIR', upper),
+                                    ('prometheus_multiproc_dir', legacy)):
+                    os.environ.pop(name, None)
+                    if value is not None:
+                        os.environ[name] = value
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter('always')
+                    try:
+                        outcome = cls(None)._path
+                    except ValueError as error:
+                        outcome = str(error)
+                outcomes.append((outcome, os.environ.get('PROMETHEUS_MULTIPROC_DIR'),
+                                 [w.category for w in caught]))
+            self.assertEqual(outcomes[0], outcomes[1], (upper, legacy))
+
     def test_path_like(self):
         import pathlib
         write_workers(self.dir)

@@ -13,6 +13,7 @@
 
 mod metrics;
 
+use std::ffi::OsString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use multiprom_collector::{
     merge_files, CollectError, CollectOptions, DirCollector, Format, NameFilter, Scrape, Warning,
 };
+use multiprom_format::{EnvDir, EnvDirError};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -206,10 +208,24 @@ fn engine_failure(panic: &(dyn std::any::Any + Send)) -> (u8, String) {
     )
 }
 
+/// The directory as the environment names it, by the one rule multiprom
+/// has for it ([`EnvDir`]'s, which is prometheus_client's): `(variable,
+/// path)`, where `variable` is the name that decides (`None` when neither is
+/// set) and `path` is `None` when that variable is empty.
+#[pyfunction]
+fn dir_from_env() -> (Option<&'static str>, Option<OsString>) {
+    match EnvDir::from_env() {
+        Ok(env) => (Some(env.variable), Some(env.path.into_os_string())),
+        Err(EnvDirError::Empty { variable }) => (Some(variable), None),
+        Err(_) => (None, None),
+    }
+}
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDirCollector>()?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
+    module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     Ok(())
 }

@@ -134,11 +134,12 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
 
     def __init__(self, registry, path=None):
         if path is None:
-            # prometheus_client's compatibility rule, word for word.
-            if 'prometheus_multiproc_dir' in os.environ and 'PROMETHEUS_MULTIPROC_DIR' not in os.environ:
+            # multiprom's one rule for the variable (prometheus_client's),
+            # with prometheus_client's side effects for the legacy name.
+            variable, path = _native.dir_from_env()
+            if variable == 'prometheus_multiproc_dir':
                 os.environ['PROMETHEUS_MULTIPROC_DIR'] = os.environ['prometheus_multiproc_dir']
                 warnings.warn("prometheus_multiproc_dir variable has been deprecated in favor of the upper case naming PROMETHEUS_MULTIPROC_DIR", DeprecationWarning)
-            path = os.environ.get('PROMETHEUS_MULTIPROC_DIR')
         if not path or not os.path.isdir(path):
             raise ValueError('env PROMETHEUS_MULTIPROC_DIR is not set or not a directory')
         self._path = path
