@@ -389,11 +389,7 @@ fn open_through_link(
     };
     let (file, meta) = checked_file(File::from(fd), path)?;
     if (meta.dev(), meta.ino()) != (looked_at.dev(), looked_at.ino()) {
-        return Err(ReadError::new(
-            path,
-            0,
-            ReadErrorKind::Io("the symbolic link changed while it was opened".into()),
-        ));
+        return Err(ReadError::new(path, 0, ReadErrorKind::LinkChanged));
     }
     Ok((file, meta))
 }
