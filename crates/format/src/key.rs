@@ -121,7 +121,7 @@ pub fn encode_key<'a>(
 /// with `ensure_ascii=True`: printable ASCII (0x20..=0x7E) stays, `"` and `\`
 /// and the five short escapes are backslashed, everything else (controls, DEL,
 /// non-ASCII) becomes lowercase `\uXXXX`, astral code points a surrogate pair.
-pub fn push_json_string(out: &mut String, s: &str) {
+fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     let mut run_start = 0;
     for (i, c) in s.char_indices() {

@@ -54,18 +54,24 @@ pub mod fork;
 mod key;
 pub mod layout;
 mod mapping;
+mod open;
+mod parse;
+mod read;
 pub mod read_map;
-mod reader;
 mod writer;
 
 pub use error::{ReadError, ReadErrorKind, WriteError};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
-pub use key::{encode_key, push_json_string, Key, KeyError};
+pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
-pub use reader::{
-    open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into,
-    read_used_into_with_hint, read_valid_prefix, read_valid_prefix_of, Entry, EntryIter,
-    FileContents, FileIdentity, Header, OpenDir, ParseError, RawEntry, UsedBytes, ValidPrefix,
+pub use open::{open_for_read, OpenDir};
+pub use parse::{
+    parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError, RawEntry,
+    ValidPrefix,
+};
+pub use read::{
+    read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, FileIdentity,
+    UsedBytes,
 };
 pub use writer::FileWriter;
