@@ -17,12 +17,22 @@
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
 //!
-//! `unsafe` code lives in this crate only, in three modules: `mapping` (the
-//! writer's shared mapping and its atomic slots), [`read_map`] (read-only
-//! mappings for collectors, with a SIGBUS guard so a file shrunk under a map
-//! is an error, not a crash) and [`fork`] (`pthread_atfork` and a test-only
-//! fork helper, because a store through a mapping inherited across `fork()`
-//! would land in the parent's file).
+//! # Where the `unsafe` code is
+//!
+//! `unsafe` code lives in this crate only (the workspace denies it
+//! elsewhere), in three modules, each of which allows it for itself:
+//!
+//! * `mapping`: the writer's shared, writable mapping and its atomic value
+//!   slots;
+//! * [`read_map`]: read-only mappings for collectors, read through raw
+//!   pointers and `Relaxed` atomic loads, with a SIGBUS guard so a file shrunk
+//!   under a map is an error, not a crash;
+//! * [`fork`]: `pthread_atfork` (a store through a mapping inherited across
+//!   `fork()` would land in the parent's file) and the test-only fork
+//!   helpers.
+//!
+//! Every `unsafe` block there has a `SAFETY:` comment that argues why it
+//! holds. This list is the one place that names them.
 //!
 //! ```
 //! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
