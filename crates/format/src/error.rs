@@ -117,6 +117,7 @@ impl From<crate::read_map::Shrunk> for ReadErrorKind {
 /// Displays as `path: offset N: reason`, the form `multiprom inspect --check`
 /// prints. File-level problems (vanished, 0-byte, ...) are at offset 0.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub struct ReadError {
     /// The file.
     pub path: PathBuf,
@@ -159,6 +160,7 @@ impl ReadError {
 
 /// Why a file could not be created, opened for writing or grown.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// An I/O error (directory missing, permission denied, disk full).
     #[error("{}: {source}", path.display())]

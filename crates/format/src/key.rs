@@ -23,6 +23,7 @@ pub struct Key {
 
 /// Why a key could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// Not JSON at all.
     #[error("key is not valid JSON: {0}")]

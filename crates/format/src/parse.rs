@@ -97,6 +97,7 @@ pub struct FileContents {
 
 /// A problem found while walking bytes; [`ReadError`] without the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParseError {
     /// Byte offset of the problem.
     pub offset: u64,
