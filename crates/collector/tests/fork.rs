@@ -6,16 +6,57 @@
 //! file every time. The child leaves the parent's watch alone: dropping it
 //! there would remove the parent's sentinel file.
 //!
-//! Alone in its test binary: the process forks, and no other test's threads
-//! may be holding locks at that moment.
+//! A test target with its own `main` (`harness = false`): libtest would run
+//! the case on a thread of its own beside its main thread, and a fork must
+//! not leave threads behind whose locks the child might need. Here the only
+//! thread beside the one that forks is the watch's event thread, the one a
+//! pre-fork server forks beside too; `run_in_forked_child_beside` checks
+//! that no other runs.
 
-// Forking, exiting and waiting are system calls with no safe wrapper in the
-// standard library; this test (not the crate) makes them.
-#![allow(unsafe_code)]
 #![allow(clippy::unwrap_used)]
 
+use std::time::Duration;
+
 use multiprom_collector::DirCollector;
+use multiprom_format::fork::run_in_forked_child_beside;
 use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+
+/// The event thread of a directory watch (`notify`'s inotify backend).
+const WATCH_THREAD: &str = "notify-rs inotify loop";
+
+/// How long the child may take before it is killed and the test fails.
+const CHILD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the cases whose names contain the first argument that is not an
+/// option (all of them without one), libtest's way, and exits non-zero if
+/// any failed.
+fn main() {
+    let cases: [(&str, fn()); 1] = [(
+        "collector_made_before_a_fork_watches_again_in_the_child",
+        collector_made_before_a_fork_watches_again_in_the_child,
+    )];
+    let filter = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
+    let mut failed = Vec::new();
+    for (name, case) in cases {
+        if filter
+            .as_deref()
+            .is_some_and(|filter| !name.contains(filter))
+        {
+            continue;
+        }
+        match std::panic::catch_unwind(case) {
+            Ok(()) => println!("test {name} ... ok"),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        eprintln!("failed: {failed:?}");
+        std::process::exit(101);
+    }
+}
 
 fn write_counter(dir: &std::path::Path, pid: u32, value: f64) {
     let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
@@ -35,7 +76,6 @@ fn total(collector: &DirCollector) -> (f64, bool) {
     (total, scrape.stats.full_look)
 }
 
-#[test]
 fn collector_made_before_a_fork_watches_again_in_the_child() {
     let dir = tempfile::tempdir().expect("a temp dir");
     // Watches keep a sentinel file in a directory of their own under the
@@ -66,46 +106,26 @@ fn collector_made_before_a_fork_watches_again_in_the_child() {
     let parents = sentinels();
     assert_eq!(parents.len(), 1, "{parents:?}");
 
-    // SAFETY: the child only collects, writes a file and leaves with
-    // `_exit`; this test binary runs no other test.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        // Exit codes: 0 as expected; 2 the child's first collection did not
-        // look at every file; 3 a file made in the child was missed; 4 the
-        // child's later collections still look at every file.
-        let code = (|| {
-            let (value, full) = total(&collector);
-            if value != 1.0 || !full {
-                return 2;
-            }
-            write_counter(dir.path(), 2, 10.0);
-            let (value, full) = total(&collector);
-            if value != 11.0 {
-                return 3;
-            }
-            if full {
-                return 4;
-            }
-            0
-        })();
-        // SAFETY: leaves the child at once, running no destructors (the
-        // temp dir belongs to the parent).
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waits for the child forked above.
-    let waited = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(waited, pid);
-    assert!(
-        libc::WIFEXITED(status),
-        "the child did not exit normally: {status}"
-    );
-    assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
-        "see the exit codes in the child"
-    );
+    // Exit codes: 0 as expected; 2 the child's first collection did not
+    // look at every file; 3 a file made in the child was missed; 4 the
+    // child's later collections still look at every file.
+    let exit = run_in_forked_child_beside(&[WATCH_THREAD], CHILD_TIMEOUT, || {
+        let (value, full) = total(&collector);
+        if value != 1.0 || !full {
+            return 2;
+        }
+        write_counter(dir.path(), 2, 10.0);
+        let (value, full) = total(&collector);
+        if value != 11.0 {
+            return 3;
+        }
+        if full {
+            return 4;
+        }
+        0
+    })
+    .expect("fork beside the watch's thread only");
+    assert!(exit.success(), "see the exit codes in the child: {exit:?}");
     assert!(
         parents[0].exists(),
         "the child removed the parent's sentinel"

@@ -7,7 +7,10 @@ use crate::file_name::FileNameError;
 use crate::key::KeyError;
 
 /// What is wrong with a file, without the path (see [`ReadError`]).
+///
+/// Non-exhaustive: new kinds of damage get their own variants.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadErrorKind {
     /// The name is not a metrics file name (`app.db`, `gauge_bogus_1.db`).
     #[error("{0}")]
@@ -18,7 +21,26 @@ pub enum ReadErrorKind {
     /// A directory, socket, FIFO or device named `*.db`.
     #[error("not a regular file ({0})")]
     NotAFile(&'static str),
-    /// Any other I/O error (permission denied, ...).
+    /// The name has the form of no metrics file, and [`FileNameError`] has
+    /// no more to say (a name that is not UTF-8, say).
+    #[error("not a metrics file name")]
+    NotAMetricsFileName,
+    /// A symbolic link named a regular file when it was looked at and
+    /// another file when it was opened: someone switched it in between.
+    #[error("the symbolic link changed while it was opened")]
+    LinkChanged,
+    /// Larger than a reader that addresses the file with 32-bit offsets can
+    /// take (Python's format describes at most 2 GiB in use).
+    #[error("file is {size} bytes, over the 4 GiB limit")]
+    TooLarge {
+        /// File size in bytes.
+        size: u64,
+    },
+    /// The file shrank under a read-only memory map of it
+    /// ([`crate::read_map::Shrunk`]): the map is not read again.
+    #[error("the file shrank under its memory map")]
+    ShrankUnderMap,
+    /// An error from the operating system (permission denied, ...), as text.
     #[error("cannot read: {0}")]
     Io(String),
     /// A 0-byte file: Python creates the file and only then sizes it, so a
@@ -84,11 +106,18 @@ pub enum ReadErrorKind {
     BadKey(#[from] KeyError),
 }
 
+impl From<crate::read_map::Shrunk> for ReadErrorKind {
+    fn from(_: crate::read_map::Shrunk) -> Self {
+        ReadErrorKind::ShrankUnderMap
+    }
+}
+
 /// A file that could not be read, with where and why.
 ///
 /// Displays as `path: offset N: reason`, the form `multiprom inspect --check`
 /// prints. File-level problems (vanished, 0-byte, ...) are at offset 0.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub struct ReadError {
     /// The file.
     pub path: PathBuf,
@@ -131,6 +160,7 @@ impl ReadError {
 
 /// Why a file could not be created, opened for writing or grown.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// An I/O error (directory missing, permission denied, disk full).
     #[error("{}: {source}", path.display())]
@@ -163,5 +193,32 @@ impl WriteError {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The collector's reports and the tests that read them go by these
+    /// texts.
+    #[test]
+    fn kinds_without_an_io_error_read_as_before() {
+        assert_eq!(
+            ReadErrorKind::from(crate::read_map::Shrunk).to_string(),
+            "the file shrank under its memory map"
+        );
+        assert_eq!(
+            ReadErrorKind::TooLarge { size: 1 << 33 }.to_string(),
+            "file is 8589934592 bytes, over the 4 GiB limit"
+        );
+        assert_eq!(
+            ReadErrorKind::NotAMetricsFileName.to_string(),
+            "not a metrics file name"
+        );
+        assert_eq!(
+            ReadErrorKind::LinkChanged.to_string(),
+            "the symbolic link changed while it was opened"
+        );
     }
 }

@@ -151,6 +151,7 @@ impl fmt::Display for MetricKind {
 
 /// Why a file name is not a metrics file name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FileNameError {
     /// The name does not end in `.db`.
     #[error("not a metrics file: the name does not end in \".db\"")]

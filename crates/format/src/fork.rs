@@ -84,7 +84,8 @@ impl ForkedChildExit {
 /// locked forever. With one thread nothing is held, so the child may run any
 /// code. This exists to test fork safety end to end without `unsafe` outside
 /// this crate; test binaries run their tests on extra threads, so call it from
-/// a single-threaded `main` (an example, a doctest).
+/// a single-threaded `main` (an example, a doctest, a test target with
+/// `harness = false`).
 ///
 /// Linux only (the thread count comes from `/proc/self/task`). Only with
 /// the `test-util` feature: a tool for this workspace's tests.
@@ -100,7 +101,6 @@ impl ForkedChildExit {
 /// ```
 #[cfg(any(test, feature = "test-util"))]
 pub fn run_in_forked_child(child: impl FnOnce() -> i32) -> io::Result<ForkedChildExit> {
-    use std::io::Write as _;
     let threads = std::fs::read_dir("/proc/self/task")?.count();
     if threads != 1 {
         return Err(io::Error::new(
@@ -108,13 +108,109 @@ pub fn run_in_forked_child(child: impl FnOnce() -> i32) -> io::Result<ForkedChil
             format!("refusing to fork a process with {threads} threads"),
         ));
     }
+    // SAFETY (of the fork in `fork_and_wait`): the process has exactly one
+    // thread (checked above; only this thread could start another, and it is
+    // here), so no lock is held by a thread that will be missing in the
+    // child, and the child may run arbitrary code.
+    fork_and_wait(child, None)
+}
+
+/// [`run_in_forked_child`] in a process that runs other threads besides the
+/// calling one: exactly the threads named in `others` (names as
+/// `/proc/self/task/*/comm` shows them, that is cut to 15 bytes), no more
+/// and no fewer, or it refuses. The child is killed with `SIGKILL` if it has
+/// not ended within `timeout`.
+///
+/// Only the calling thread goes on in the child. A lock that one of
+/// `others` held at the fork stays held there, so the child must take no
+/// lock those threads may hold: it would wait for ever (hence the timeout;
+/// a lock is never seen half-updated). The allocator's locks are safe: the C
+/// library's `fork` takes them before and releases them after. This is for
+/// testing code that is forked beside threads of its own, as a collector
+/// with a directory watch (whose event thread is `notify`'s) is in a
+/// pre-fork server; the harness's threads are kept out by running the test
+/// from a `main` of its own (`harness = false`).
+///
+/// ```
+/// use std::time::Duration;
+/// use multiprom_format::fork::run_in_forked_child_beside;
+/// // A doctest's `main` runs alone: beside no other thread.
+/// let hung = run_in_forked_child_beside(&[], Duration::from_millis(200), || loop {
+///     std::thread::sleep(Duration::from_secs(1));
+/// })?;
+/// assert_eq!((hung.code, hung.signal), (None, Some(9)), "killed at the timeout");
+/// let refused = run_in_forked_child_beside(&["no such thread"], Duration::from_secs(5), || 0);
+/// assert_eq!(refused.unwrap_err().kind(), std::io::ErrorKind::Unsupported);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[cfg(any(test, feature = "test-util"))]
+pub fn run_in_forked_child_beside(
+    others: &[&str],
+    timeout: std::time::Duration,
+    child: impl FnOnce() -> i32,
+) -> io::Result<ForkedChildExit> {
+    let mut running = other_threads()?;
+    let mut expected: Vec<String> = others.iter().map(|name| comm(name)).collect();
+    running.sort();
+    expected.sort();
+    if running != expected {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("refusing to fork beside threads {running:?}; expected {expected:?}"),
+        ));
+    }
+    // SAFETY (of the fork in `fork_and_wait`): the only other threads are
+    // the ones the caller named and vouched for; the child takes none of
+    // their locks, and one it did take would hang it, not corrupt it (the
+    // timeout ends it then).
+    fork_and_wait(child, Some(std::time::Instant::now() + timeout))
+}
+
+/// A thread name as the kernel keeps it: at most 15 bytes.
+#[cfg(any(test, feature = "test-util"))]
+fn comm(name: &str) -> String {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
+
+/// The names of this process's threads other than the calling one.
+#[cfg(any(test, feature = "test-util"))]
+fn other_threads() -> io::Result<Vec<String>> {
+    // `/proc/thread-self` links to `<pid>/task/<tid>` of the calling thread.
+    let me = std::fs::read_link("/proc/thread-self")?;
+    let mut names = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let task = task?;
+        if Some(task.file_name().as_os_str()) == me.file_name() {
+            continue;
+        }
+        match std::fs::read_to_string(task.path().join("comm")) {
+            Ok(name) => names.push(name.trim_end_matches('\n').to_owned()),
+            // The thread ended since the listing.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(names)
+}
+
+/// Forks, runs `child` in the child and waits for it, killing it once
+/// `deadline` has passed. The callers check the threads the fork leaves
+/// behind.
+#[cfg(any(test, feature = "test-util"))]
+fn fork_and_wait(
+    child: impl FnOnce() -> i32,
+    deadline: Option<std::time::Instant>,
+) -> io::Result<ForkedChildExit> {
+    use std::io::Write as _;
     // Buffered output would otherwise be written by both processes.
     let _ = io::stdout().flush();
     let _ = io::stderr().flush();
-    // SAFETY: the process has exactly one thread (checked above; only this
-    // thread could start another, and it is here), so no lock is held by a
-    // thread that will be missing in the child, and the child may run
-    // arbitrary code.
+    // SAFETY: the callers have checked which threads run beside this one
+    // (see theirs); `fork` itself has no other precondition.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
@@ -127,12 +223,27 @@ pub fn run_in_forked_child(child: impl FnOnce() -> i32) -> io::Result<ForkedChil
         // handlers or unwinding back into the caller's stack.
         unsafe { libc::_exit(code) }
     }
+    let mut deadline = deadline;
     let mut status: libc::c_int = 0;
     loop {
-        // SAFETY: `status` is a valid, writable c_int and `pid` is our child.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        let flags = if deadline.is_some() { libc::WNOHANG } else { 0 };
+        // SAFETY: `status` is a valid, writable c_int and `pid` is our child,
+        // not yet waited for.
+        let rc = unsafe { libc::waitpid(pid, &mut status, flags) };
         if rc == pid {
             break;
+        }
+        if rc == 0 {
+            // Still running (only with a deadline, which WNOHANG means).
+            if deadline.is_some_and(|deadline| std::time::Instant::now() >= deadline) {
+                // SAFETY: `pid` is our child, not yet waited for, so the
+                // pid cannot have been reused for another process.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                deadline = None;
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            continue;
         }
         let err = io::Error::last_os_error();
         if err.kind() != io::ErrorKind::Interrupted {
@@ -156,5 +267,17 @@ mod tests {
         let err = run_in_forked_child(|| 0).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Unsupported, "{err}");
         assert_eq!(watch_forks().unwrap(), fork_generation());
+    }
+
+    #[test]
+    fn refuses_to_fork_beside_threads_it_was_not_told_of() {
+        // Beside this test's thread: the harness's main thread (named after
+        // nothing we know) and perhaps other tests'.
+        let err =
+            run_in_forked_child_beside(&[], std::time::Duration::from_secs(5), || 0).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Unsupported, "{err}");
+        let names = other_threads().unwrap();
+        assert!(!names.is_empty());
+        assert_eq!(comm("notify-rs inotify loop"), "notify-rs inoti");
     }
 }

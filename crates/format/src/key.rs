@@ -23,6 +23,7 @@ pub struct Key {
 
 /// Why a key could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// Not JSON at all.
     #[error("key is not valid JSON: {0}")]
@@ -121,7 +122,7 @@ pub fn encode_key<'a>(
 /// with `ensure_ascii=True`: printable ASCII (0x20..=0x7E) stays, `"` and `\`
 /// and the five short escapes are backslashed, everything else (controls, DEL,
 /// non-ASCII) becomes lowercase `\uXXXX`, astral code points a surrogate pair.
-pub fn push_json_string(out: &mut String, s: &str) {
+fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     let mut run_start = 0;
     for (i, c) in s.char_indices() {

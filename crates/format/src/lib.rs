@@ -17,12 +17,22 @@
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
 //!
-//! `unsafe` code lives in this crate only, in three modules: `mapping` (the
-//! writer's shared mapping and its atomic slots), [`read_map`] (read-only
-//! mappings for collectors, with a SIGBUS guard so a file shrunk under a map
-//! is an error, not a crash) and [`fork`] (`pthread_atfork` and a test-only
-//! fork helper, because a store through a mapping inherited across `fork()`
-//! would land in the parent's file).
+//! # Where the `unsafe` code is
+//!
+//! `unsafe` code lives in this crate only (the workspace denies it
+//! elsewhere), in three modules, each of which allows it for itself:
+//!
+//! * `mapping`: the writer's shared, writable mapping and its atomic value
+//!   slots;
+//! * [`read_map`]: read-only mappings for collectors, read through raw
+//!   pointers and `Relaxed` atomic loads, with a SIGBUS guard so a file shrunk
+//!   under a map is an error, not a crash;
+//! * [`fork`]: `pthread_atfork` (a store through a mapping inherited across
+//!   `fork()` would land in the parent's file) and the test-only fork
+//!   helpers.
+//!
+//! Every `unsafe` block there has a `SAFETY:` comment that argues why it
+//! holds. This list is the one place that names them.
 //!
 //! ```
 //! use multiprom_format::{encode_key, read_file, FileName, FileWriter, GaugeMode, MetricKind};
@@ -44,6 +54,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![warn(missing_docs, unreachable_pub)]
+
 #[cfg(not(target_endian = "little"))]
 compile_error!("multiprom-format supports little-endian targets only");
 
@@ -55,19 +67,25 @@ pub mod fork;
 mod key;
 pub mod layout;
 mod mapping;
+mod open;
+mod parse;
+mod read;
 pub mod read_map;
-mod reader;
 mod writer;
 
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
-pub use key::{encode_key, push_json_string, Key, KeyError};
+pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
-pub use reader::{
-    open_for_read, parse_file, parse_header, read_file, read_used_bytes, read_used_into,
-    read_used_into_with_hint, read_valid_prefix, read_valid_prefix_of, Entry, EntryIter,
-    FileContents, FileIdentity, Header, OpenDir, ParseError, RawEntry, UsedBytes, ValidPrefix,
+pub use open::{open_for_read, OpenDir};
+pub use parse::{
+    parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError, RawEntry,
+    ValidPrefix,
+};
+pub use read::{
+    read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, FileIdentity,
+    UsedBytes,
 };
 pub use writer::FileWriter;

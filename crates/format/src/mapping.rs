@@ -1,8 +1,9 @@
 //! The memory mapping behind a [`crate::FileWriter`] and its value slots.
 //!
-//! This is the only module with `unsafe` code in multiprom: storing into a
-//! shared file mapping needs raw pointers. Every access is bounds-checked
-//! against the mapping's length before the pointer is formed.
+//! Storing into a shared file mapping needs raw pointers, so this is one of
+//! the modules with `unsafe` code (the crate docs list them). Every access
+//! is bounds-checked against the mapping's length before the pointer is
+//! formed.
 #![allow(unsafe_code)]
 
 use std::fmt;
@@ -70,7 +71,10 @@ impl Mapping {
         assert!(self.len() >= 4, "mapping shorter than the header");
         // SAFETY: the mapping is page-aligned and at least 4 bytes long, so
         // offset 0 is a valid, aligned location for an AtomicU32 for the
-        // lifetime of `self`. Other processes only ever read it.
+        // lifetime of `self`, in a writable mapping. Other processes only
+        // ever read it (this process is the file's only writer), and an
+        // `AtomicU32` is the one way this process touches it, so the
+        // reference to it is to interior-mutable memory, as it must be.
         let header = unsafe { &*(self.raw.as_ptr() as *const AtomicU32) };
         header.store(used, Ordering::Release);
     }

@@ -25,17 +25,45 @@
 //! The handler only reads two thread-local atomics, calls `mmap(2)` (a raw
 //! system call) and writes a thread-local flag: nothing that allocates, locks
 //! or unwinds.
+//!
+//! Other processes write the mapped bytes while they are read, so no Rust
+//! reference to them is ever made (a `&[u8]` would promise they do not
+//! change): the mapping is a [`MmapRaw`], and [`MapView`] reads it through
+//! raw pointers, with atomic loads for single words and a byte copy for
+//! ranges. Words that matter on their own (`used`, values) are loaded
+//! atomically with `Relaxed` ordering, the one kind of atomic access that
+//! the standard library promises works on read-only memory (see "Atomic
+//! accesses to read-only memory" in `std::sync::atomic`; a wider or
+//! stronger load may be compiled to an instruction that writes, a
+//! compare-and-swap, and faults on a read-only page). Maps are read only on
+//! targets where that promise covers 8 bytes (`READ_ONLY_ATOMIC_LOADS`);
+//! elsewhere [`guard_sigbus`] says no and callers read with `pread`.
 #![allow(unsafe_code)]
 
 use std::fmt;
 use std::fs::File;
 use std::io;
 use std::sync::atomic::{
-    compiler_fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 use std::sync::Mutex;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::{MmapOptions, MmapRaw};
+
+/// Whether this target promises that 8-byte `Relaxed` atomic loads work on
+/// read-only memory (the table in `std::sync::atomic`, "Atomic accesses to
+/// read-only memory"). Maps are read only where it does.
+const READ_ONLY_ATOMIC_LOADS: bool = cfg!(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "loongarch64",
+    target_arch = "mips64",
+    target_arch = "mips64r6",
+    target_arch = "powerpc64",
+    target_arch = "riscv64",
+    target_arch = "sparc64",
+    target_arch = "s390x",
+));
 
 // Shared between a thread and the signal handler that interrupts it: atomics
 // (relaxed: one thread) behind signal fences (`compiler_fence`), so the
@@ -75,13 +103,20 @@ impl std::error::Error for Shrunk {}
 /// installing it (again) if another handler replaced it. Returns whether it
 /// is; reads through maps must not be attempted when it is not.
 ///
-/// Costs one `sigaction(2)` when the handler is already ours.
+/// Costs one `sigaction(2)` when the handler is already ours. Always `false`
+/// on a target where loads from a read-only map are not promised to work
+/// (see the module docs).
 pub fn guard_sigbus() -> bool {
+    if !READ_ONLY_ATOMIC_LOADS {
+        return false;
+    }
     let handler = on_sigbus as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
         as libc::sighandler_t;
-    // SAFETY: querying the current action with a null new action only writes
-    // into `current`, a zeroed sigaction we own.
+    // SAFETY: `sigaction` is a plain C struct of integers, pointers and a
+    // signal set, for which all zero bytes are a valid value.
     let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: with a null new action, `sigaction` changes nothing and only
+    // writes the current action into `current`, a valid struct we own.
     if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) } != 0 {
         return false;
     }
@@ -112,13 +147,16 @@ pub fn guard_sigbus() -> bool {
     }
     // Publish the previous action before ours can run.
     PREVIOUS.store(Box::into_raw(Box::new(current)), Ordering::Release);
-    // SAFETY: a zeroed sigaction is a valid starting point; we set the
-    // handler, flags and an empty mask, then install it. The handler has the
-    // three-argument signature SA_SIGINFO requires.
+    // SAFETY: all zero bytes are a valid `sigaction` (as above).
     let mut ours: libc::sigaction = unsafe { std::mem::zeroed() };
     ours.sa_sigaction = handler;
     ours.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+    // SAFETY: `sa_mask` is a valid signal set we own.
     unsafe { libc::sigemptyset(&mut ours.sa_mask) };
+    // SAFETY: `ours` is fully set: a handler with the three-argument
+    // signature SA_SIGINFO requires, that only does async-signal-safe work
+    // (see `on_sigbus`), and an empty mask. `PREVIOUS` was published above,
+    // before the handler can run.
     unsafe { libc::sigaction(libc::SIGBUS, &ours, std::ptr::null_mut()) == 0 }
 }
 
@@ -130,10 +168,14 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
     let page = PAGE_SIZE.load(Ordering::Relaxed);
     if start <= addr && addr < end && page != 0 {
         let base = addr & !(page - 1);
-        // SAFETY: `base` is a page inside a mapping this thread is reading
-        // and owns (a `ReadMap`, which is never read again after a fault and
-        // unmaps its whole range when dropped). Replacing that page with an
-        // anonymous zero page lets the faulting load complete.
+        // SAFETY: `base` is a page inside the mapping this thread is
+        // reading in `ReadMap::read` (the guarded range is set only there,
+        // only for that map, and only on this thread), so MAP_FIXED replaces
+        // a page of ours and nothing else. No reference into that mapping
+        // exists, so no Rust value changes under a reference; the `ReadMap`
+        // is poisoned and never read again, and it unmaps its whole range
+        // (zero page included) when dropped. The faulting load then
+        // completes, reading zeros.
         let mapped = unsafe {
             libc::mmap(
                 base as *mut libc::c_void,
@@ -155,7 +197,8 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
         reset_to_default(sig);
         return;
     }
-    // SAFETY: `previous` points to a leaked, never-freed sigaction.
+    // SAFETY: `previous` points to a sigaction that was fully written before
+    // it was published (release/acquire) and is never freed or changed.
     let previous = unsafe { &*previous };
     let action = previous.sa_sigaction;
     if action == libc::SIG_DFL || action == libc::SIG_IGN {
@@ -163,20 +206,23 @@ extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, context: *
         // gets the default action (a core dump), as without us.
         reset_to_default(sig);
     } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
-        // SAFETY: an SA_SIGINFO handler has this signature.
+        // SAFETY: the previous action was installed with SA_SIGINFO, so its
+        // handler field holds a function of this signature.
         let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
             unsafe { std::mem::transmute(action) };
         handler(sig, info, context);
     } else {
-        // SAFETY: a plain handler has this signature.
+        // SAFETY: without SA_SIGINFO (and not SIG_DFL or SIG_IGN, checked
+        // above) the handler field holds a function of this signature.
         let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(action) };
         handler(sig);
     }
 }
 
 fn reset_to_default(sig: libc::c_int) {
-    // SAFETY: installing SIG_DFL with an empty mask; sigaction is
-    // async-signal-safe.
+    // SAFETY: all zero bytes are a valid `sigaction`; it is set to SIG_DFL
+    // with an empty mask. `sigemptyset` and `sigaction` are
+    // async-signal-safe, so this may run in the handler.
     unsafe {
         let mut default: libc::sigaction = std::mem::zeroed();
         default.sa_sigaction = libc::SIG_DFL;
@@ -187,7 +233,8 @@ fn reset_to_default(sig: libc::c_int) {
 
 /// A read-only, shared mapping of the first bytes of a file.
 pub struct ReadMap {
-    map: Mmap,
+    /// Raw: no reference to the bytes is ever made (see the module docs).
+    map: MmapRaw,
     /// A guarded read faulted: the mapping holds zero pages now.
     poisoned: AtomicBool,
 }
@@ -208,11 +255,7 @@ impl ReadMap {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty mapping"));
         }
-        // SAFETY: memmap2 requires that the file is not modified while a
-        // *reference* to the mapped bytes exists. None is ever made: every
-        // access goes through `MapView`, which copies bytes out with raw
-        // pointer reads inside a SIGBUS guard (see the module docs).
-        let map = unsafe { MmapOptions::new().len(len).map(file)? };
+        let map = MmapOptions::new().len(len).map_raw_read_only(file)?;
         Ok(ReadMap {
             map,
             poisoned: AtomicBool::new(false),
@@ -228,7 +271,7 @@ impl ReadMap {
     /// Whether the mapping is empty (never: see [`ReadMap::new`]).
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.map.len() == 0
     }
 
     /// Runs `read` with a view of the mapping, guarded against the file
@@ -278,7 +321,7 @@ impl MapView<'_> {
             return None;
         }
         // SAFETY: `offset + len <= map.len()`, so the pointer stays inside
-        // the mapping.
+        // the mapping (one past its end at most, for an empty range).
         Some(unsafe { self.map.map.as_ptr().add(offset) })
     }
 
@@ -288,17 +331,36 @@ impl MapView<'_> {
     #[must_use]
     pub fn u32_acquire(&self, offset: usize) -> Option<u32> {
         let ptr = self.ptr(offset, 4, 4)?;
-        // SAFETY: in bounds and 4-aligned (the mapping is page-aligned);
-        // an atomic load is the right access to memory other processes write.
-        Some(unsafe { AtomicU32::from_ptr(ptr as *mut u32) }.load(Ordering::Acquire))
+        // SAFETY: `ptr` is in bounds and 4-aligned (checked by `ptr`; the
+        // mapping is page-aligned), and the mapping lives as long as `self`.
+        // The `&AtomicU32` lives only for the load: the bytes are written by
+        // other processes, and an atomic load is the access that tolerates
+        // that. The page is mapped PROT_READ, and a `Relaxed` load of 4
+        // bytes is one the standard library promises works on read-only
+        // memory (`guard_sigbus` holds reads back on targets where it does
+        // not promise 8): it compiles to a plain load, never to a write.
+        let used =
+            unsafe { AtomicU32::from_ptr(ptr.cast::<u32>().cast_mut()) }.load(Ordering::Relaxed);
+        // Acquire by a fence rather than an `Acquire` load, which is not
+        // promised to work on read-only memory: it pairs with the writer's
+        // release store of `used`, so the bytes below `used` read after this
+        // are the ones written before it.
+        fence(Ordering::Acquire);
+        Some(used)
     }
 
     /// The 8-byte float at `offset` (8-aligned), as writers store it.
     #[must_use]
     pub fn f64_at(&self, offset: usize) -> Option<f64> {
         let ptr = self.ptr(offset, 8, 8)?;
-        // SAFETY: in bounds and 8-aligned; writers (Python's struct.pack_into
-        // of an aligned double, the Rust writer's atomics) store whole words.
+        // SAFETY: in bounds and 8-aligned (checked by `ptr`), inside a
+        // mapping that lives as long as `self`; the `&AtomicU64` lives only
+        // for the load. A `Relaxed` 8-byte load works on this read-only map
+        // on every target `guard_sigbus` lets read it (see
+        // `READ_ONLY_ATOMIC_LOADS`). Writers store values as whole aligned
+        // words (Python's `struct.pack_into` of an aligned double is one
+        // 8-byte store, the Rust writer's are atomic), so the load sees the
+        // old value or the new one, never a mix.
         Some(f64::from_bits(
             unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed),
         ))
@@ -310,8 +372,29 @@ impl MapView<'_> {
             return false;
         };
         out.reserve(len);
-        // SAFETY: `len` bytes from `ptr` lie in the mapping; `out` has room
-        // for them past its length and cannot overlap a shared mapping.
+        // SAFETY: `len` bytes from `ptr` lie in the mapping (checked by
+        // `ptr`), which lives as long as `self`; `out` has room for them past
+        // its length (reserved above) and is this process's heap memory, so
+        // the two cannot overlap, and `set_len` covers exactly the bytes
+        // written.
+        //
+        // Other processes may write these bytes during the copy (a worker
+        // updating a value in a range copied with its key). That is sound:
+        // no reference to the shared bytes exists, only this raw copy, and
+        // the result is plain bytes in our own buffer, where any bit pattern
+        // is a valid `u8`. What a racing write can do is leave a torn word
+        // in the copy: part old, part new value. Callers copy keys and
+        // framing, which writers never change once `used` covers them
+        // (entries are appended, then published by `used`), and read
+        // values they need to be whole with `f64_at`; a torn value in a
+        // copied range is one sample from mid-update, no worse than reading
+        // it a moment earlier or later, and the next read sees it whole.
+        // One caveat, by the letter of Rust's memory model: a writer in
+        // this same process (a `ValueSlot` of the same file) storing
+        // atomically during this non-atomic copy is a data race there, even
+        // though the machine does exactly what is described above (a byte
+        // copy, no write to the map). A copy by per-word `Relaxed` loads
+        // would close that gap at some cost per byte.
         unsafe {
             std::ptr::copy_nonoverlapping(ptr, out.as_mut_ptr().add(out.len()), len);
             out.set_len(out.len() + len);
@@ -379,7 +462,8 @@ mod tests {
         if let Some(path) = std::env::var_os(CHILD) {
             assert!(guard_sigbus());
             let file = File::open(&path).unwrap();
-            let map = unsafe { Mmap::map(&file) }.unwrap();
+            // SAFETY (test): the map is only read through a raw pointer.
+            let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(&path)

@@ -21,7 +21,7 @@ use crate::error::WriteError;
 use crate::file_name::FileName;
 use crate::layout::{self, HEADER_LEN, INITIAL_CAPACITY, MAX_USED};
 use crate::mapping::{Mapping, ValueSlot};
-use crate::reader;
+use crate::{open, read};
 
 /// An open `*.db` file that this process appends to and updates in place.
 ///
@@ -63,7 +63,7 @@ impl FileWriter {
         let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
         // A FIFO, device (a symlink to /dev/zero) or socket named like our
         // file would swallow every value written through a map of it.
-        if let Some(kind) = reader::not_a_file(meta.file_type()) {
+        if let Some(kind) = open::not_a_file(meta.file_type()) {
             return Err(crate::ReadError::new(&path, 0, kind).into());
         }
         let mut capacity = meta.len();
@@ -74,8 +74,7 @@ impl FileWriter {
             capacity = INITIAL_CAPACITY;
         }
         let mut buf = Vec::new();
-        reader::read_at_most(&file, &mut buf, 0, HEADER_LEN)
-            .map_err(|e| WriteError::io(&path, e))?;
+        read::read_at_most(&file, &mut buf, 0, HEADER_LEN).map_err(|e| WriteError::io(&path, e))?;
         let used_field = buf
             .get(..4)
             .map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
@@ -109,7 +108,7 @@ impl FileWriter {
         // after garbage would hide everything written from now on.
         // Checked entry by entry as it is read: a damaged header claiming
         // gigabytes over a sparse file costs one small read, not gigabytes.
-        let prefix = reader::read_valid_prefix_of(&writer.file, &meta, &writer.path)?;
+        let prefix = read::read_valid_prefix_of(&writer.file, &meta, &writer.path)?;
         if let Some(problem) = prefix.problem {
             return Err(problem.at(&writer.path).into());
         }
@@ -432,7 +431,7 @@ mod tests {
         // The first entry (a zero-length key) is refused at offset 8,
         // before anything past the first read is read.
         assert!(err.to_string().contains("offset 8:"), "{err}");
-        let prefix = reader::read_valid_prefix(&path).unwrap();
+        let prefix = read::read_valid_prefix(&path).unwrap();
         assert_eq!(prefix.header.used, 0x7fff_fff8);
         assert!(prefix.entries.is_empty());
         assert_eq!(prefix.problem.map(|p| p.offset), Some(8));
