@@ -21,7 +21,9 @@ use crate::plan::{Accumulators, Op, Plan, PlanCache, PlanInput, PlannedFile, Res
 use crate::problem::{Conflict, FileProblem, ProblemKind, Warning};
 use crate::scan::scan_dir;
 use crate::settled_sums::{OpGroup, SettledSums};
-use crate::tracked::{KeyHints, Prefetched, ReadGuess, Refreshed, Settled, TrackedFile, Trouble};
+use crate::tracked::{
+    KeyHints, ParseContext, Prefetched, ReadFault, ReadGuess, Refreshed, Settled, TrackedFile,
+};
 use crate::watch::{Changes, DirWatch};
 
 mod quiet;
@@ -1309,16 +1311,13 @@ fn refresh_file(
         None => Some(name_problem(&known.path)),
         Some(file) => {
             let was_mapped = file.is_mapped();
-            let result = file.refresh(
-                &known.path,
-                may_map,
-                &mut state.keys,
-                &mut state.interner,
-                &mut state.hints,
-                &mut state.scratch,
-                now,
-                prefetched,
-            );
+            let mut ctx = ParseContext {
+                keys: &mut state.keys,
+                interner: &mut state.interner,
+                hints: &mut state.hints,
+                scratch: &mut state.scratch,
+            };
+            let result = file.refresh(&known.path, may_map, &mut ctx, now, prefetched);
             match (was_mapped, file.is_mapped()) {
                 (false, true) => state.maps += 1,
                 (true, false) => state.maps -= 1,
@@ -1696,7 +1695,7 @@ fn collect_paths(state: &mut State, paths: &Arc<Vec<PathBuf>>, pass: Pass<'_>) -
                         }
                         file.reset(&mut state.keys);
                     }
-                    let trouble = Trouble {
+                    let trouble = ReadFault {
                         offset: 0,
                         kind: ProblemKind::Read(ReadErrorKind::Io(
                             "the file shrank under its memory map".into(),
@@ -1965,7 +1964,7 @@ fn name_problem(path: &Path) -> FileProblem {
     }
 }
 
-fn file_problem(path: &Path, trouble: Trouble) -> FileProblem {
+fn file_problem(path: &Path, trouble: ReadFault) -> FileProblem {
     let problem = FileProblem {
         path: path.to_path_buf(),
         offset: trouble.offset,
