@@ -203,3 +203,38 @@ pub(super) fn file_name(path: &Path) -> Option<FileName> {
         None => FileName::parse(&name.to_string_lossy()).ok(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(names: &[&str]) -> Vec<PathBuf> {
+        names.iter().map(|n| Path::new("/d").join(n)).collect()
+    }
+
+    // New paths are added in listing order; a path no longer listed is
+    // forgotten and its slot reused by the next new path; a listing of the
+    // same paths changes nothing.
+    #[test]
+    fn the_file_table_adds_forgets_and_reuses_slots() {
+        let mut state = CollectorState::default();
+        let first = paths(&["counter_1.db", "counter_2.db", "notes.db"]);
+        assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
+        assert!(state.replan);
+        assert!(state.known[2].as_ref().is_some_and(|k| k.file.is_none()));
+
+        state.replan = false;
+        assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
+        assert!(!state.replan);
+
+        let second = paths(&["counter_1.db", "notes.db"]);
+        assert_eq!(index_paths(&mut state, &second), [0, 2]);
+        assert!(state.replan && state.known[1].is_none());
+        assert_eq!(state.files_forgotten, 1);
+        assert!(!state.by_path.contains_key(path_bytes(&first[1])));
+
+        let third = paths(&["gauge_all_3.db", "counter_1.db", "notes.db"]);
+        assert_eq!(index_paths(&mut state, &third), [1, 0, 2]);
+        assert_eq!(state.by_path.get(path_bytes(&third[0])), Some(&1));
+    }
+}

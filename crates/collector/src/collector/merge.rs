@@ -5,11 +5,17 @@ use crate::plan::{Accumulators, Plan, PlanInput, RestrictedPlan};
 use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::Settled;
 
-use super::collection::CollectorState;
+use super::collection::{CollectorState, Pass};
 use super::file_table::{tracked_file, FileEntry};
 use super::gather::{gather, gather_threads};
 use super::quiet::PlannedUnsettled;
+use super::quiet::Unsettled;
+use super::refresh::drop_shrunk;
 use super::scrape::CollectOptions;
+use super::scrape::ScrapeStats;
+use super::settle::settle_merged;
+use crate::family::MergedFamily;
+use crate::problem::Warning;
 
 /// Applies `plan` to the values of its files. `Err(index)`: that file shrank
 /// under its map.
@@ -330,4 +336,96 @@ pub(super) fn build_plan(
         &mut state.interner,
         &mut state.plan_cache,
     )
+}
+
+/// Merges the files of `order`: plans anew when files or entries changed,
+/// then applies the plan to the values (whole, or restricted to the
+/// filter's names). A file that shrank under its map is dropped and the
+/// plan rebuilt without it, at most twice.
+pub(super) fn merge_order(
+    state: &mut CollectorState,
+    order: &[usize],
+    unsettled: Option<&Unsettled>,
+    pass: Pass<'_>,
+    stats: &mut ScrapeStats,
+    warnings: &mut Vec<Warning>,
+) -> Vec<MergedFamily> {
+    for _ in 0..3 {
+        // A quiet collection's files are the last one's, and a file whose
+        // entries changed asked for a new plan.
+        let same = unsettled.is_some() || same_files(&state.plan, order, &state.known);
+        if state.replan || !same {
+            replan(state, order, pass.options);
+            stats.planned = true;
+        }
+        let settled = pass.exited.map(|_| state.plan_generation);
+        let scope = unsettled
+            .filter(|unsettled| unsettled.generation == state.plan_generation)
+            .map(|unsettled| unsettled.planned.as_slice());
+        match apply_plan(state, pass.filter, settled, scope) {
+            Ok(families) => {
+                if let Some(generation) = settled {
+                    settle_merged(state, scope, generation);
+                }
+                return families;
+            }
+            Err(index) => drop_shrunk(state, index, warnings),
+        }
+    }
+    Vec::new()
+}
+
+/// Works out a new plan for the files of `order`.
+fn replan(state: &mut CollectorState, order: &[usize], options: CollectOptions) {
+    state.plan = build_plan(state, order, options);
+    state.interner.settle();
+    state.restricted.clear();
+    state.plan_generation += 1;
+    state.replan = false;
+}
+
+/// Applies the plan to the files' values, keeping what `filter` names
+/// (all without one). `settled`: the generation files are settled for,
+/// when settling; `scope`: the files a quiet collection reads.
+/// `Err(index)`: that file shrank under its map.
+fn apply_plan(
+    state: &mut CollectorState,
+    filter: Option<&NameFilter>,
+    settled: Option<u64>,
+    scope: Option<&[PlannedUnsettled]>,
+) -> Result<Vec<MergedFamily>, usize> {
+    let version = state.settle_version;
+    match filter {
+        None => apply(
+            &state.known,
+            &state.plan,
+            settled.map(|generation| (generation, version, &mut state.settled_sums)),
+            scope,
+            &mut state.accumulators,
+            &mut state.values,
+        )
+        .map(|()| state.accumulators.finish(&state.plan)),
+        Some(filter) => {
+            let (restricted, sums) = restricted_plan(&mut state.restricted, &state.plan, filter);
+            apply_restricted(
+                &state.known,
+                &state.plan,
+                restricted,
+                settled.map(|generation| (generation, version, sums)),
+                scope,
+                &mut state.accumulators,
+                &mut state.values,
+            )
+            .map(|()| {
+                // Only the samples named (a most-recent family was merged
+                // whole, for its order); a family left with nothing is left
+                // out, as Python's `_restricted_metric` leaves it out.
+                filter.restrict(
+                    state
+                        .accumulators
+                        .finish_restricted(&state.plan, restricted),
+                )
+            })
+        }
+    }
 }

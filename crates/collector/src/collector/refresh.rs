@@ -9,8 +9,11 @@ use crate::problem::{FileProblem, ProblemKind, Warning};
 use crate::tracked::{ParseContext, Prefetched, ReadFault, Refreshed, Settled};
 use crate::writers::ExitedWriters;
 
-use super::collection::CollectorState;
+use super::collection::{CollectorState, Pass};
 use super::file_table::{set_problem, FileEntry};
+use super::quiet::Unsettled;
+use super::read_ahead::{refresh_reading_ahead, worth_reading_ahead};
+use std::path::PathBuf;
 
 /// Refreshes the file at `state.known[index]` and records its problem. A
 /// settled file is left as it is; with `exited`, a good file whose writer
@@ -162,4 +165,61 @@ pub(super) fn file_problem(path: &Path, trouble: ReadFault) -> FileProblem {
     } else {
         problem
     }
+}
+
+/// Refreshes the files of `order` (of a quiet collection, only the ones
+/// not settled), deciding first which may be mapped; a cold collection's
+/// many reads go through the read-ahead threads.
+pub(super) fn refresh_files(
+    state: &mut CollectorState,
+    paths: &[PathBuf],
+    order: &[usize],
+    unsettled: Option<&Unsettled>,
+    pass: Pass<'_>,
+    warnings: &mut Vec<Warning>,
+) {
+    let now = Instant::now();
+    let mut may_map = std::mem::take(&mut state.may_map);
+    match unsettled {
+        Some(unsettled) => {
+            let indexes: Vec<usize> = unsettled.refresh.iter().map(|&(index, _)| index).collect();
+            decide_maps(state, &indexes, pass.map_limit, &mut may_map);
+            for (&index, &map) in indexes.iter().zip(&may_map) {
+                refresh_file(state, index, map, now, None, pass.exited, warnings);
+            }
+        }
+        None => {
+            decide_maps(state, order, pass.map_limit, &mut may_map);
+            if worth_reading_ahead(state, order, &may_map) {
+                refresh_reading_ahead(state, paths, order, &may_map, now, pass.exited, warnings);
+            } else {
+                for (&index, &map) in order.iter().zip(&may_map) {
+                    refresh_file(state, index, map, now, None, pass.exited, warnings);
+                }
+            }
+        }
+    }
+    state.may_map = may_map;
+}
+
+/// Drops the file at `index`, which shrank under its map, with its
+/// problem: the plan is then worked out again without it.
+pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &mut Vec<Warning>) {
+    if let Some(known) = state.known[index].as_mut() {
+        if let Some(file) = &mut known.file {
+            if file.is_mapped() {
+                state.maps -= 1;
+            }
+            file.reset(&mut state.keys);
+        }
+        let trouble = ReadFault {
+            offset: 0,
+            kind: ProblemKind::Read(ReadErrorKind::Io(
+                "the file shrank under its memory map".into(),
+            )),
+        };
+        let problem = file_problem(&known.path, trouble);
+        set_problem(known, Some(problem), warnings);
+    }
+    state.replan = true;
 }
