@@ -22,6 +22,7 @@ mod family;
 mod filter;
 mod intern;
 mod keys;
+mod op;
 mod parse;
 mod plan;
 mod problem;

@@ -24,6 +24,7 @@ use multiprom_format::{float_to_go_string, GaugeMode, MetricKind};
 use crate::family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 use crate::intern::{addr, ByPtr, Interner, LabelTuple, Pairs};
 use crate::keys::{KeyInfo, KeyTable};
+pub(crate) use crate::op::Op;
 use crate::problem::Conflict;
 use crate::tracked::{EntryRef, TrackedFile};
 
@@ -142,38 +143,6 @@ impl PlanCache {
             .entry((ByPtr(Arc::clone(family)), suffix))
             .or_insert_with(|| interner.string(&format!("{family}{suffix}")))
             .clone()
-    }
-}
-
-/// What one entry does to its output series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Op {
-    /// Left out (an entry of a type other than its family's).
-    Skip,
-    /// `+= value` (counters, summaries, histogram `_sum` and buckets, gauges
-    /// in `sum` modes).
-    Add(u32),
-    /// `= value` (gauges in `all` modes).
-    Set(u32),
-    /// `setdefault`, then keep the smaller.
-    Min(u32),
-    /// `setdefault`, then keep the larger.
-    Max(u32),
-    /// Keep the value with the newest timestamp.
-    MostRecent(u32),
-}
-
-impl Op {
-    /// The slot the operation writes, if any.
-    pub(crate) fn slot(self) -> Option<u32> {
-        match self {
-            Op::Skip => None,
-            Op::Add(slot)
-            | Op::Set(slot)
-            | Op::Min(slot)
-            | Op::Max(slot)
-            | Op::MostRecent(slot) => Some(slot),
-        }
     }
 }
 

@@ -64,7 +64,7 @@ pub(crate) struct Changes {
 
 /// Events so far, and how many sentinel events arrived.
 #[derive(Debug, Default)]
-struct Shared {
+struct EventsSoFar {
     changes: Changes,
     barriers: u64,
 }
@@ -114,7 +114,7 @@ fn remove_abandoned_sentinels(temp: &Path) {
 
 /// A watch on one directory.
 pub(crate) struct DirWatch {
-    shared: Arc<(Mutex<Shared>, Condvar)>,
+    shared: Arc<(Mutex<EventsSoFar>, Condvar)>,
     sentinel: File,
     // Kept alive: dropping them stops the watch and removes the sentinel.
     _watcher: RecommendedWatcher,
@@ -143,7 +143,7 @@ impl DirWatch {
         // has no locks, nobody can take this one either, so nothing removes
         // the directory early; it is merely left behind after a SIGKILL.
         let _ = flock(&sentinel, FlockOperation::NonBlockingLockExclusive);
-        let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
+        let shared = Arc::new((Mutex::new(EventsSoFar::default()), Condvar::new()));
         let sink = Arc::clone(&shared);
         let watched = dir.to_path_buf();
         let marker: PathBuf = sentinel_path.clone();

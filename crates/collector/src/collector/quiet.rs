@@ -6,7 +6,8 @@
 //! workers and a few live ones, a few dozen entries of the file table
 //! instead of all of them, several times a scrape.
 
-use super::{Known, State};
+use super::collection::CollectorState;
+use super::file_table::FileEntry;
 
 /// The files not settled after a collection, for the next one if it is
 /// quiet.
@@ -35,7 +36,7 @@ pub(super) struct PlannedUnsettled {
     pub entries: usize,
 }
 
-fn settled(known: Option<&Known>, generation: u64) -> bool {
+fn settled(known: Option<&FileEntry>, generation: u64) -> bool {
     known
         .and_then(|k| k.file.as_ref().filter(|_| k.problem.is_none()))
         .is_some_and(|file| file.is_settled(generation))
@@ -43,7 +44,7 @@ fn settled(known: Option<&Known>, generation: u64) -> bool {
 
 impl Unsettled {
     /// Worked out from the whole file table, for the files of `order`.
-    pub(super) fn of(state: &State, order: &[usize]) -> Unsettled {
+    pub(super) fn of(state: &CollectorState, order: &[usize]) -> Unsettled {
         let generation = state.plan_generation;
         let mut unsettled = Unsettled {
             generation,
@@ -73,7 +74,7 @@ impl Unsettled {
 
     /// After a quiet collection on the same plan: the files of `self` that
     /// are still not settled.
-    pub(super) fn still(mut self, state: &State) -> Unsettled {
+    pub(super) fn still(mut self, state: &CollectorState) -> Unsettled {
         let generation = self.generation;
         let before = self.refresh.len();
         self.refresh

@@ -17,7 +17,9 @@ use std::sync::Arc;
 
 use crate::family::{MergedFamily, MergedSample};
 
-use super::Format;
+use super::format::Format;
+use super::sample_lines::SampleLines;
+use super::{openmetrics, prometheus};
 
 /// The sample lines of the last [`LineCache::encode`], to reuse.
 ///
@@ -81,6 +83,16 @@ impl LineCache {
     where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
+        self.encode_families(format, families, out);
+        format.push_end(out);
+    }
+
+    /// [`LineCache::encode`] without the format's end (`# EOF`), for a body
+    /// that goes on with more families (see [`super::Body`]).
+    pub(crate) fn encode_families<F>(&mut self, format: Format, families: Arc<F>, out: &mut String)
+    where
+        F: AsRef<[MergedFamily]> + Send + Sync + 'static,
+    {
         if self.format != Some(format) {
             self.format = Some(format);
             self.text.clear();
@@ -95,8 +107,8 @@ impl LineCache {
         };
         let encoded = (*families).as_ref();
         match format {
-            Format::Prometheus => super::prometheus::encode_with(encoded, out, &mut lines),
-            Format::OpenMetrics => super::openmetrics::encode_with(encoded, out, &mut lines),
+            Format::Prometheus => prometheus::encode_families(encoded, out, &mut lines),
+            Format::OpenMetrics => openmetrics::encode_families(encoded, out, &mut lines),
         }
         self.lines = lines.new;
         // Kept after the comparisons: the last families stay alive until
@@ -104,23 +116,6 @@ impl LineCache {
         self.families = Some(families);
         self.text.clear();
         self.text.push_str(&out[base..]);
-    }
-}
-
-/// How an encoder writes a sample line: formatted afresh, or through a
-/// [`LineCache`].
-pub(crate) trait SampleLines {
-    /// Writes `sample`'s line to `out`; `format` writes it afresh.
-    fn sample(&mut self, out: &mut String, sample: &MergedSample, format: impl FnOnce(&mut String));
-}
-
-/// Every line formatted afresh.
-pub(crate) struct Fresh;
-
-impl SampleLines for Fresh {
-    #[inline]
-    fn sample(&mut self, out: &mut String, _: &MergedSample, format: impl FnOnce(&mut String)) {
-        format(out);
     }
 }
 

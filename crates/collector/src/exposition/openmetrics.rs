@@ -1,7 +1,7 @@
 //! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
 
-use super::line_cache::{Fresh, SampleLines};
 use super::names::{push_escaped, push_labels_and_value, push_metric_name, push_om_sample_name};
+use super::sample_lines::{Fresh, SampleLines};
 use crate::family::MergedFamily;
 
 /// Appends `families` in OpenMetrics 1.0.0, ending with `# EOF`.
@@ -27,11 +27,16 @@ use crate::family::MergedFamily;
 ///                  ## EOF\n");
 /// ```
 pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
-    encode_with(families, out, &mut Fresh);
+    encode_families(families, out, &mut Fresh);
+    out.push_str(EOF);
 }
 
-/// [`encode_openmetrics`], each sample line written through `lines`.
-pub(crate) fn encode_with(
+/// The line that ends an OpenMetrics body, once, after every family.
+pub(crate) const EOF: &str = "# EOF\n";
+
+/// [`encode_openmetrics`] without the `# EOF`, each sample line written
+/// through `lines`.
+pub(crate) fn encode_families(
     families: &[MergedFamily],
     out: &mut String,
     lines: &mut impl SampleLines,
@@ -53,5 +58,4 @@ pub(crate) fn encode_with(
             });
         }
     }
-    out.push_str("# EOF\n");
 }

@@ -1,7 +1,7 @@
 //! Prometheus text format 0.0.4, as `prometheus_client.exposition.generate_latest`.
 
-use super::line_cache::{Fresh, SampleLines};
 use super::names::{push_escaped, push_labels_and_value, push_metric_name};
+use super::sample_lines::{Fresh, SampleLines};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 
 /// Suffixes Python moves out of a family into a trailing gauge family.
@@ -30,11 +30,11 @@ const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
 ///                  requests_total{code=\"2\\\"00\"} 1.234567e+06\n");
 /// ```
 pub fn encode_prometheus(families: &[MergedFamily], out: &mut String) {
-    encode_with(families, out, &mut Fresh);
+    encode_families(families, out, &mut Fresh);
 }
 
 /// [`encode_prometheus`], each sample line written through `lines`.
-pub(crate) fn encode_with(
+pub(crate) fn encode_families(
     families: &[MergedFamily],
     out: &mut String,
     lines: &mut impl SampleLines,

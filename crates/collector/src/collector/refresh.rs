@@ -1,0 +1,225 @@
+//! Refreshing files: which may be mapped, reading each, and the problem it has.
+
+use std::path::Path;
+use std::time::Instant;
+
+use multiprom_format::{FileName, ReadErrorKind};
+
+use crate::problem::{FileProblem, ProblemKind, Warning};
+use crate::tracked::{ParseContext, Prefetched, ReadFault, Refreshed, Settled};
+use crate::writers::ExitedWriters;
+
+use super::collection::{CollectorState, Pass};
+use super::file_table::{set_problem, FileEntry};
+use super::quiet::Unsettled;
+use super::read_ahead::{refresh_reading_ahead, worth_reading_ahead};
+use std::path::PathBuf;
+
+/// Refreshes the file at `state.known[index]` and records its problem. A
+/// settled file is left as it is; with `exited`, a good file whose writer
+/// it says is gone becomes one to settle.
+pub(super) fn refresh_file(
+    state: &mut CollectorState,
+    index: usize,
+    may_map: bool,
+    now: Instant,
+    prefetched: Option<Prefetched>,
+    exited: Option<&ExitedWriters>,
+    warnings: &mut Vec<Warning>,
+) {
+    let Some(known) = state.known[index].as_mut() else {
+        return;
+    };
+    if exited.is_some()
+        && known.problem.is_none()
+        && known
+            .file
+            .as_ref()
+            .is_some_and(|file| file.is_settled(state.plan_generation))
+    {
+        return;
+    }
+    let was_bad = known.problem.is_some();
+    let problem = match &mut known.file {
+        None => Some(name_problem(&known.path)),
+        Some(file) => {
+            let was_mapped = file.is_mapped();
+            let mut ctx = ParseContext {
+                keys: &mut state.keys,
+                interner: &mut state.interner,
+                hints: &mut state.hints,
+                scratch: &mut state.scratch,
+            };
+            let result = file.refresh(&known.path, may_map, &mut ctx, now, prefetched);
+            match (was_mapped, file.is_mapped()) {
+                (false, true) => state.maps += 1,
+                (true, false) => state.maps -= 1,
+                _ => {}
+            }
+            match result {
+                Ok(refreshed) => {
+                    if refreshed == Refreshed::Changed {
+                        state.replan = true;
+                    }
+                    if let Some(exited) = exited {
+                        if file.settled == Settled::No
+                            && file.is_mapped()
+                            && exited.test(&file.name)
+                        {
+                            file.settled = Settled::WriterGone;
+                        }
+                    }
+                    None
+                }
+                Err(trouble) => Some(file_problem(&known.path, trouble)),
+            }
+        }
+    };
+    if was_bad || problem.is_some() {
+        state.replan = true;
+    }
+    set_problem(known, problem, warnings);
+}
+
+/// Whether `state.known[index]` is a file to read (not a bad name).
+pub(super) fn has_file(state: &CollectorState, index: usize) -> bool {
+    state.known[index]
+        .as_ref()
+        .is_some_and(|known| known.file.is_some())
+}
+
+/// Decides, for each file of `order`, whether this collection may map it
+/// (`out[i]` for `order[i]`): a file already mapped stays mapped; any other
+/// is mapped from the second collection that reads it without trouble on,
+/// within `map_limit` maps (`None`: no maps at all).
+///
+/// A file's first collection reads it with `pread`: a collector that is
+/// used once (`multiprom scrape`, a process's first scrape) then costs one
+/// read per file instead of setting up a map, touching its pages and
+/// tearing it down, which costs several times more; a file still there at
+/// the next collection is worth mapping, so that later collections read
+/// its values without a system call.
+pub(super) fn decide_maps(
+    state: &CollectorState,
+    order: &[usize],
+    map_limit: Option<usize>,
+    out: &mut Vec<bool>,
+) {
+    out.clear();
+    let Some(limit) = map_limit else {
+        out.resize(order.len(), false);
+        return;
+    };
+    let mut maps = state.maps;
+    out.extend(order.iter().map(|&index| {
+        let Some(Some(FileEntry {
+            file: Some(file), ..
+        })) = state.known.get(index)
+        else {
+            return false;
+        };
+        if file.is_mapped() {
+            return true;
+        }
+        if !file.was_read() || maps >= limit {
+            return false;
+        }
+        maps += 1;
+        true
+    }));
+}
+
+/// Why a file whose name is not a metrics file name is skipped.
+pub(super) fn name_problem(path: &Path) -> FileProblem {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Only called for names that did not parse; parse again for the reason.
+    let kind = match FileName::parse(&name) {
+        Err(e) => ReadErrorKind::BadFileName(e),
+        Ok(_) => ReadErrorKind::Io("not a metrics file name".into()),
+    };
+    FileProblem {
+        path: path.to_path_buf(),
+        offset: 0,
+        kind: ProblemKind::Read(kind),
+    }
+}
+
+pub(super) fn file_problem(path: &Path, trouble: ReadFault) -> FileProblem {
+    let problem = FileProblem {
+        path: path.to_path_buf(),
+        offset: trouble.offset,
+        kind: trouble.kind,
+    };
+    // Opening a symbolic link whose target is missing also says "not found",
+    // but unlike a reaped worker's file it stays: damage, not a race.
+    let dangling = problem.is_vanished()
+        && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if dangling {
+        FileProblem {
+            kind: ProblemKind::DanglingSymlink,
+            ..problem
+        }
+    } else {
+        problem
+    }
+}
+
+/// Refreshes the files of `order` (of a quiet collection, only the ones
+/// not settled), deciding first which may be mapped; a cold collection's
+/// many reads go through the read-ahead threads.
+pub(super) fn refresh_files(
+    state: &mut CollectorState,
+    paths: &[PathBuf],
+    order: &[usize],
+    unsettled: Option<&Unsettled>,
+    pass: Pass<'_>,
+    warnings: &mut Vec<Warning>,
+) {
+    let now = Instant::now();
+    let mut may_map = std::mem::take(&mut state.may_map);
+    match unsettled {
+        Some(unsettled) => {
+            let indexes: Vec<usize> = unsettled.refresh.iter().map(|&(index, _)| index).collect();
+            decide_maps(state, &indexes, pass.map_limit, &mut may_map);
+            for (&index, &map) in indexes.iter().zip(&may_map) {
+                refresh_file(state, index, map, now, None, pass.exited, warnings);
+            }
+        }
+        None => {
+            decide_maps(state, order, pass.map_limit, &mut may_map);
+            if worth_reading_ahead(state, order, &may_map) {
+                refresh_reading_ahead(state, paths, order, &may_map, now, pass.exited, warnings);
+            } else {
+                for (&index, &map) in order.iter().zip(&may_map) {
+                    refresh_file(state, index, map, now, None, pass.exited, warnings);
+                }
+            }
+        }
+    }
+    state.may_map = may_map;
+}
+
+/// Drops the file at `index`, which shrank under its map, with its
+/// problem: the plan is then worked out again without it.
+pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &mut Vec<Warning>) {
+    if let Some(known) = state.known[index].as_mut() {
+        if let Some(file) = &mut known.file {
+            if file.is_mapped() {
+                state.maps -= 1;
+            }
+            file.reset(&mut state.keys);
+        }
+        let trouble = ReadFault {
+            offset: 0,
+            kind: ProblemKind::Read(ReadErrorKind::Io(
+                "the file shrank under its memory map".into(),
+            )),
+        };
+        let problem = file_problem(&known.path, trouble);
+        set_problem(known, Some(problem), warnings);
+    }
+    state.replan = true;
+}

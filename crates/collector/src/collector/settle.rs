@@ -1,0 +1,77 @@
+//! Settling the files of exited writers once their values are read whole.
+
+use crate::tracked::Settled;
+
+use super::collection::CollectorState;
+use super::file_table::FileEntry;
+use super::quiet::{PlannedUnsettled, Unsettled};
+
+/// Marks the files of `indexes` (planned files) whose writer is gone, and
+/// whose values the collection just read whole into the value buffer, as
+/// settled: how many became so.
+pub(super) fn settle_gathered(
+    known: &mut [Option<FileEntry>],
+    indexes: impl Iterator<Item = usize>,
+    generation: u64,
+    collection: u64,
+) -> usize {
+    let mut newly = 0;
+    for index in indexes {
+        if let Some(Some(FileEntry {
+            file: Some(file),
+            problem: None,
+            ..
+        })) = known.get_mut(index)
+        {
+            if matches!(file.settled, Settled::WriterGone | Settled::Yes { .. })
+                && !file.is_settled(generation)
+            {
+                file.settled = Settled::Yes {
+                    plan: generation,
+                    since: collection,
+                };
+                newly += 1;
+            }
+        }
+    }
+    newly
+}
+
+/// After a merge that read the values of the files of `scope` (all planned
+/// files without one) whole: settles those whose writer is gone.
+pub(super) fn settle_merged(
+    state: &mut CollectorState,
+    scope: Option<&[PlannedUnsettled]>,
+    generation: u64,
+) {
+    let collection = state.collections;
+    let newly = match scope {
+        Some(planned) => {
+            let indexes = planned.iter().map(|p| p.index);
+            settle_gathered(&mut state.known, indexes, generation, collection)
+        }
+        None => {
+            let indexes = state.plan.files.iter().map(|p| p.index);
+            settle_gathered(&mut state.known, indexes, generation, collection)
+        }
+    };
+    if newly > 0 {
+        state.settle_version += 1;
+    }
+}
+
+/// Keeps the files not settled after this collection, for the next one if
+/// it is quiet: how many files are settled.
+pub(super) fn keep_unsettled(
+    state: &mut CollectorState,
+    unsettled: Option<Unsettled>,
+    order: &[usize],
+) -> usize {
+    let next = match unsettled {
+        Some(unsettled) if unsettled.generation == state.plan_generation => unsettled.still(state),
+        _ => Unsettled::of(state, order),
+    };
+    let settled = next.settled;
+    state.unsettled = Some(next);
+    settled
+}
