@@ -11,6 +11,7 @@ mod demo;
 mod docs;
 mod inspect;
 mod logging;
+mod maintenance;
 mod metrics_dir;
 mod multiproc_dir;
 mod run;

@@ -177,7 +177,7 @@ pub fn remove_stale_files(dir: &Path) -> Result<(), String> {
     }
     // An earlier run's interrupted compaction: its staged files are stale
     // too, and recovery would otherwise put them back.
-    let staging = dir.join(multiprom_http::compact::STAGING_DIR);
+    let staging = dir.join(multiprom_format::STAGING_DIR);
     match std::fs::remove_dir_all(&staging) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

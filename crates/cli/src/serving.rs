@@ -1,13 +1,17 @@
 //! What `serve` and `run` share: `--listen`, the endpoint's tuning flags,
-//! binding, the periodic reaper, and serving until told to stop.
+//! binding, the directory's maintainer, and serving until told to stop.
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use multiprom_collector::DirCollector;
 use multiprom_http::{Endpoint, EndpointConfig, ServerConfig};
+use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer, ReapConfig};
+
+use crate::maintenance;
 
 /// The default listen address: loopback only, so nothing is exposed until an
 /// operator says so. Port 9478 is not used by Prometheus or its common
@@ -188,23 +192,36 @@ pub fn bind(listen: &str) -> Result<TcpListener, ListenError> {
     Ok(listener)
 }
 
-/// The endpoint for `dir` as the flags say.
+/// The endpoint for `dir` as the flags say, with a maintainer when it
+/// reaps or compacts (recovered and run by [`serve`]).
 pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Endpoint {
-    let config = EndpointConfig {
-        compact,
-        max_concurrent_scrapes: args.max_concurrent_scrapes,
-        scrape_queue_wait: args.scrape_queue_wait,
-        scrape_timeout: args.scrape_timeout,
-        reap_dead,
-        reap_grace: args.reap_grace,
-        worker_process_metrics: args.worker_process_metrics,
-    };
+    let mut config = EndpointConfig::default()
+        .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
+        .with_scrape_queue_wait(args.scrape_queue_wait)
+        .with_scrape_timeout(args.scrape_timeout)
+        .with_worker_process_metrics(args.worker_process_metrics);
+    if reap_dead || compact {
+        let mut maintain = MaintainConfig::new();
+        if reap_dead {
+            maintain = maintain.reap(
+                ReapConfig::default()
+                    .with_grace(args.reap_grace)
+                    .with_interval(args.reap_interval),
+            );
+        }
+        if compact {
+            maintain =
+                maintain.compact(CompactConfig::default().with_interval(args.compact_interval));
+        }
+        config = config.with_maintainer(Arc::new(Maintainer::new(dir, maintain)));
+    }
     Endpoint::new(DirCollector::new(dir), config).with_metrics_path(&args.telemetry_path)
 }
 
 /// Serves `endpoint` on `listener` until `shutdown` completes. Logs the one
-/// start line (with the real address, so port 0 can be used) and, with
-/// reaping on, reaps every `reap_interval` as well as before each scrape.
+/// start line (with the real address, so port 0 can be used); with a
+/// maintainer, recovers the directory and makes the first pass before the
+/// first request is answered, then runs it on its schedule.
 pub async fn serve(
     listener: TcpListener,
     endpoint: Endpoint,
@@ -214,61 +231,28 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
+    let maintainer = endpoint.config().maintainer.clone();
     tracing::info!(
         "{what} {} at http://{addr}{} (status page http://{addr}/){}",
         endpoint.dir().display(),
         endpoint.metrics_path(),
-        if endpoint.config().reap_dead {
+        if maintainer.as_ref().is_some_and(|m| m.reaps()) {
             ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {
             ""
         }
     );
-    let reaper = endpoint.config().reap_dead.then(|| {
-        let endpoint = endpoint.clone();
-        let interval = args.reap_interval.max(Duration::from_millis(10));
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                // Problems are logged by the endpoint.
-                let _ = endpoint.reap().await;
-            }
-        })
-    });
-    let compactor = endpoint.compacting().then(|| {
-        tracing::info!(
-            "compacting exited workers' files in {} every {:?}",
-            endpoint.dir().display(),
-            args.compact_interval
-        );
-        let endpoint = endpoint.clone();
-        let interval = args.compact_interval.max(Duration::from_millis(10));
-        tokio::spawn(async move {
-            // The first tick is at once: a directory left by an earlier run
-            // is folded at start.
-            let mut ticks = tokio::time::interval(interval);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                ticks.tick().await;
-                // Outcomes are logged and counted by the endpoint.
-                let _ = endpoint.compact().await;
-            }
-        })
-    });
-    let config = ServerConfig {
-        header_read_timeout: args.header_read_timeout,
-        write_timeout: args.write_timeout,
-        max_connections: args.max_connections,
-        ..ServerConfig::default()
+    let maintenance = match maintainer {
+        Some(maintainer) => Some(maintenance::start(maintainer, endpoint.clone()).await?),
+        None => None,
     };
+    let config = ServerConfig::default()
+        .with_header_read_timeout(args.header_read_timeout)
+        .with_write_timeout(args.write_timeout)
+        .with_max_connections(args.max_connections);
     let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
-    if let Some(reaper) = reaper {
-        reaper.abort();
-    }
-    if let Some(compactor) = compactor {
-        compactor.abort();
+    if let Some(maintenance) = maintenance {
+        maintenance.abort();
     }
     result
 }

@@ -59,7 +59,7 @@ mod reader;
 mod writer;
 
 pub use error::{ReadError, ReadErrorKind, WriteError};
-pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
+pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
 pub use key::{encode_key, push_json_string, Key, KeyError};
 pub use mapping::ValueSlot;
