@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::serving;
+use crate::{http_service, listen};
 
 /// What a launcher (`run`, `demo`) sets up before it starts anything: the
 /// directory and the runtime. [`Launch::prepare`] also binds the listener,
@@ -33,11 +33,11 @@ impl Launch {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
-        let listener = serving::bind(listen).map_err(|err| {
+        let listener = listen::bind(listen).map_err(|err| {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
-        let runtime = serving::runtime().map_err(|err| {
+        let runtime = http_service::runtime().map_err(|err| {
             eprintln!("{command}: cannot start: {err}");
             ExitCode::FAILURE
         })?;
