@@ -12,6 +12,7 @@ use crate::self_metrics::ScrapeResult;
 
 /// Why a bounded collection produced no result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ScrapeFailure {
     /// Every slot stayed busy for the whole queue wait.
     #[error("too many scrapes at once (limit {limit}); try again")]
