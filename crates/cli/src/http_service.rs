@@ -57,8 +57,8 @@ pub struct EndpointArgs {
     /// first (e.g. 5m, 30s).
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub reap_grace: Duration,
-    /// How often dead processes' live-gauge files are looked for (besides
-    /// before every scrape).
+    /// How often exited processes' live-gauge files past their grace period
+    /// are removed (every scrape leaves them out of its answer at once).
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub reap_interval: Duration,
     /// With compaction on: how often exited workers' files are folded
