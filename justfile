@@ -62,7 +62,7 @@ bench-python dir="target/python-bench":
 bench-compaction lifetimes="100000" batch="1000" dir="target/compaction-bench":
     python3 -m venv target/py-venv-bench
     target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0
-    cargo run --release -p multiprom-http --example compaction_churn -- {{dir}} target/py-venv-bench/bin/python {{lifetimes}} {{batch}}
+    cargo run --release -p multiprom-maintain --example compaction_churn -- {{dir}} target/py-venv-bench/bin/python {{lifetimes}} {{batch}}
 
 # Targets: read_file, decode_key, parse_cache, http_request; libFuzzer flags
 # may follow the seconds; cargo-fuzz is installed if missing (docs/fuzzing.md).

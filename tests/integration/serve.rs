@@ -528,10 +528,21 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
     server.signal(Signal::TERM);
     server.wait();
 
-    // With no grace, the files of processes that are gone are removed; the
-    // zombie's stays until its parent collects it (that is when gunicorn
-    // runs its child_exit hook), then it goes too.
-    let (mut server, addr) = serve(dir.path(), &["--reap-dead", "--reap-grace", "0s"]);
+    // With no grace, the files of processes that are gone are removed
+    // (before the first scrape is answered: the maintainer's first pass
+    // comes before serving); the zombie's stays until its parent collects
+    // it (that is when gunicorn runs its child_exit hook), then it goes
+    // too, at the maintainer's next pass.
+    let (mut server, addr) = serve(
+        dir.path(),
+        &[
+            "--reap-dead",
+            "--reap-grace",
+            "0s",
+            "--reap-interval",
+            "50ms",
+        ],
+    );
     let body = get(addr, "/metrics", &[]).text();
     assert!(
         body.contains("multiprom_reaped_files_total 15.0\n"),
@@ -548,7 +559,16 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
     assert_eq!(workers, expected_output);
 
     zombie.wait().unwrap();
-    let body = get(addr, "/metrics", &[]).text();
+    // Removing is the maintainer's work, not the scrape's: scrape until it
+    // has made its next pass.
+    let deadline = Instant::now() + PATIENCE;
+    let body = loop {
+        let body = get(addr, "/metrics", &[]).text();
+        if !body.contains("multiprom_reaped_files_total 15.0\n") || Instant::now() > deadline {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert!(
         body.contains("multiprom_reaped_files_total 16.0\n"),
         "{body}"

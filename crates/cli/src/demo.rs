@@ -14,10 +14,10 @@ use std::time::Duration;
 use rustix::process::{kill_process, Pid, Signal};
 use tokio::process::{Child, Command};
 
+use crate::dir_resolution::{ENV_VAR, LEGACY_ENV_VAR};
+use crate::http_service::{self, parse_duration, EndpointArgs};
+use crate::launch_dir::{ExistingFiles, Launch, MetricsDir};
 use crate::logging;
-use crate::metrics_dir::{ExistingFiles, Launch, MetricsDir};
-use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
-use crate::serving::{self, parse_duration, EndpointArgs};
 use crate::signals;
 
 mod worker;
@@ -163,11 +163,11 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         }
     }
 
-    let endpoint = serving::endpoint(dir, &args.endpoint, true, false);
+    let endpoint = http_service::endpoint(dir, &args.endpoint, true, false);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
-        serving::serve(listener, endpoint, &endpoint_args, "serving", async {
+        http_service::serve(listener, endpoint, &endpoint_args, "serving", async {
             let _ = stop_rx.await;
         })
         .await

@@ -258,7 +258,7 @@ fn header_line(inspected: &Inspected) -> String {
             }
             match name.pid() {
                 Some(pid) if pid.to_string() == name.id() => line.push_str(&format!(", pid {pid}")),
-                _ if name.id() == multiprom_http::compact::COMPACTED_ID => line.push_str(
+                _ if name.id() == multiprom_format::COMPACTED_ID => line.push_str(
                     ", compacted: the values of exited workers, folded by multiprom --compact",
                 ),
                 _ => line.push_str(&format!(", id {}", printable(name.id()))),

@@ -8,15 +8,17 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod dir_resolution;
 mod docs;
+mod http_service;
 mod inspect;
+mod launch_dir;
+mod listen;
 mod logging;
-mod metrics_dir;
-mod multiproc_dir;
+mod maintenance;
 mod run;
 mod scrape;
 mod serve;
-mod serving;
 mod signals;
 
 /// One /metrics endpoint for many worker processes: reads and merges the

@@ -15,10 +15,10 @@ use std::process::{ExitCode, ExitStatus};
 
 use rustix::process::{kill_process, Pid};
 
+use crate::dir_resolution::{ENV_VAR, LEGACY_ENV_VAR};
+use crate::http_service::{self, EndpointArgs};
+use crate::launch_dir::{ExistingFiles, Launch};
 use crate::logging;
-use crate::metrics_dir::{ExistingFiles, Launch};
-use crate::multiproc_dir::{ENV_VAR, LEGACY_ENV_VAR};
-use crate::serving::{self, EndpointArgs};
 
 mod forward;
 
@@ -163,11 +163,11 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     };
     let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
 
-    let endpoint = serving::endpoint(dir, &args.endpoint, true, !args.no_compact);
+    let endpoint = http_service::endpoint(dir, &args.endpoint, true, !args.no_compact);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
-        serving::serve(listener, endpoint, &endpoint_args, "serving", async {
+        http_service::serve(listener, endpoint, &endpoint_args, "serving", async {
             let _ = stop_rx.await;
         })
         .await

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use multiprom_collector::{CollectOptions, DirCollector, FileState, Format};
 
-use crate::multiproc_dir;
+use crate::dir_resolution;
 
 /// Exposition format of `multiprom scrape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,7 +53,7 @@ pub struct Args {
 
 /// Runs `multiprom scrape`.
 pub fn main(args: Args) -> ExitCode {
-    let dir = match multiproc_dir::resolve(args.dir) {
+    let dir = match dir_resolution::resolve(args.dir) {
         Ok(dir) => dir,
         Err(err) => {
             eprintln!("multiprom scrape: {err}");

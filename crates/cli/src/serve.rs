@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::serving::{self, EndpointArgs};
-use crate::{logging, multiproc_dir, signals};
+use crate::http_service::{self, EndpointArgs};
+use crate::{dir_resolution, listen, logging, signals};
 
 /// Arguments of `multiprom serve`.
 #[derive(Debug, clap::Args)]
@@ -39,21 +39,21 @@ pub struct Args {
 /// directory or listen address, 1 if serving fails.
 pub fn main(args: Args) -> ExitCode {
     logging::init(&args.log);
-    let dir = match multiproc_dir::resolve(args.dir) {
+    let dir = match dir_resolution::resolve(args.dir) {
         Ok(dir) => dir,
         Err(err) => {
             eprintln!("multiprom serve: {err}");
             return ExitCode::from(2);
         }
     };
-    let listener = match serving::bind(&args.endpoint.listen) {
+    let listener = match listen::bind(&args.endpoint.listen) {
         Ok(listener) => listener,
         Err(err) => {
             eprintln!("multiprom serve: {err}");
             return ExitCode::from(2);
         }
     };
-    let runtime = match serving::runtime() {
+    let runtime = match http_service::runtime() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("multiprom serve: cannot start: {err}");
@@ -62,8 +62,8 @@ pub fn main(args: Args) -> ExitCode {
     };
     let result = runtime.block_on(async {
         let stop = signals::termination()?;
-        let endpoint = serving::endpoint(&dir, &args.endpoint, args.reap_dead, args.compact);
-        serving::serve(listener, endpoint, &args.endpoint, "serving", async {
+        let endpoint = http_service::endpoint(&dir, &args.endpoint, args.reap_dead, args.compact);
+        http_service::serve(listener, endpoint, &args.endpoint, "serving", async {
             let signal = stop.await;
             tracing::info!("{signal}: shutting down");
         })

@@ -173,6 +173,16 @@ pub enum FileNameError {
     IdNotAFileName(String),
 }
 
+/// The id of every compacted file (`counter_compacted.db`, ...): not a pid,
+/// so nothing ever takes it for a worker's file, and
+/// `mark_process_dead` never touches it.
+pub const COMPACTED_ID: &str = "compacted";
+
+/// The directory inside a metrics directory where compaction stages the
+/// files it folds: a dot-name, so no writer opens and no scan lists what
+/// waits there.
+pub const STAGING_DIR: &str = ".multiprom-compaction";
+
 /// A parsed metrics file name.
 ///
 /// ```

@@ -75,7 +75,7 @@ mod writer;
 
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
-pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind};
+pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;

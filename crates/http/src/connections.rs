@@ -97,7 +97,7 @@ impl Phase {
 
 /// What a read from a connection's socket brought.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Read {
+pub(crate) enum ReadOutcome {
     /// Some bytes.
     Bytes,
     /// Nothing yet.
@@ -168,18 +168,18 @@ impl ConnectionState {
     /// accepted or last answered), and an end means the client is gone.
     /// Once a request is under way, reads are its body or a client that
     /// closed its sending side after asking, and change nothing.
-    pub(crate) fn read(&self, read: Read) {
+    pub(crate) fn read(&self, read: ReadOutcome) {
         let phase = self.phase();
         if !matches!(phase, Phase::New | Phase::Silent | Phase::Idle) {
             return;
         }
         match read {
-            Read::Bytes => self.enter(Phase::ReadingHeaders),
-            Read::Nothing if phase == Phase::New => {
+            ReadOutcome::Bytes => self.enter(Phase::ReadingHeaders),
+            ReadOutcome::Nothing if phase == Phase::New => {
                 self.phase.store(Phase::Silent as u8, Ordering::Relaxed);
             }
-            Read::Nothing => return,
-            Read::End => self.enter(Phase::Ended),
+            ReadOutcome::Nothing => return,
+            ReadOutcome::End => self.enter(Phase::Ended),
         }
         self.now_closable();
     }
@@ -368,15 +368,15 @@ mod tests {
     async fn phases_follow_the_request_cycle() {
         let state = Connections::new().state();
         assert_eq!(state.phase(), Phase::New);
-        state.read(Read::Nothing);
+        state.read(ReadOutcome::Nothing);
         assert_eq!(state.phase(), Phase::Silent);
-        state.read(Read::Bytes);
+        state.read(ReadOutcome::Bytes);
         assert_eq!(state.phase(), Phase::ReadingHeaders);
         state.request_started();
         // Reading the body, or noticing the client's end, is not a new
         // request.
-        state.read(Read::Bytes);
-        state.read(Read::End);
+        state.read(ReadOutcome::Bytes);
+        state.read(ReadOutcome::End);
         assert_eq!(state.phase(), Phase::Serving);
         // The body is not done with: a flush is not the end of the response.
         state.flushed();
@@ -385,11 +385,11 @@ mod tests {
         state.flushed();
         assert_eq!(state.phase(), Phase::Idle);
         assert_eq!(state.requests(), 1);
-        state.read(Read::End);
+        state.read(ReadOutcome::End);
         assert_eq!(state.phase(), Phase::Ended);
         // A new connection's first read may bring a whole request.
         let state = Connections::new().state();
-        state.read(Read::Bytes);
+        state.read(ReadOutcome::Bytes);
         assert_eq!(state.phase(), Phase::ReadingHeaders);
     }
 
@@ -422,7 +422,7 @@ mod tests {
 
     /// A connection that was answered once and waits for its next request.
     fn kept_alive(state: &ConnectionState) {
-        state.read(Read::Bytes);
+        state.read(ReadOutcome::Bytes);
         state.request_started();
         state.response_ended();
         state.flushed();
@@ -439,12 +439,12 @@ mod tests {
     async fn the_longest_waiting_goes_first_and_a_served_or_new_one_never() {
         let mut connections = Connections::new();
         let serving = add(&mut connections, |s| {
-            s.read(Read::Bytes);
+            s.read(ReadOutcome::Bytes);
             s.request_started();
         });
         let not_read = add(&mut connections, |_| {});
         tokio::time::advance(Duration::from_secs(1)).await;
-        let trickling = add(&mut connections, |s| s.read(Read::Bytes));
+        let trickling = add(&mut connections, |s| s.read(ReadOutcome::Bytes));
         tokio::time::advance(Duration::from_secs(1)).await;
         let idle = add(&mut connections, kept_alive);
 
@@ -465,13 +465,13 @@ mod tests {
         let mut connections = Connections::new();
         let idle = add(&mut connections, kept_alive);
         tokio::time::advance(Duration::from_secs(1)).await;
-        let ended = add(&mut connections, |s| s.read(Read::End));
+        let ended = add(&mut connections, |s| s.read(ReadOutcome::End));
         // A client that closes its sending side after asking still waits
         // for the answer.
         let asked = add(&mut connections, |s| {
-            s.read(Read::Bytes);
+            s.read(ReadOutcome::Bytes);
             s.request_started();
-            s.read(Read::End);
+            s.read(ReadOutcome::End);
         });
 
         assert_eq!(close_one(&mut connections).await, 1);
@@ -490,7 +490,7 @@ mod tests {
             s.write_blocked();
         });
         tokio::time::advance(STALLED_AFTER).await;
-        let fresh = add(&mut connections, |s| s.read(Read::Nothing));
+        let fresh = add(&mut connections, |s| s.read(ReadOutcome::Nothing));
         let new = add(&mut connections, |_| {});
         // A response left unread goes before a connection whose request
         // may be on its way.
@@ -513,7 +513,7 @@ mod tests {
             s.write_blocked();
         });
         tokio::time::advance(STALLED_AFTER).await;
-        let asking = add(&mut connections, |s| s.read(Read::Bytes));
+        let asking = add(&mut connections, |s| s.read(ReadOutcome::Bytes));
         assert_eq!(close_one(&mut connections).await, 1);
         assert!(unread.is_finished() && !asking.is_finished());
         // A request that has not completed its headers for a while is
@@ -530,7 +530,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_silent_connection_is_fresh_only_for_a_while() {
         let mut connections = Connections::new();
-        let silent = add(&mut connections, |s| s.read(Read::Nothing));
+        let silent = add(&mut connections, |s| s.read(ReadOutcome::Nothing));
         tokio::time::advance(FRESH).await;
         let unread = add(&mut connections, |s| {
             s.request_started();
@@ -571,7 +571,7 @@ mod tests {
             .collect();
         tokio::time::advance(STALLED_AFTER).await;
         let fresh: Vec<AbortHandle> = (0..3)
-            .map(|_| add(&mut connections, |s| s.read(Read::Bytes)))
+            .map(|_| add(&mut connections, |s| s.read(ReadOutcome::Bytes)))
             .collect();
         assert_eq!(connections.close(16), 1);
         tokio::task::yield_now().await;

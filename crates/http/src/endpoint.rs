@@ -28,22 +28,35 @@ use multiprom_collector::exposition::LineCache;
 use multiprom_collector::{CollectError, DirCollector, Format, NameFilter, Scrape};
 use tokio::sync::Semaphore;
 
-use crate::compact::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
-use crate::dir_health::DirHealth;
-use crate::health;
+use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
+
+use crate::listability::Listability;
+use crate::metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
 use crate::negotiate::{accepts_gzip, choose_format};
-use crate::process::{is_gone, process_state};
+use crate::plain_response::plain;
+use crate::probes;
 use crate::process_metrics;
-use crate::reap::{ReapPass, Reaper, DEFAULT_REAP_GRACE};
+use crate::scrape_failure::failure_response;
+pub use crate::scrape_failure::ScrapeFailure;
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
 use crate::status_page::{
     html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
 };
 use crate::text_pool::TextPool;
-use crate::writers_seen::WritersSeen;
 
 /// Limits and behaviour of an [`Endpoint`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// ```
+/// use std::time::Duration;
+/// use multiprom_http::EndpointConfig;
+///
+/// let config = EndpointConfig::default()
+///     .with_max_concurrent_scrapes(2)
+///     .with_scrape_timeout(Duration::from_secs(5));
+/// assert_eq!(config.scrape_queue_wait, Duration::from_secs(1));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct EndpointConfig {
     /// Collections allowed at once (at least 1).
     pub max_concurrent_scrapes: usize,
@@ -51,18 +64,11 @@ pub struct EndpointConfig {
     pub scrape_queue_wait: Duration,
     /// How long a request waits for its collection before it gets 503.
     pub scrape_timeout: Duration,
-    /// Leave the `gauge_live*` files of exited processes out of every
-    /// collection, and remove them `reap_grace` after their process is gone
-    /// (see [`crate::reap`] for why this never races the application's own
-    /// `mark_process_dead`, and for the caveats).
-    pub reap_dead: bool,
-    /// How long a live-gauge file's process must have been gone before the
-    /// file is removed.
-    pub reap_grace: Duration,
-    /// Fold exited workers' files into one file per kind when
-    /// [`Endpoint::compact`] is called (see [`crate::compact`]). Refused,
-    /// with a warning, where the writers' processes cannot be seen.
-    pub compact: bool,
+    /// What maintains the directory, if anything: every collection leaves
+    /// out the live gauges it has retired, and the status page and the
+    /// self-metrics show what it has done. The host runs it
+    /// ([`Maintainer::run_due`]); the endpoint never does.
+    pub maintainer: Option<Arc<Maintainer>>,
     /// Add `multiprom_worker_process_*{pid}` (CPU, resident memory, start
     /// time) for every live process that writes to the directory, read
     /// from `/proc`. Only where the writers' pids are visible (same pid
@@ -72,85 +78,78 @@ pub struct EndpointConfig {
 
 impl Default for EndpointConfig {
     /// 4 at once, 1 s wait, 10 s timeout (Prometheus' default
-    /// `scrape_timeout`), no reaping (five minutes' grace when it is on).
+    /// `scrape_timeout`), no maintainer, no worker process metrics.
     fn default() -> Self {
         EndpointConfig {
             max_concurrent_scrapes: 4,
             scrape_queue_wait: Duration::from_secs(1),
             scrape_timeout: Duration::from_secs(10),
-            reap_dead: false,
-            reap_grace: DEFAULT_REAP_GRACE,
-            compact: false,
+            maintainer: None,
             worker_process_metrics: false,
         }
     }
 }
 
-/// Why a bounded collection produced no result.
-#[derive(Debug, thiserror::Error)]
-pub enum ScrapeFailure {
-    /// Every slot stayed busy for the whole queue wait.
-    #[error("too many scrapes at once (limit {limit}); try again")]
-    Busy {
-        /// The slot count.
-        limit: usize,
-    },
-    /// The collection overran the timeout.
-    #[error("scrape timed out after {0:?}")]
-    Timeout(Duration),
-    /// The directory could not be listed.
-    #[error(transparent)]
-    Collect(#[from] CollectError),
-    /// The collection panicked (a bug); the next one starts afresh.
-    #[error("scrape failed: {0}")]
-    Panicked(String),
-}
-
-impl ScrapeFailure {
-    fn result(&self) -> ScrapeResult {
-        match self {
-            ScrapeFailure::Busy { .. } => ScrapeResult::Busy,
-            ScrapeFailure::Timeout(_) => ScrapeResult::Timeout,
-            ScrapeFailure::Collect(_) | ScrapeFailure::Panicked(_) => ScrapeResult::Error,
-        }
+impl EndpointConfig {
+    /// With `n` collections at once (at least 1).
+    #[must_use]
+    pub fn with_max_concurrent_scrapes(mut self, n: usize) -> Self {
+        self.max_concurrent_scrapes = n;
+        self
     }
 
-    fn status(&self) -> StatusCode {
-        match self {
-            ScrapeFailure::Busy { .. } | ScrapeFailure::Timeout(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            ScrapeFailure::Collect(_) | ScrapeFailure::Panicked(_) => {
-                StatusCode::INTERNAL_SERVER_ERROR
-            }
-        }
+    /// With a request waiting `wait` for a free slot.
+    #[must_use]
+    pub fn with_scrape_queue_wait(mut self, wait: Duration) -> Self {
+        self.scrape_queue_wait = wait;
+        self
+    }
+
+    /// With a request waiting `timeout` for its collection.
+    #[must_use]
+    pub fn with_scrape_timeout(mut self, timeout: Duration) -> Self {
+        self.scrape_timeout = timeout;
+        self
+    }
+
+    /// With `maintainer` maintaining the directory.
+    #[must_use]
+    pub fn with_maintainer(mut self, maintainer: Arc<Maintainer>) -> Self {
+        self.maintainer = Some(maintainer);
+        self
+    }
+
+    /// With (or without) `multiprom_worker_process_*`.
+    #[must_use]
+    pub fn with_worker_process_metrics(mut self, on: bool) -> Self {
+        self.worker_process_metrics = on;
+        self
     }
 }
 
-/// Called on the blocking pool before each collection, while it holds its
-/// scrape slot: lets the overload tests hold a collection.
+#[cfg(test)]
 pub(crate) type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
 
-struct Inner {
+/// The directory being served: its collector, limits, counters and the
+/// caches every request shares.
+struct ServedDir {
     collector: DirCollector,
     config: EndpointConfig,
     permits: Arc<Semaphore>,
     metrics: SelfMetrics,
+    #[cfg(test)]
     before_collect: Option<BeforeCollect>,
-    /// Retires and removes exited processes' live-gauge files, when on.
-    reaper: Option<Mutex<Reaper>>,
-    /// Folds exited workers' files, when on and possible.
-    compactor: Option<Mutex<Compaction>>,
     /// The last collection whose warnings were logged.
     logged_collection: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
     /// Whether the directory could be listed, for logging changes once.
-    dir_health: DirHealth,
+    listability: Listability,
     /// The last collections, oldest first, for the status page's chart.
     history: Mutex<std::collections::VecDeque<ScrapePoint>>,
-    /// Without reaping: whether the writers are visible, looked for until
-    /// they are (files of gone writers are settled only then).
+    /// Without a reaping maintainer: whether the writers are visible,
+    /// looked for until they are (files of gone writers are settled only
+    /// then).
     writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
     line_caches: Mutex<Vec<(Format, Option<NameFilter>, LineCache)>>,
@@ -176,83 +175,73 @@ const HISTORY: usize = 120;
 /// ```
 #[derive(Clone)]
 pub struct Endpoint {
-    inner: Arc<Inner>,
+    served: Arc<ServedDir>,
     /// Where [`Endpoint::router`] serves the metrics.
     metrics_path: Arc<str>,
 }
 
-/// The default path of the metrics.
-pub const DEFAULT_METRICS_PATH: &str = "/metrics";
-
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Endpoint")
-            .field("dir", &self.inner.collector.dir())
-            .field("config", &self.inner.config)
+            .field("dir", &self.served.collector.dir())
+            .field("config", &self.served.config)
             .finish_non_exhaustive()
     }
 }
 
 impl Endpoint {
-    /// An endpoint for `collector`'s directory.
+    /// An endpoint for `collector`'s directory. Touches nothing on disk:
+    /// a maintainer in `config` is recovered and run by the host.
     #[must_use]
     pub fn new(collector: DirCollector, config: EndpointConfig) -> Self {
-        Endpoint::with_before_collect(collector, config, None)
-    }
-
-    /// Like [`Endpoint::new`], with a function run on the blocking pool
-    /// before each collection (while holding its slot).
-    #[must_use]
-    pub(crate) fn with_before_collect(
-        collector: DirCollector,
-        config: EndpointConfig,
-        before_collect: Option<BeforeCollect>,
-    ) -> Self {
-        let config = EndpointConfig {
-            max_concurrent_scrapes: config.max_concurrent_scrapes.max(1),
-            ..config
-        };
+        let mut config = config;
+        config.max_concurrent_scrapes = config.max_concurrent_scrapes.max(1);
         // A file whose pid no process has cannot change until it is opened
         // again, so it need not be read again: where the writers' pids are
-        // visible. Reaping is only for there (see `crate::reap`); otherwise
-        // only once a writer has been seen here (see `writers_seen`).
+        // visible. A reaping maintainer is only for there; otherwise only
+        // once a writer has been seen here (see `WritersSeen`).
+        let reaping = config.maintainer.as_ref().is_some_and(|m| m.reaps());
         let writers_seen = Arc::new(WritersSeen::new(collector.dir()));
-        let collector = if config.reap_dead {
+        let collector = if reaping {
             collector.settle_exited_writers(|name| name.pid().is_some_and(is_gone))
         } else {
             let seen = Arc::clone(&writers_seen);
             collector
                 .settle_exited_writers(move |name| seen.seen() && name.pid().is_some_and(is_gone))
         };
-        let compactor = config
-            .compact
-            .then(|| start_compaction(&collector))
-            .flatten();
-        let mut metrics = SelfMetrics::new();
-        if compactor.is_some() {
-            metrics.register_compaction();
-        }
         Endpoint {
-            inner: Arc::new(Inner {
+            served: Arc::new(ServedDir {
                 collector,
                 permits: Arc::new(Semaphore::new(config.max_concurrent_scrapes)),
                 config,
-                metrics,
-                compactor: compactor.map(Mutex::new),
-                before_collect,
-                reaper: config
-                    .reap_dead
-                    .then(|| Mutex::new(Reaper::new(config.reap_grace))),
+                metrics: SelfMetrics::new(),
+                #[cfg(test)]
+                before_collect: None,
                 logged_collection: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
-                dir_health: DirHealth::default(),
+                listability: Listability::default(),
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
-                writers_seen: (!config.reap_dead).then_some(writers_seen),
+                writers_seen: (!reaping).then_some(writers_seen),
                 line_caches: Mutex::new(Vec::new()),
                 texts: Arc::new(TextPool::default()),
             }),
             metrics_path: Arc::from(DEFAULT_METRICS_PATH),
         }
+    }
+
+    /// Like [`Endpoint::new`], with a function run on the blocking pool
+    /// before each collection (while holding its slot).
+    #[cfg(test)]
+    pub(crate) fn with_before_collect(
+        collector: DirCollector,
+        config: EndpointConfig,
+        before_collect: BeforeCollect,
+    ) -> Self {
+        let mut endpoint = Endpoint::new(collector, config);
+        if let Some(served) = Arc::get_mut(&mut endpoint.served) {
+            served.before_collect = Some(before_collect);
+        }
+        endpoint
     }
 
     /// The same endpoint with the metrics at `path` (Prometheus calls it the
@@ -276,13 +265,21 @@ impl Endpoint {
     /// The directory served.
     #[must_use]
     pub fn dir(&self) -> &Path {
-        self.inner.collector.dir()
+        self.served.collector.dir()
     }
 
     /// The configuration in force.
     #[must_use]
-    pub fn config(&self) -> EndpointConfig {
-        self.inner.config
+    pub fn config(&self) -> &EndpointConfig {
+        &self.served.config
+    }
+
+    /// The collector of the directory, for a maintainer's compaction
+    /// passes ([`Maintainer::run_due`]), which must not interleave with
+    /// this endpoint's collections.
+    #[must_use]
+    pub fn collector(&self) -> &DirCollector {
+        &self.served.collector
     }
 
     /// `GET|HEAD` on the metrics path (`/metrics` unless
@@ -290,11 +287,12 @@ impl Endpoint {
     /// and `/-/ready`; 405 for other methods on those paths, 404 elsewhere.
     /// Mount it (or [`Router::nest`] it) in a host app.
     pub fn router(&self) -> Router {
+        let dir: Arc<Path> = Arc::from(self.dir());
         Router::new()
             .route(&self.metrics_path, get(metrics_handler))
             .route("/", get(status_handler))
-            .route("/-/healthy", get(health::healthy))
-            .route("/-/ready", get(health::ready))
+            .route("/-/healthy", get(probes::healthy))
+            .route("/-/ready", get(move || probes::ready(Arc::clone(&dir))))
             .fallback(not_found)
             .with_state(self.clone())
     }
@@ -316,19 +314,19 @@ impl Endpoint {
     ) -> Result<String, ScrapeFailure> {
         let kept = filter.clone();
         let result = self
-            .bounded(filter.clone(), move |inner, scrape| {
-                inner.dir_health.listed(inner.collector.dir());
-                inner.render_metrics(scrape, format, kept.as_ref())
+            .bounded(filter.clone(), move |served, scrape| {
+                served.listability.listed(served.collector.dir());
+                served.render_metrics(scrape, format, kept.as_ref())
             })
             .await;
         match result {
             Err(ScrapeFailure::Collect(err)) => {
-                self.inner.metrics.count_scrape(ScrapeResult::Error);
-                self.inner.dir_health.failed(&err);
-                Ok(self.inner.render_unlistable(format, filter.as_ref()))
+                self.served.metrics.count_scrape(ScrapeResult::Error);
+                self.served.listability.failed(&err);
+                Ok(self.served.render_unlistable(format, filter.as_ref()))
             }
             Err(failure) => {
-                self.inner.metrics.count_scrape(failure.result());
+                self.served.metrics.count_scrape(failure.result());
                 Err(failure)
             }
             Ok(body) => Ok(body),
@@ -342,23 +340,21 @@ impl Endpoint {
     pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
         let metrics_path = self.metrics_path.clone();
         let result = self
-            .bounded(None, move |inner, scrape| {
-                let history = inner.history_snapshot();
+            .bounded(None, move |served, scrape| {
+                let history = served.history_snapshot();
+                let maintenance = served.config.maintainer.as_ref().map(|m| m.status());
                 let view = StatusView {
                     metrics_path: &metrics_path,
                     page,
                     history: &history,
+                    maintenance: maintenance.as_ref(),
                 };
-                let html = render_status_page(inner.collector.dir(), scrape, view, process_state);
-                match &inner.metrics.compaction {
-                    Some(totals) => with_compaction_line(html, &totals.summary()),
-                    None => html,
-                }
+                render_status_page(served.collector.dir(), scrape, view, process_state)
             })
             .await;
         match result {
             Err(ScrapeFailure::Collect(err)) => {
-                self.inner.dir_health.failed(&err);
+                self.served.listability.failed(&err);
                 let err = html_escape(&err.to_string());
                 Ok(format!(
                     "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>multiprom</title></head>\
@@ -370,111 +366,51 @@ impl Endpoint {
         }
     }
 
-    /// One reaping pass now (on the blocking pool): removes the
-    /// `gauge_live*` files whose process has been gone for the grace period,
-    /// logging and counting what was removed. Does nothing unless
-    /// [`EndpointConfig::reap_dead`] is set.
-    pub async fn reap(&self) -> std::io::Result<ReapPass> {
-        if self.inner.reaper.is_none() {
-            return Ok(ReapPass::default());
-        }
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let paths = multiprom_collector::scan_dir(inner.collector.dir()).inspect_err(|e| {
-                tracing::warn!(
-                    "cannot check {} for dead processes: {e}",
-                    inner.collector.dir().display()
-                );
-            })?;
-            Ok(inner.reap(&std::sync::Arc::new(paths)))
-        })
-        .await
-        .map_err(std::io::Error::other)?
-    }
-
-    /// Whether compaction is on (asked for, and the writers are visible).
-    #[must_use]
-    pub fn compacting(&self) -> bool {
-        self.inner.compactor.is_some()
-    }
-
-    /// One compaction pass now (on the blocking pool, while no scrape of
-    /// this endpoint collects), logged and counted. `None` when compaction
-    /// is off.
-    pub async fn compact(&self) -> Option<Result<CompactPass, CompactError>> {
-        self.inner.compactor.as_ref()?;
-        let inner = self.inner.clone();
-        let joined = tokio::task::spawn_blocking(move || {
-            let compaction = inner.compactor.as_ref()?;
-            let mut compaction = compaction
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if !compaction.writers_visible {
-                if check_writers_visible(inner.collector.dir()).is_err() {
-                    return Some(Ok(CompactPass::default()));
-                }
-                tracing::info!(
-                    "a writer of {} is visible now: compacting",
-                    inner.collector.dir().display()
-                );
-                compaction.writers_visible = true;
-            }
-            let result = inner
-                .collector
-                .while_not_collecting(|| compaction.compactor.pass(&mut |_| {}));
-            log_compaction(inner.collector.dir(), &result);
-            if let Some(totals) = &inner.metrics.compaction {
-                totals.record(&result);
-            }
-            Some(result)
-        })
-        .await;
-        joined.ok().flatten()
-    }
-
     async fn bounded<T: Send + 'static>(
         &self,
         filter: Option<NameFilter>,
-        finish: impl FnOnce(&Inner, &Arc<Scrape>) -> T + Send + 'static,
+        finish: impl FnOnce(&ServedDir, &Arc<Scrape>) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
-        let inner = self.inner.clone();
-        let config = inner.config;
-        let permit = match tokio::time::timeout(
-            config.scrape_queue_wait,
-            inner.permits.clone().acquire_owned(),
-        )
-        .await
-        {
-            Ok(Ok(permit)) => permit,
-            // Timed out, or the semaphore was closed (it never is).
-            _ => {
-                return Err(ScrapeFailure::Busy {
-                    limit: config.max_concurrent_scrapes,
-                })
-            }
-        };
+        let served = self.served.clone();
+        let (queue_wait, timeout, limit) = (
+            served.config.scrape_queue_wait,
+            served.config.scrape_timeout,
+            served.config.max_concurrent_scrapes,
+        );
+        let permit =
+            match tokio::time::timeout(queue_wait, served.permits.clone().acquire_owned()).await {
+                Ok(Ok(permit)) => permit,
+                // Timed out, or the semaphore was closed (it never is).
+                _ => return Err(ScrapeFailure::Busy { limit }),
+            };
         let task = tokio::task::spawn_blocking(move || {
             let _slot = permit;
-            if let Some(hook) = &inner.before_collect {
+            #[cfg(test)]
+            if let Some(hook) = &served.before_collect {
                 hook();
             }
-            if let Some(writers_seen) = &inner.writers_seen {
+            if let Some(writers_seen) = &served.writers_seen {
                 writers_seen.look_if_due();
             }
-            // One listing serves both: the reaper picks the exited
-            // processes' live-gauge files to leave out, the rest is merged.
+            // One listing serves both: the maintainer picks the exited
+            // processes' live-gauge files to leave out (the cheap part of
+            // reaping; removing them is its own passes' work), the rest is
+            // merged.
             let mut left_out = 0;
-            let scrape = inner.collector.collect_without(
-                |paths| {
-                    let retired = inner.reap(paths).retired;
-                    left_out = retired.len();
-                    retired
+            let scrape = served.collector.collect_without(
+                |paths| match &served.config.maintainer {
+                    Some(maintainer) => {
+                        let retired = maintainer.retired_live_gauges(paths);
+                        left_out = retired.len();
+                        retired
+                    }
+                    None => Arc::default(),
                 },
                 filter.as_ref(),
             )?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
-            if inner
+            if served
                 .logged_collection
                 .fetch_max(collection, Ordering::Relaxed)
                 < collection
@@ -482,20 +418,20 @@ impl Endpoint {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
-                crate::scrape_log::log_scrape(inner.collector.dir(), &scrape, left_out);
-                inner.remember(&scrape);
+                crate::scrape_log::log_scrape(served.collector.dir(), &scrape, left_out);
+                served.remember(&scrape);
             }
-            Ok::<T, CollectError>(finish(&inner, &scrape))
+            Ok::<T, CollectError>(finish(&served, &scrape))
         });
-        match tokio::time::timeout(config.scrape_timeout, task).await {
-            Err(_) => Err(ScrapeFailure::Timeout(config.scrape_timeout)),
+        match tokio::time::timeout(timeout, task).await {
+            Err(_) => Err(ScrapeFailure::Timeout(timeout)),
             Ok(Err(join)) => Err(ScrapeFailure::Panicked(join.to_string())),
             Ok(Ok(result)) => Ok(result?),
         }
     }
 }
 
-impl Inner {
+impl ServedDir {
     /// Adds a collection to the chart's history.
     fn remember(&self, scrape: &Scrape) {
         let mut history = self
@@ -511,6 +447,11 @@ impl Inner {
         });
     }
 
+    /// What the maintainer has done, if there is one.
+    fn maintenance(&self) -> Option<multiprom_maintain::MaintenanceStatus> {
+        self.config.maintainer.as_ref().map(|m| m.status())
+    }
+
     fn history_snapshot(&self) -> Vec<ScrapePoint> {
         self.history
             .lock()
@@ -520,35 +461,11 @@ impl Inner {
             .collect()
     }
 
-    /// One reaping pass over a listing (nothing when reaping is off).
-    fn reap(&self, paths: &Arc<Vec<std::path::PathBuf>>) -> ReapPass {
-        let Some(reaper) = &self.reaper else {
-            return ReapPass::default();
-        };
-        let mut reaper = reaper
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut pass = reaper.pass(paths);
-        let leftovers = reaper.recover_leftovers(self.collector.dir());
-        pass.removed.extend(leftovers.removed);
-        pass.failed.extend(leftovers.failed);
-        // Counted under the lock: a scrape whose pass comes next must see
-        // what this pass removed.
-        self.metrics.count_reaped(pass.removed.len());
-        drop(reaper);
-        for (path, pid) in &pass.removed {
-            tracing::info!("removed {}: process {pid} is gone", path.display());
-        }
-        for (path, err) in &pass.failed {
-            tracing::warn!("cannot remove {} of a dead process: {err}", path.display());
-        }
-        pass
-    }
-
     /// The `/metrics` body when the directory cannot be listed: the
     /// self-metrics alone, the last scrape's numbers at zero.
     fn render_unlistable(&self, format: Format, filter: Option<&NameFilter>) -> String {
-        let mut own = self.metrics.record_nothing_read();
+        let maintenance = self.maintenance();
+        let mut own = self.metrics.record_nothing_read(maintenance.as_ref());
         own.push(directory_listable(false));
         own.extend(process_metrics::own());
         if let Some(filter) = filter {
@@ -573,7 +490,8 @@ impl Inner {
                 out.truncate(body.len());
             }
         }
-        let mut own = self.metrics.record(&scrape.stats);
+        let maintenance = self.maintenance();
+        let mut own = self.metrics.record(&scrape.stats, maintenance.as_ref());
         own.push(directory_listable(true));
         // What reads `/proc` is skipped when the filter cannot keep it (a
         // router polling a few families many times a second).
@@ -609,7 +527,7 @@ impl Inner {
     }
 }
 
-impl Inner {
+impl ServedDir {
     /// The workers' families in `format`, through the line cache of this
     /// format and filter when no other scrape is using it (then afresh).
     fn encode_families(
@@ -654,32 +572,6 @@ fn directory_listable(listable: bool) -> multiprom_collector::MergedFamily {
     )
 }
 
-const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
-
-pub(crate) fn plain(status: StatusCode, message: String) -> Response {
-    let mut response = (status, message + "\n").into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN));
-    response
-}
-
-fn failure_response(failure: &ScrapeFailure) -> Response {
-    match failure {
-        ScrapeFailure::Busy { .. } | ScrapeFailure::Timeout(_) => {
-            tracing::warn!("answering 503: {failure}")
-        }
-        _ => tracing::error!("answering 500: {failure}"),
-    }
-    let mut response = plain(failure.status(), format!("multiprom: {failure}"));
-    if failure.status() == StatusCode::SERVICE_UNAVAILABLE {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
-    response
-}
-
 fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     // Several Accept headers mean one comma-joined list; we read the first,
     // which is what clients send in practice.
@@ -710,10 +602,10 @@ async fn metrics_handler(
     let (bytes, encoding) = match gzip.then(|| gzip_bytes(body.as_bytes())) {
         Some(Ok(compressed)) => {
             // The text's buffer goes back to the pool right away.
-            drop(endpoint.inner.texts.body(body));
+            drop(endpoint.served.texts.body(body));
             (Bytes::from(compressed), Some("gzip"))
         }
-        _ => (endpoint.inner.texts.body(body), None),
+        _ => (endpoint.served.texts.body(body), None),
     };
     let mut response = Response::new(Body::empty());
     let h = response.headers_mut();
@@ -786,114 +678,4 @@ async fn not_found(State(endpoint): State<Endpoint>) -> Response {
             endpoint.metrics_path()
         ),
     )
-}
-
-/// Takes charge of compacting the collector's directory, recovering from an
-/// earlier process's unfinished pass; `None` (with a warning saying why)
-/// where that is not safe or not possible.
-fn start_compaction(collector: &DirCollector) -> Option<Compaction> {
-    let dir = collector.dir();
-    let writers_visible = match check_writers_visible(dir) {
-        Ok(()) => true,
-        Err(why) if why.is_permanent() => {
-            tracing::warn!("not compacting {}: {why}", dir.display());
-            return None;
-        }
-        Err(why) => {
-            tracing::warn!(
-                "not compacting {} yet: {why}; compaction starts once a writer is seen holding its file here",
-                dir.display()
-            );
-            false
-        }
-    };
-    let mut log_step = |step: &Step| {
-        if let Step::PutBack(name) = step {
-            tracing::info!(
-                "compaction recovery: put {name} back into {}",
-                dir.display()
-            );
-        }
-    };
-    match collector.while_not_collecting(|| Compactor::open(dir, &mut log_step)) {
-        Ok((compactor, recovery)) => {
-            if let Some(target) = recovery.completed {
-                tracing::info!("compaction recovery: finished the interrupted fold into {target}");
-            }
-            if let Some(target) = recovery.undone {
-                tracing::info!("compaction recovery: undid the uncommitted fold into {target}");
-            }
-            Some(Compaction {
-                compactor,
-                writers_visible,
-            })
-        }
-        Err(e) => {
-            tracing::warn!("not compacting {}: {e}", dir.display());
-            None
-        }
-    }
-}
-
-/// The compactor, and whether the directory's writers have been seen from
-/// here (passes wait until they have).
-struct Compaction {
-    compactor: Compactor,
-    writers_visible: bool,
-}
-
-fn log_compaction(dir: &Path, result: &Result<CompactPass, CompactError>) {
-    match result {
-        Ok(pass) => {
-            for (target, files) in &pass.folded {
-                tracing::info!(
-                    "compacted {} files of exited workers into {}/{target} (pass took {:.1} ms)",
-                    files.len(),
-                    dir.display(),
-                    pass.duration.as_secs_f64() * 1000.0
-                );
-            }
-            for name in &pass.held {
-                tracing::info!("not compacting {name}: a process holds it (a reused pid?)");
-            }
-            for (name, why) in &pass.skipped {
-                tracing::warn!("not compacting {name}: {why}");
-            }
-        }
-        Err(e) => tracing::warn!("compaction of {} failed (nothing lost): {e}", dir.display()),
-    }
-}
-
-/// The status page with one paragraph about compaction before its end.
-fn with_compaction_line(mut html: String, line: &str) -> String {
-    let paragraph = format!("<p>{}</p>\n", crate::status_page::html_escape(line));
-    let at = html.rfind("</body>").unwrap_or(html.len());
-    html.insert_str(at, &paragraph);
-    html
-}
-
-/// Checks a metrics path: starts with `/`, is not `/` and not under `/-/`.
-///
-/// ```
-/// use multiprom_http::valid_metrics_path;
-/// assert!(valid_metrics_path("/federate/metrics").is_ok());
-/// assert!(valid_metrics_path("metrics").is_err());
-/// assert!(valid_metrics_path("/").is_err());
-/// assert!(valid_metrics_path("/-/ready").is_err());
-/// ```
-pub fn valid_metrics_path(path: &str) -> Result<(), String> {
-    if !path.starts_with('/') {
-        return Err(format!("{path:?} must start with /"));
-    }
-    if path == "/" || path.starts_with("/-/") {
-        return Err(format!(
-            "{path:?} is taken: / is the status page, /-/ the health checks"
-        ));
-    }
-    if path.contains(['{', '}', '*', '?', '#']) || path.ends_with('/') {
-        return Err(format!(
-            "{path:?}: a plain path without a trailing / (e.g. /metrics)"
-        ));
-    }
-    Ok(())
 }

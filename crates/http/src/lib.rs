@@ -11,11 +11,12 @@
 //!   cannot use to keep a scrape out, and graceful shutdown
 //!   ([`ServerConfig`]).
 //! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
-//! * [`reap`]: `mark_process_dead` for every dead pid in the directory, in a
-//!   way that never races the application's own hook.
-//! * [`compact`]: folding exited workers' files into one file per kind,
-//!   crash-safely, so a directory stays bounded under worker churn.
-//! * [`process`]: process liveness, the pid counter, and who holds a file.
+//!
+//! It only serves. What is done *to* the directory (reaping exited
+//! workers' live gauges, compaction) is `multiprom-maintain`'s: hand the
+//! endpoint a `Maintainer` ([`EndpointConfig::maintainer`]) and it leaves
+//! retired live gauges out of every answer and shows what the maintainer
+//! has done; the host runs the maintainer.
 //!
 //! ```no_run
 //! # async fn host() -> std::io::Result<()> {
@@ -31,17 +32,17 @@
 //! # }
 //! ```
 
-pub mod compact;
 mod connections;
-mod dir_health;
 mod endpoint;
-mod health;
+mod listability;
+mod metrics_path;
 pub mod negotiate;
 #[cfg(test)]
 mod overload_tests;
-pub mod process;
+mod plain_response;
+mod probes;
 mod process_metrics;
-pub mod reap;
+mod scrape_failure;
 mod scrape_log;
 mod self_metrics;
 mod server;
@@ -49,9 +50,7 @@ mod status_page;
 mod text_pool;
 mod tracked_io;
 mod tracked_service;
-mod writers_seen;
 
-pub use endpoint::{
-    valid_metrics_path, Endpoint, EndpointConfig, ScrapeFailure, DEFAULT_METRICS_PATH,
-};
+pub use endpoint::{Endpoint, EndpointConfig, ScrapeFailure};
+pub use metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};

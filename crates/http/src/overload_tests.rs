@@ -139,7 +139,7 @@ fn serve_endpoint(dir: &std::path::Path, config: EndpointConfig, gate: &Arc<Gate
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .unwrap();
     let address = listener.local_addr().unwrap();
-    let endpoint = Endpoint::with_before_collect(DirCollector::new(dir), config, Some(gate.hook()));
+    let endpoint = Endpoint::with_before_collect(DirCollector::new(dir), config, gate.hook());
     runtime.spawn(serve(
         listener,
         endpoint.router(),

@@ -4,9 +4,12 @@
 //! one series per `pid` label, so they join with the workers' own
 //! `pid`-labelled series (`liveall`/`all` gauges).
 //!
-//! `/proc/<pid>/stat` is read by hand: three fields of one line, next to the
-//! other `/proc` readers in [`crate::process`]; a `/proc` crate would bring
-//! far more than that. Where `/proc` is missing or a process is gone, its
+//! These are the endpoint's self-metrics, built into its answer like the
+//! `multiprom_*` ones, so they live here rather than with the `/proc` code
+//! of `multiprom-maintain` (which decides what may be done to files: who
+//! holds them, whether a pid is alive). `/proc/<pid>/stat` is read by hand:
+//! three fields of one line; a `/proc` crate would bring far more than
+//! that. Where `/proc` is missing or a process is gone, its
 //! series are left out: never an error, never a failed scrape.
 
 use std::collections::BTreeSet;
@@ -129,7 +132,7 @@ pub(crate) fn own() -> Vec<MergedFamily> {
 /// families labelled `pid` with the file names' process identifier (the
 /// value Python puts in the `pid` label of `liveall`/`all` gauges).
 /// Only numeric identifiers of processes that exist are read; in another
-/// pid namespace the pids name other processes (see [`crate::process`]),
+/// pid namespace the pids name other processes (as for reaping),
 /// which is why this is opt-in.
 pub(crate) fn workers(files: &[FileReport]) -> Vec<MergedFamily> {
     let pids: BTreeSet<u32> = files

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use multiprom_collector::{FamilyType, LabelSet, MergedFamily, MergedSample, ScrapeStats};
+use multiprom_maintain::{CompactionStatus, MaintenanceStatus};
 
 /// The prefix of every self-metric.
 pub const PREFIX: &str = "multiprom";
@@ -61,12 +62,9 @@ impl ScrapeResult {
 #[derive(Debug, Default)]
 pub(crate) struct SelfMetrics {
     scrapes: [AtomicU64; 4],
-    reaped_files: AtomicU64,
     /// The last recorded scrape. Recording and building the families happen
     /// under this lock, so a response never shows another scrape's numbers.
     last: Mutex<ScrapeStats>,
-    /// Compaction passes, when compaction is on.
-    pub(crate) compaction: Option<crate::compact::CompactionTotals>,
 }
 
 impl SelfMetrics {
@@ -74,45 +72,47 @@ impl SelfMetrics {
         SelfMetrics::default()
     }
 
-    /// Adds the compaction self-metrics (`multiprom_compaction*`).
-    pub(crate) fn register_compaction(&mut self) {
-        self.compaction = Some(crate::compact::CompactionTotals::default());
-    }
-
     /// Counts a finished scrape request.
     pub(crate) fn count_scrape(&self, result: ScrapeResult) {
         self.scrapes[result.index()].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts removed `gauge_live*` files.
-    pub(crate) fn count_reaped(&self, files: usize) {
-        self.reaped_files.fetch_add(files as u64, Ordering::Relaxed);
-    }
-
-    /// Records `stats`, counts an ok scrape, and returns the self-metrics.
-    pub(crate) fn record(&self, stats: &ScrapeStats) -> Vec<MergedFamily> {
+    /// Records `stats`, counts an ok scrape, and returns the self-metrics,
+    /// with what the maintainer has done, if there is one.
+    pub(crate) fn record(
+        &self,
+        stats: &ScrapeStats,
+        maintenance: Option<&MaintenanceStatus>,
+    ) -> Vec<MergedFamily> {
         let mut last = self
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *last = *stats;
         self.count_scrape(ScrapeResult::Ok);
-        self.families(&last)
+        self.families(&last, maintenance)
     }
 
     /// Records a scrape that read nothing (the directory could not be
     /// listed; counted as an error by the caller) and returns the
     /// self-metrics.
-    pub(crate) fn record_nothing_read(&self) -> Vec<MergedFamily> {
+    pub(crate) fn record_nothing_read(
+        &self,
+        maintenance: Option<&MaintenanceStatus>,
+    ) -> Vec<MergedFamily> {
         let mut last = self
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *last = ScrapeStats::default();
-        self.families(&last)
+        self.families(&last, maintenance)
     }
 
-    fn families(&self, stats: &ScrapeStats) -> Vec<MergedFamily> {
+    fn families(
+        &self,
+        stats: &ScrapeStats,
+        maintenance: Option<&MaintenanceStatus>,
+    ) -> Vec<MergedFamily> {
         let files = [
             ("bad", stats.files_bad),
             ("ok", stats.files_ok),
@@ -161,7 +161,7 @@ impl SelfMetrics {
             counter(
                 "multiprom_reaped_files",
                 "gauge_live* files removed because their process was gone.",
-                self.reaped_files.load(Ordering::Relaxed) as f64,
+                maintenance.map_or(0, |m| m.reaped_files) as f64,
             ),
             family(
                 "multiprom_build_info",
@@ -174,11 +174,52 @@ impl SelfMetrics {
                 )],
             ),
         ];
-        if let Some(compaction) = &self.compaction {
-            families.extend(compaction.families());
+        if let Some(compaction) = maintenance.and_then(|m| m.compaction.as_ref()) {
+            families.extend(compaction_families(compaction));
         }
         families
     }
+}
+
+/// `multiprom_compactions_total{result}`,
+/// `multiprom_compaction_folded_files_total`,
+/// `multiprom_compaction_reclaimed_bytes_total` and
+/// `multiprom_compaction_last_duration_seconds`.
+fn compaction_families(compaction: &CompactionStatus) -> Vec<MergedFamily> {
+    vec![
+        family(
+            "multiprom_compactions",
+            "Compaction passes over the directory, by result: ok or error.",
+            FamilyType::Counter,
+            vec![
+                sample(
+                    "multiprom_compactions_total",
+                    labels(&[("result", "error")]),
+                    compaction.passes_failed as f64,
+                ),
+                sample(
+                    "multiprom_compactions_total",
+                    labels(&[("result", "ok")]),
+                    compaction.passes_ok as f64,
+                ),
+            ],
+        ),
+        counter(
+            "multiprom_compaction_folded_files",
+            "Files of exited workers folded into *_compacted.db files.",
+            compaction.files_folded as f64,
+        ),
+        counter(
+            "multiprom_compaction_reclaimed_bytes",
+            "Disk space freed by compaction.",
+            compaction.bytes_reclaimed as f64,
+        ),
+        gauge(
+            "multiprom_compaction_last_duration_seconds",
+            "Time the last compaction pass took.",
+            compaction.last_duration.as_secs_f64(),
+        ),
+    ]
 }
 
 /// A family of `samples`.
@@ -300,8 +341,9 @@ mod tests {
     fn both_formats_through_the_project_encoders() {
         let metrics = SelfMetrics::new();
         metrics.count_scrape(ScrapeResult::Busy);
-        metrics.count_reaped(2);
-        let families = metrics.record(&stats());
+        let mut maintenance = MaintenanceStatus::default();
+        maintenance.reaped_files = 2;
+        let families = metrics.record(&stats(), Some(&maintenance));
         let mut text = String::new();
         Format::Prometheus.encode(&families, &mut text);
         let version = env!("CARGO_PKG_VERSION");
@@ -363,7 +405,7 @@ multiprom_build_info{{version="{version}"}} 1.0
         ];
         let reserved = reserved_names(&workers);
         assert!(!reserved.contains("unrelated"));
-        let (kept, left_out) = without_clashes(metrics.record(&stats()), &reserved);
+        let (kept, left_out) = without_clashes(metrics.record(&stats(), None), &reserved);
         assert_eq!(
             left_out,
             [

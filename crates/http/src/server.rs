@@ -40,7 +40,16 @@ use crate::tracked_io::TrackedIo;
 use crate::tracked_service::TrackedService;
 
 /// Connection-level limits.
+///
+/// ```
+/// use std::time::Duration;
+/// use multiprom_http::ServerConfig;
+///
+/// let config = ServerConfig::default().with_max_connections(64);
+/// assert_eq!(config.header_read_timeout, Duration::from_secs(10));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// A connection whose request headers are not complete within this time
     /// (from the first byte, or from the end of the previous response on a
@@ -88,6 +97,36 @@ impl Default for ServerConfig {
             shutdown_grace: Duration::from_secs(5),
             max_connections: DEFAULT_MAX_CONNECTIONS,
         }
+    }
+}
+
+impl ServerConfig {
+    /// With `timeout` for a request's headers.
+    #[must_use]
+    pub fn with_header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// With `timeout` for a client to read a response.
+    #[must_use]
+    pub fn with_write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout;
+        self
+    }
+
+    /// With `grace` for in-flight requests after shutdown starts.
+    #[must_use]
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// With `n` connections open at once (at least 1).
+    #[must_use]
+    pub fn with_max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
     }
 }
 

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use multiprom_collector::{FileState, Scrape};
 
-use crate::process::ProcessState;
+use multiprom_maintain::{CompactionStatus, MaintenanceStatus, ProcessState};
+
+use crate::metrics_path::DEFAULT_METRICS_PATH;
 
 /// File rows per page of the file table.
 pub const FILES_PER_PAGE: usize = 500;
@@ -38,14 +40,17 @@ pub struct StatusView<'a> {
     pub page: usize,
     /// Recent collections, oldest first, for the chart.
     pub history: &'a [ScrapePoint],
+    /// What the directory's maintainer has done, if there is one.
+    pub maintenance: Option<&'a MaintenanceStatus>,
 }
 
 impl Default for StatusView<'_> {
     fn default() -> Self {
         StatusView {
-            metrics_path: crate::endpoint::DEFAULT_METRICS_PATH,
+            metrics_path: DEFAULT_METRICS_PATH,
             page: 0,
             history: &[],
+            maintenance: None,
         }
     }
 }
@@ -143,8 +148,24 @@ pub fn render_status_page(
     if !scrape.files.is_empty() {
         push_file_table(&mut html, scrape, view.page, &states);
     }
+    if let Some(compaction) = view.maintenance.and_then(|m| m.compaction.as_ref()) {
+        push_compaction(&mut html, compaction);
+    }
     html.push_str("</body></html>\n");
     html
+}
+
+/// One paragraph on what compaction has done.
+fn push_compaction(html: &mut String, compaction: &CompactionStatus) {
+    let line = format!(
+        "Compaction: {} passes ({} failed), {} files of exited workers folded, {} bytes reclaimed; last pass {:.1} ms.",
+        compaction.passes_ok + compaction.passes_failed,
+        compaction.passes_failed,
+        compaction.files_folded,
+        compaction.bytes_reclaimed,
+        compaction.last_duration.as_secs_f64() * 1000.0
+    );
+    let _ = writeln!(html, "<p>{}</p>", html_escape(&line));
 }
 
 fn push_problems(html: &mut String, scrape: &Scrape) {

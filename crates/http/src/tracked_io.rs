@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use crate::connections::{ConnectionState, Read};
+use crate::connections::{ConnectionState, ReadOutcome};
 
 /// A socket whose reads and writes are reported to its connection's state.
 ///
@@ -107,10 +107,10 @@ impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
         let (before, room) = (buf.filled().len(), buf.remaining() > 0);
         let result = Pin::new(&mut this.io).poll_read(cx, buf);
         this.state.read(match &result {
-            Poll::Ready(Ok(())) if buf.filled().len() > before => Read::Bytes,
-            Poll::Ready(Ok(())) if !room => Read::Nothing,
-            Poll::Ready(_) => Read::End,
-            Poll::Pending => Read::Nothing,
+            Poll::Ready(Ok(())) if buf.filled().len() > before => ReadOutcome::Bytes,
+            Poll::Ready(Ok(())) if !room => ReadOutcome::Nothing,
+            Poll::Ready(_) => ReadOutcome::End,
+            Poll::Pending => ReadOutcome::Nothing,
         });
         result
     }

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::serving;
+use crate::{http_service, listen};
 
 /// What a launcher (`run`, `demo`) sets up before it starts anything: the
 /// directory and the runtime. [`Launch::prepare`] also binds the listener,
@@ -33,11 +33,11 @@ impl Launch {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
-        let listener = serving::bind(listen).map_err(|err| {
+        let listener = listen::bind(listen).map_err(|err| {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
-        let runtime = serving::runtime().map_err(|err| {
+        let runtime = http_service::runtime().map_err(|err| {
             eprintln!("{command}: cannot start: {err}");
             ExitCode::FAILURE
         })?;
@@ -177,7 +177,7 @@ pub fn remove_stale_files(dir: &Path) -> Result<(), String> {
     }
     // An earlier run's interrupted compaction: its staged files are stale
     // too, and recovery would otherwise put them back.
-    let staging = dir.join(multiprom_http::compact::STAGING_DIR);
+    let staging = dir.join(multiprom_format::STAGING_DIR);
     match std::fs::remove_dir_all(&staging) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

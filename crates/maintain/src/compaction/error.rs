@@ -5,6 +5,7 @@ use std::path::PathBuf;
 /// A compaction pass stopped. Whatever it had done is undone or finished by
 /// the next pass's recovery, so no value is lost or counted twice.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompactError {
     /// A file operation failed.
     #[error("{}: {source}", path.display())]

@@ -11,7 +11,7 @@ use multiprom_format::{layout, GaugeMode, MetricKind};
 
 /// How values of one kind combine across processes in Python's collector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FoldRule {
+pub(crate) enum FoldRule {
     /// Counters, histograms, summaries, `sum` gauges: added.
     Sum,
     /// `max` gauges: the largest.
@@ -28,7 +28,7 @@ impl FoldRule {
     /// `all` gauges keep one series per pid, and the `live*` modes drop a
     /// process's values when it exits (those files are reaped instead).
     #[must_use]
-    pub const fn of(kind: MetricKind) -> Option<FoldRule> {
+    pub(crate) const fn of(kind: MetricKind) -> Option<FoldRule> {
         match kind {
             MetricKind::Counter | MetricKind::Histogram | MetricKind::Summary => {
                 Some(FoldRule::Sum)
@@ -44,7 +44,7 @@ impl FoldRule {
 
 /// Entries of several files of one kind, combined by key in first-seen order.
 #[derive(Debug)]
-pub struct Fold {
+pub(crate) struct Fold {
     rule: FoldRule,
     entries: Vec<(String, f64, f64)>,
     index: HashMap<String, usize>,
@@ -53,7 +53,7 @@ pub struct Fold {
 impl Fold {
     /// An empty fold.
     #[must_use]
-    pub fn new(rule: FoldRule) -> Self {
+    pub(crate) fn new(rule: FoldRule) -> Self {
         Fold {
             rule,
             entries: Vec::new(),
@@ -66,7 +66,7 @@ impl Fold {
     /// `max`/`min` compare as Python does (`value > current`), so a NaN
     /// never replaces a number; `mostrecent` replaces only on a strictly
     /// later timestamp, as Python's `current_timestamp < timestamp`.
-    pub fn add(&mut self, key: &str, value: f64, timestamp: f64) {
+    pub(crate) fn add(&mut self, key: &str, value: f64, timestamp: f64) {
         let Some(&i) = self.index.get(key) else {
             self.index.insert(key.to_owned(), self.entries.len());
             self.entries.push((key.to_owned(), value, timestamp));
@@ -98,21 +98,15 @@ impl Fold {
     }
 
     /// Number of distinct keys.
-    #[must_use]
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    /// Whether nothing was added.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// The whole file, in Python's layout, exactly as long as its entries
     /// (no writer ever appends to a folded file).
     #[must_use]
-    pub fn image(&self) -> Vec<u8> {
+    pub(crate) fn image(&self) -> Vec<u8> {
         layout::file_image(
             self.entries
                 .iter()

@@ -7,22 +7,21 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use multiprom_format::FileName;
-use rustix::fs::{flock, renameat_with, FlockOperation, RenameFlags, CWD};
+use multiprom_format::{FileName, STAGING_DIR};
+use rustix::fs::{flock, FlockOperation};
 
 use super::error::CompactError;
+use crate::set_aside::move_no_replace;
 
-/// The staging directory's name.
-pub const STAGING_DIR: &str = ".multiprom-compaction";
 const LOCK: &str = "lock";
 /// Prefix of a new compacted file before it replaces the old one.
-pub const NEW_PREFIX: &str = "new-";
+pub(crate) const NEW_PREFIX: &str = "new-";
 
 /// The staging directory of one metrics directory, locked for as long as
 /// this value lives: two compactors on one directory would each take the
 /// other's staged files for their own.
 #[derive(Debug)]
-pub struct Staging {
+pub(crate) struct Staging {
     dir: PathBuf,
     path: PathBuf,
     _lock: File,
@@ -30,7 +29,7 @@ pub struct Staging {
 
 impl Staging {
     /// Creates (if needed) and locks the staging directory of `dir`.
-    pub fn open(dir: &Path) -> Result<Staging, CompactError> {
+    pub(crate) fn open(dir: &Path) -> Result<Staging, CompactError> {
         let path = dir.join(STAGING_DIR);
         match std::fs::create_dir(&path) {
             Ok(()) => sync_dir(dir)?,
@@ -67,29 +66,29 @@ impl Staging {
     }
 
     /// The metrics directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The staging directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Where `name` waits while staged.
-    pub fn staged(&self, name: &FileName) -> PathBuf {
+    pub(crate) fn staged(&self, name: &FileName) -> PathBuf {
         self.path.join(name.to_string())
     }
 
     /// Moves `name` out of the metrics directory into staging.
-    pub fn stage(&self, name: &FileName) -> io::Result<()> {
+    pub(crate) fn stage(&self, name: &FileName) -> io::Result<()> {
         move_no_replace(&self.dir.join(name.to_string()), &self.staged(name))
     }
 
     /// Moves a staged file back under its own name or, if a new file took
     /// that name meanwhile (its pid was reused), under `<id>.<n>`: either
     /// way its values are in the directory again. Returns the name used.
-    pub fn put_back(&self, name: &FileName) -> io::Result<FileName> {
+    pub(crate) fn put_back(&self, name: &FileName) -> io::Result<FileName> {
         let from = self.staged(name);
         let mut target = name.clone();
         for n in 1..=1000u32 {
@@ -109,7 +108,7 @@ impl Staging {
     }
 
     /// The metrics files waiting in staging, in name order.
-    pub fn staged_files(&self) -> Result<Vec<FileName>, CompactError> {
+    pub(crate) fn staged_files(&self) -> Result<Vec<FileName>, CompactError> {
         let mut names = Vec::new();
         let entries = std::fs::read_dir(&self.path).map_err(|source| CompactError::Io {
             path: self.path.clone(),
@@ -133,7 +132,7 @@ impl Staging {
     }
 
     /// Removes a file in staging; one already gone is fine.
-    pub fn remove(&self, name: &str) -> Result<(), CompactError> {
+    pub(crate) fn remove(&self, name: &str) -> Result<(), CompactError> {
         let path = self.path.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
@@ -143,29 +142,14 @@ impl Staging {
     }
 
     /// Flushes both directories' entries to disk.
-    pub fn sync(&self) -> Result<(), CompactError> {
+    pub(crate) fn sync(&self) -> Result<(), CompactError> {
         sync_dir(&self.path)?;
         sync_dir(&self.dir)
     }
 }
 
-/// `rename` that fails with `AlreadyExists` instead of replacing: a file a
-/// writer has just created must never be overwritten. Where the file system
-/// has no `RENAME_NOREPLACE`, a hard link (which never replaces) and an
-/// unlink do the same in two steps.
-pub fn move_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
-        Ok(()) => Ok(()),
-        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
-            std::fs::hard_link(from, to)?;
-            std::fs::remove_file(from)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// `fsync` on a directory, so renames and removals in it are on disk.
-pub fn sync_dir(dir: &Path) -> Result<(), CompactError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), CompactError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|source| CompactError::Io {

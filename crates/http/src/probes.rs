@@ -6,23 +6,26 @@
 //!   it. 200, or 503 saying why (missing, not a directory, no permission,
 //!   or a listing that takes longer than a second, as on a hung mount).
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use crate::endpoint::{plain, Endpoint};
+use crate::plain_response::plain;
 
 /// How long readiness waits for the directory to be listed.
 const READY_WAIT: Duration = Duration::from_secs(1);
 
+/// Liveness: always.
 pub(crate) async fn healthy() -> Response {
     plain(StatusCode::OK, "multiprom is Healthy.".to_owned())
 }
 
-pub(crate) async fn ready(State(endpoint): State<Endpoint>) -> Response {
-    let dir = endpoint.dir().to_path_buf();
+/// Readiness of `dir`.
+pub(crate) async fn ready(dir: Arc<Path>) -> Response {
+    let shown = dir.display().to_string();
     let listing = tokio::task::spawn_blocking(move || {
         std::fs::read_dir(&dir)
             .map(drop)
@@ -32,10 +35,7 @@ pub(crate) async fn ready(State(endpoint): State<Endpoint>) -> Response {
         Ok(Ok(Ok(()))) => return plain(StatusCode::OK, "multiprom is Ready.".to_owned()),
         Ok(Ok(Err(reason))) => reason,
         Ok(Err(join)) => join.to_string(),
-        Err(_) => format!(
-            "{}: listing takes longer than {READY_WAIT:?}",
-            endpoint.dir().display()
-        ),
+        Err(_) => format!("{shown}: listing takes longer than {READY_WAIT:?}"),
     };
     plain(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -8,7 +8,7 @@
 //! file (2 series of 3 buckets) in Python's format, then "exits": its id is
 //! a pid above the kernel's `pid_max`, which no process can have. Batches of
 //! BATCH workers (default 1,000) go into two directories, `compacted/`
-//! (folded by a `Compactor` after every batch, as `serve --compact` does)
+//! (folded by a `Maintainer` after every batch, as `serve --compact` does)
 //! and `python/` (hard links to the same files, never folded, as with
 //! `prometheus_client` alone). At checkpoints it prints the file counts and
 //! the time of one scrape: multiprom's `DirCollector` (kept between scrapes,
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use multiprom_collector::{DirCollector, Format};
 use multiprom_format::{encode_key, layout, FileName, MetricKind};
-use multiprom_http::compact::Compactor;
+use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -45,8 +45,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .parse()?;
     let counter = counter_image();
     let histogram = histogram_image();
-    let (compactor, _) = Compactor::open(&compacted, &mut |_| {})?;
     let collector = DirCollector::new(&compacted);
+    // The simulated workers are known gone: no need to see them first.
+    let compact = CompactConfig::default().with_writers_visible();
+    let maintainer = Maintainer::new(&compacted, MaintainConfig::new().compact(compact));
+    maintainer.recover(&collector);
     let mut checkpoints: Vec<usize> = [1_000, 10_000, 50_000, 100_000]
         .into_iter()
         .filter(|&c| c <= lifetimes)
@@ -74,7 +77,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         done += n;
-        let pass = collector.while_not_collecting(|| compactor.pass(&mut |_| {}))?;
+        let pass = maintainer
+            .compact_now(&collector)
+            .ok_or("compaction could not be set up")??;
         let pass_time = pass.duration;
         // Scrape after every batch, as Prometheus would between them: the
         // first scrape after a pass, which reads what the pass changed.

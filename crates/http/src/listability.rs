@@ -8,11 +8,11 @@ use multiprom_collector::CollectError;
 
 /// The directory's state as the collections saw it.
 #[derive(Debug, Default)]
-pub(crate) struct DirHealth {
+pub(crate) struct Listability {
     unlistable: AtomicBool,
 }
 
-impl DirHealth {
+impl Listability {
     /// A collection listed the directory.
     pub(crate) fn listed(&self, dir: &std::path::Path) {
         if self.unlistable.swap(false, Ordering::Relaxed) {

@@ -42,45 +42,36 @@ mod error;
 mod fold;
 mod journal;
 mod staging;
-mod status;
 #[cfg(test)]
 mod tests;
 mod visibility;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use multiprom_format::{read_file, FileName, MetricKind};
+use multiprom_format::{read_file, FileName, MetricKind, COMPACTED_ID};
 
 pub use error::CompactError;
-pub use fold::{Fold, FoldRule};
-pub use journal::Journal;
-pub(crate) use staging::move_no_replace;
-pub use staging::{Staging, STAGING_DIR};
-pub use status::CompactionTotals;
-pub use visibility::{check_writers_visible, WritersNotVisible};
+use fold::{Fold, FoldRule};
+use journal::Journal;
+use staging::Staging;
+pub(crate) use visibility::check_writers_visible;
 
 use crate::process::{holders, process_state, FileId};
-
-/// The id of every compacted file: not a pid, so nothing ever takes it for
-/// a worker's file.
-pub const COMPACTED_ID: &str = "compacted";
-
-/// How long staged files sit before their holders are looked for: an `open`
-/// that resolved the old name just before the rename has installed its file
-/// descriptor well within this.
-const SETTLE: Duration = Duration::from_millis(20);
+use crate::set_aside::{set_aside, Aside};
 
 /// Files folded per kind in one pass, so one pass holds scrapes back for a
 /// bounded time; the rest wait for the next pass.
-pub const MAX_FILES_PER_FOLD: usize = 2000;
+const MAX_FILES_PER_FOLD: usize = 2000;
 
 /// A point in a pass or a recovery, reported to the caller's observer as it
-/// is passed: for progress and logging (`serve` logs files put back).
+/// is passed: for logging (files put back) and for the tests that kill a
+/// pass at every step.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum Step {
     /// A file was moved into staging.
     Staged(FileName),
     /// Holders were looked for; held files are back in place.
@@ -100,8 +91,9 @@ pub enum Step {
     PutBack(FileName),
 }
 
-/// What one pass did.
+/// What one compaction pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CompactPass {
     /// Files folded, by compacted file.
     pub folded: BTreeMap<FileName, Vec<FileName>>,
@@ -127,27 +119,19 @@ impl CompactPass {
 
 /// What recovery found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recovery {
+pub(crate) struct Recovery {
     /// A journal was found whose fold had been committed: its staged files
     /// were deleted.
-    pub completed: Option<FileName>,
+    pub(crate) completed: Option<FileName>,
     /// A journal was found whose fold had not been committed: undone.
-    pub undone: Option<FileName>,
+    pub(crate) undone: Option<FileName>,
     /// Staged files put back into the directory.
-    pub put_back: Vec<FileName>,
-}
-
-impl Recovery {
-    /// Whether there was anything to recover.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        *self == Recovery::default()
-    }
+    pub(crate) put_back: Vec<FileName>,
 }
 
 /// Folds the files of exited writers in one directory (see the module docs).
 #[derive(Debug)]
-pub struct Compactor {
+pub(crate) struct Compactor {
     staging: Staging,
 }
 
@@ -155,7 +139,7 @@ impl Compactor {
     /// Takes charge of compacting `dir`: creates and locks its staging
     /// directory, then recovers from any pass an earlier process left
     /// unfinished. Run it while no collection of `dir` runs.
-    pub fn open(
+    pub(crate) fn open(
         dir: &Path,
         observer: &mut dyn FnMut(&Step),
     ) -> Result<(Compactor, Recovery), CompactError> {
@@ -167,14 +151,16 @@ impl Compactor {
     }
 
     /// The directory.
-    #[must_use]
-    pub fn dir(&self) -> &Path {
+    fn dir(&self) -> &Path {
         self.staging.dir()
     }
 
     /// Finishes or undoes what an interrupted pass left. Idempotent: a
     /// recovery killed half-way is finished by the next one.
-    pub fn recover(&self, observer: &mut dyn FnMut(&Step)) -> Result<Recovery, CompactError> {
+    pub(crate) fn recover(
+        &self,
+        observer: &mut dyn FnMut(&Step),
+    ) -> Result<Recovery, CompactError> {
         let mut recovery = Recovery::default();
         if let Some(journal) = Journal::read(self.staging.path())? {
             let target = self.dir().join(journal.target.to_string());
@@ -251,7 +237,10 @@ impl Compactor {
     ///
     /// A pass that fails half-way (a full disk, say) recovers before it
     /// returns the error, so the directory is whole again either way.
-    pub fn pass(&self, observer: &mut dyn FnMut(&Step)) -> Result<CompactPass, CompactError> {
+    pub(crate) fn pass(
+        &self,
+        observer: &mut dyn FnMut(&Step),
+    ) -> Result<CompactPass, CompactError> {
         self.recover(observer)?;
         let result = self.pass_after_recovery(observer);
         if result.is_err() {
@@ -278,20 +267,25 @@ impl Compactor {
             return Ok(pass);
         }
 
-        let mut staged = Vec::new();
-        for name in candidates {
-            match self.staging.stage(&name) {
-                Ok(()) => {
-                    observer(&Step::Staged(name.clone()));
-                    staged.push(name);
-                }
-                // Gone meanwhile, or a leftover of the same name in staging
-                // (recovery has just emptied it, so only by someone else).
-                Err(_) => continue,
+        let staging = ObservedStaging {
+            staging: &self.staging,
+            observer: RefCell::new(&mut *observer),
+        };
+        let outcome = set_aside(candidates, &staging, held_or_uninspectable).map_err(|source| {
+            // Without /proc nothing can be folded safely.
+            CompactError::Io {
+                path: PathBuf::from("/proc"),
+                source,
             }
+        })?;
+        if let Some((name, source)) = outcome.not_put_back.into_iter().next() {
+            return Err(CompactError::Io {
+                path: self.staging.staged(&name),
+                source,
+            });
         }
-        std::thread::sleep(SETTLE);
-        let staged = self.drop_held(staged, &mut pass)?;
+        pass.held = outcome.held;
+        let staged = outcome.free;
         observer(&Step::Checked);
 
         let mut by_kind: BTreeMap<MetricKind, Vec<FileName>> = BTreeMap::new();
@@ -303,62 +297,6 @@ impl Compactor {
         }
         pass.duration = start.elapsed();
         Ok(pass)
-    }
-
-    /// Puts back every staged file some process holds open or mapped, or
-    /// whose pid now belongs to a process we cannot inspect (a writer only
-    /// ever opens the file named after its own pid).
-    fn drop_held(
-        &self,
-        staged: Vec<FileName>,
-        pass: &mut CompactPass,
-    ) -> Result<Vec<FileName>, CompactError> {
-        let mut ids = Vec::with_capacity(staged.len());
-        for name in &staged {
-            let meta = std::fs::metadata(self.staging.staged(name)).ok();
-            ids.push(meta.map(|m| FileId {
-                dev: m.dev(),
-                ino: m.ino(),
-            }));
-        }
-        let wanted: HashSet<FileId> = ids.iter().flatten().copied().collect();
-        let found = match holders(&wanted) {
-            Ok(found) => found,
-            Err(source) => {
-                // Without /proc nothing can be folded safely.
-                for name in &staged {
-                    let _ = self.staging.put_back(name);
-                }
-                return Err(CompactError::Io {
-                    path: PathBuf::from("/proc"),
-                    source,
-                });
-            }
-        };
-        let mut free = Vec::new();
-        for (name, id) in staged.into_iter().zip(ids) {
-            let busy = match id {
-                Some(id) => {
-                    found.held.contains(&id)
-                        || name
-                            .pid()
-                            .is_some_and(|pid| found.uninspectable_pids.contains(&pid))
-                }
-                None => true,
-            };
-            if busy {
-                self.staging
-                    .put_back(&name)
-                    .map_err(|source| CompactError::Io {
-                        path: self.staging.staged(&name),
-                        source,
-                    })?;
-                pass.held.push(name);
-            } else {
-                free.push(name);
-            }
-        }
-        Ok(free)
     }
 
     /// Folds the staged `names` of `kind` into its compacted file and
@@ -495,6 +433,47 @@ fn exited_writer_pid(id: &str) -> Option<u32> {
     match id.split_once('.') {
         None => plain(id),
         Some((pid, n)) => plain(n).and(plain(pid)),
+    }
+}
+
+/// Which of the staged files some process holds open or mapped, or whose
+/// pid now belongs to a process that cannot be inspected (a writer only ever
+/// opens the file named after its own pid).
+fn held_or_uninspectable(staged: &[(FileName, FileId)]) -> std::io::Result<HashSet<FileId>> {
+    let wanted: HashSet<FileId> = staged.iter().map(|(_, id)| *id).collect();
+    let found = holders(&wanted)?;
+    let mut busy = found.held;
+    for (name, id) in staged {
+        if name
+            .pid()
+            .is_some_and(|pid| found.uninspectable_pids.contains(&pid))
+        {
+            busy.insert(*id);
+        }
+    }
+    Ok(busy)
+}
+
+/// The staging directory as a place to set files aside, telling the
+/// observer of each file staged.
+struct ObservedStaging<'a> {
+    staging: &'a Staging,
+    observer: RefCell<&'a mut dyn FnMut(&Step)>,
+}
+
+impl Aside<FileName> for ObservedStaging<'_> {
+    fn move_aside(&self, name: &FileName) -> std::io::Result<FileId> {
+        self.staging.stage(name)?;
+        (self.observer.borrow_mut())(&Step::Staged(name.clone()));
+        FileId::of(&self.staging.staged(name)).inspect_err(|_| {
+            // Not known, not folded: the recovery puts it back if this
+            // cannot.
+            let _ = self.staging.put_back(name);
+        })
+    }
+
+    fn put_back(&self, name: &FileName) -> std::io::Result<()> {
+        self.staging.put_back(name).map(drop)
     }
 }
 

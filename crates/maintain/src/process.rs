@@ -54,7 +54,7 @@ impl ProcessState {
 /// * `EPERM` means the process exists (another user's): alive.
 ///
 /// ```
-/// use multiprom_http::process::{process_state, ProcessState};
+/// use multiprom_maintain::{process_state, ProcessState};
 /// assert_eq!(process_state(std::process::id()), ProcessState::Alive);
 /// assert_eq!(process_state(0), ProcessState::Unknown);
 /// ```
@@ -111,7 +111,7 @@ fn is_zombie(pid: i32) -> bool {
 /// can have been given to new processes (unless more than `pid_max` processes
 /// were created in between).
 #[must_use]
-pub fn last_allocated_pid() -> Option<u32> {
+pub(crate) fn last_allocated_pid() -> Option<u32> {
     let text = std::fs::read_to_string("/proc/loadavg").ok()?;
     text.split_ascii_whitespace().nth(4)?.parse().ok()
 }
@@ -119,28 +119,18 @@ pub fn last_allocated_pid() -> Option<u32> {
 /// The pids the kernel may have handed out between two readings of
 /// [`last_allocated_pid`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PidWindow {
+pub(crate) struct PidWindow {
     /// The earlier reading.
-    pub before: u32,
+    pub(crate) before: u32,
     /// The later reading.
-    pub after: u32,
+    pub(crate) after: u32,
 }
 
 impl PidWindow {
-    /// Whether a process created between the two readings may have `pid`.
-    ///
-    /// ```
-    /// use multiprom_http::process::PidWindow;
-    /// let moved = PidWindow { before: 100, after: 200 };
-    /// assert!(moved.may_have_reused(150) && moved.may_have_reused(200));
-    /// assert!(!moved.may_have_reused(100) && !moved.may_have_reused(201));
-    /// let wrapped = PidWindow { before: 4_000_000, after: 500 };
-    /// assert!(wrapped.may_have_reused(4_100_000) && wrapped.may_have_reused(400));
-    /// assert!(!wrapped.may_have_reused(600));
-    /// assert!(!PidWindow { before: 7, after: 7 }.may_have_reused(7));
-    /// ```
+    /// Whether a process created between the two readings may have `pid`
+    /// (the counter wraps around at `pid_max`).
     #[must_use]
-    pub fn may_have_reused(self, pid: u32) -> bool {
+    pub(crate) fn may_have_reused(self, pid: u32) -> bool {
         if self.after >= self.before {
             self.before < pid && pid <= self.after
         } else {
@@ -151,16 +141,16 @@ impl PidWindow {
 
 /// A file's identity: device and inode, as `stat` gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FileId {
+pub(crate) struct FileId {
     /// `st_dev`.
-    pub dev: u64,
+    pub(crate) dev: u64,
     /// `st_ino`.
-    pub ino: u64,
+    pub(crate) ino: u64,
 }
 
 impl FileId {
     /// The identity of what `path` names now (following symbolic links).
-    pub fn of(path: &std::path::Path) -> io::Result<FileId> {
+    pub(crate) fn of(path: &std::path::Path) -> io::Result<FileId> {
         let meta = std::fs::metadata(path)?;
         Ok(FileId {
             dev: meta.dev(),
@@ -171,15 +161,15 @@ impl FileId {
 
 /// Which of `files` some process has open or mapped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Holders {
+pub(crate) struct Holders {
     /// The files that are open (`/proc/*/fd`) or mapped (`/proc/*/maps`) by a
     /// process that could be inspected.
-    pub held: HashSet<FileId>,
+    pub(crate) held: HashSet<FileId>,
     /// Processes whose fds or maps could not be read (another user's, without
     /// the privilege to look): they might hold any of the files.
-    pub uninspectable: usize,
+    pub(crate) uninspectable: usize,
     /// Their pids.
-    pub uninspectable_pids: HashSet<u32>,
+    pub(crate) uninspectable_pids: HashSet<u32>,
 }
 
 /// Looks through every process's open files and memory maps for `files`.
@@ -187,7 +177,7 @@ pub struct Holders {
 /// This costs a directory listing per process and a read of its maps, so it
 /// is meant for the few files about to be removed or folded, not for every
 /// scrape. A process that exits while being looked at holds nothing.
-pub fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
+pub(crate) fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
     let mut found = Holders::default();
     if files.is_empty() {
         return Ok(found);
@@ -309,6 +299,27 @@ impl Drop for TestHolder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pid_window_covers_the_pids_handed_out_in_it_wrapping_included() {
+        let moved = PidWindow {
+            before: 100,
+            after: 200,
+        };
+        assert!(moved.may_have_reused(150) && moved.may_have_reused(200));
+        assert!(!moved.may_have_reused(100) && !moved.may_have_reused(201));
+        let wrapped = PidWindow {
+            before: 4_000_000,
+            after: 500,
+        };
+        assert!(wrapped.may_have_reused(4_100_000) && wrapped.may_have_reused(400));
+        assert!(!wrapped.may_have_reused(600));
+        assert!(!PidWindow {
+            before: 7,
+            after: 7
+        }
+        .may_have_reused(7));
+    }
 
     #[test]
     fn zombies_count_as_dead() {

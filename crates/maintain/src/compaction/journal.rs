@@ -25,26 +25,26 @@ use crate::process::FileId;
 const MAGIC: &str = "multiprom compaction journal 1";
 
 /// The journal's name inside the staging directory.
-pub const JOURNAL: &str = "journal";
+pub(crate) const JOURNAL: &str = "journal";
 /// The journal while it is being written.
-pub const JOURNAL_TMP: &str = "journal.tmp";
+pub(crate) const JOURNAL_TMP: &str = "journal.tmp";
 
 /// One fold, as recorded before it is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Journal {
+pub(crate) struct Journal {
     /// The compacted file being replaced (`counter_compacted.db`, ...).
-    pub target: FileName,
+    pub(crate) target: FileName,
     /// Device and inode of the new compacted file. The fold is committed
     /// exactly when `target` names this file.
-    pub new: FileId,
+    pub(crate) new: FileId,
     /// The staged files whose values the new file holds.
-    pub folded: Vec<FileName>,
+    pub(crate) folded: Vec<FileName>,
 }
 
 impl Journal {
     /// Writes the journal durably into `staging`: when this returns, a crash
     /// leaves either no journal or this one.
-    pub fn write(&self, staging: &Path) -> Result<(), CompactError> {
+    pub(crate) fn write(&self, staging: &Path) -> Result<(), CompactError> {
         let tmp = staging.join(JOURNAL_TMP);
         let path = staging.join(JOURNAL);
         let mut text = format!(
@@ -73,7 +73,7 @@ impl Journal {
     }
 
     /// The journal in `staging`, if there is one.
-    pub fn read(staging: &Path) -> Result<Option<Journal>, CompactError> {
+    pub(crate) fn read(staging: &Path) -> Result<Option<Journal>, CompactError> {
         let path = staging.join(JOURNAL);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
@@ -125,7 +125,7 @@ impl Journal {
     }
 
     /// Removes the journal (and any half-written one), durably.
-    pub fn remove(staging: &Path) -> Result<(), CompactError> {
+    pub(crate) fn remove(staging: &Path) -> Result<(), CompactError> {
         for name in [JOURNAL, JOURNAL_TMP] {
             let path = staging.join(name);
             match std::fs::remove_file(&path) {

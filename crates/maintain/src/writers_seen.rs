@@ -26,14 +26,16 @@ const LOOK_EVERY: Duration = Duration::from_secs(60);
 /// Whether a writer of one directory has been seen, and when it was last
 /// looked for.
 #[derive(Debug)]
-pub(crate) struct WritersSeen {
+pub struct WritersSeen {
     dir: PathBuf,
     seen: AtomicBool,
     last_look: Mutex<Option<Instant>>,
 }
 
 impl WritersSeen {
-    pub(crate) fn new(dir: &Path) -> Self {
+    /// Nothing seen yet, nothing looked at: see [`WritersSeen::look_if_due`].
+    #[must_use]
+    pub fn new(dir: &Path) -> Self {
         WritersSeen {
             dir: dir.to_path_buf(),
             seen: AtomicBool::new(false),
@@ -42,13 +44,14 @@ impl WritersSeen {
     }
 
     /// Whether a writer of the directory has been seen holding its file.
-    pub(crate) fn seen(&self) -> bool {
+    #[must_use]
+    pub fn seen(&self) -> bool {
         self.seen.load(Ordering::Acquire)
     }
 
     /// Starts a look on a thread of its own, unless a writer was seen
     /// already or the last look was less than a minute ago.
-    pub(crate) fn look_if_due(self: &Arc<Self>) {
+    pub fn look_if_due(self: &Arc<Self>) {
         if self.seen() {
             return;
         }

@@ -31,12 +31,18 @@
 //! `gauge_live*_<pid>.db` when it exits. The kernel hands out pids in order,
 //! so the reaper reads the pid counter (`/proc/loadavg`) on every pass and
 //! restarts a file's grace period whenever the counter has passed its pid
-//! ([`crate::process::PidWindow`]). A file is therefore removed only when
+//! (`PidWindow`). A file is therefore removed only when
 //! no process with its pid can have existed for the whole grace period.
+//!
+//! Retiring is cheap (a `kill(pid, 0)` per pid not known gone, nothing when
+//! nothing changed) and runs on every scrape ([`Reaper::survey`]); removing
+//! (moving aside, the settle, the walks of every process's open files and
+//! maps) runs only in the maintainer's own passes ([`remove_due`]), never
+//! inside a scrape.
 //!
 //! A reaper killed between moving a file aside and removing it (a 20 ms
 //! window) leaves the hidden `.<name>.reaping` behind, which no scan lists
-//! and no hook looks for. The first pass of the next reaper finishes the
+//! and no hook looks for. The next maintainer's recovery finishes the
 //! job ([`Reaper::recover_leftovers`]): such a file, untouched for a minute
 //! (a younger one may be another reaper's, mid-pass), is removed, or put
 //! back under its name if some process holds it.
@@ -54,37 +60,42 @@ use std::time::{Duration, Instant, SystemTime};
 use multiprom_format::{FileName, MetricKind};
 
 use crate::process::{holders, last_allocated_pid, process_state, FileId, PidWindow, ProcessState};
+use crate::set_aside::{move_no_replace, set_aside, Aside};
 
-/// How long a live-gauge file's process must have been gone before the file
-/// is removed, by default.
-pub const DEFAULT_REAP_GRACE: Duration = Duration::from_secs(300);
-
-/// What one reaping pass decided.
+/// What a survey of a listing found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReapPass {
+pub(crate) struct Survey {
     /// Live-gauge files of exited processes, still on disk: leave them out
     /// of the merge, as if `mark_process_dead` had removed them. The same
-    /// set (the same `Arc`) as the last pass's while nothing changed.
-    pub retired: Arc<HashSet<PathBuf>>,
-    /// Files removed in this pass, with the pid of the dead process, in name
-    /// order.
-    pub removed: Vec<(PathBuf, u32)>,
+    /// set (the same `Arc`) as the last survey's while nothing changed.
+    pub(crate) retired: Arc<HashSet<PathBuf>>,
+    /// Retired files whose grace period is over, with their pid: for
+    /// [`remove_due`].
+    pub(crate) due: Vec<(PathBuf, u32)>,
+}
+
+/// What removing files did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Removal {
+    /// Files removed, with the pid of the dead process, in name order.
+    pub(crate) removed: Vec<(PathBuf, u32)>,
     /// Files that could not be removed, with why.
-    pub failed: Vec<(PathBuf, String)>,
+    pub(crate) failed: Vec<(PathBuf, String)>,
+    /// Files someone else removed first.
+    pub(crate) vanished: Vec<PathBuf>,
 }
 
-/// What [`Reaper::full_pass`] decided.
+/// What [`Reaper::full_survey`] decided.
 #[derive(Debug, Default)]
-struct FullPass {
+struct FullSurvey {
     retired: HashSet<PathBuf>,
-    removed: Vec<(PathBuf, u32)>,
-    failed: Vec<(PathBuf, String)>,
+    due: Vec<(PathBuf, u32)>,
 }
 
-/// The last pass: its listing, the live-gauge files in it, their
+/// The last survey: its listing, the live-gauge files in it, their
 /// processes' states, its answer, and when the next grace period ends.
 #[derive(Debug)]
-struct LastPass {
+struct LastSurvey {
     listing: Arc<Vec<PathBuf>>,
     live: Arc<Vec<(usize, u32)>>,
     states: HashMap<u32, ProcessState>,
@@ -133,11 +144,11 @@ impl ProcessView for SystemProcesses {
     }
 }
 
-/// Retires and, after a grace period, removes the `gauge_live*` files of
-/// exited processes (see the module docs for why it is safe beside an
-/// application's own `mark_process_dead`).
+/// Retires the `gauge_live*` files of exited processes, and tells which are
+/// due for removal after their grace period (see the module docs for why
+/// that is safe beside an application's own `mark_process_dead`).
 #[derive(Debug)]
-pub struct Reaper {
+pub(crate) struct Reaper {
     grace: Duration,
     waiting: HashMap<PathBuf, Waiting>,
     last_pid: Option<u32>,
@@ -146,16 +157,15 @@ pub struct Reaper {
     /// of a thousand gone workers' files cost a thousand system calls a
     /// scrape otherwise).
     gone: HashSet<u32>,
-    /// The last pass, to answer the same again while nothing changed.
-    last: Option<LastPass>,
+    /// The last survey, to answer the same again while nothing changed.
+    last: Option<LastSurvey>,
     /// Whether the leftovers of an earlier reaper were dealt with.
     recovered: bool,
 }
 
 impl Reaper {
-    /// A reaper that removes files `grace` after their process is gone.
-    #[must_use]
-    pub fn new(grace: Duration) -> Self {
+    /// A reaper that has files removed `grace` after their process is gone.
+    pub(crate) fn new(grace: Duration) -> Self {
         Reaper {
             grace,
             waiting: HashMap::new(),
@@ -166,17 +176,11 @@ impl Reaper {
         }
     }
 
-    /// The grace period.
-    #[must_use]
-    pub fn grace(&self) -> Duration {
-        self.grace
-    }
-
     /// Finishes, once per reaper, what a reaper killed mid-pass left in
     /// `dir`: each `.<name>.reaping` of a live-gauge file, unchanged for a
     /// minute, is removed, or moved back to `<name>` if a process holds it.
     /// Later calls do nothing.
-    pub fn recover_leftovers(&mut self, dir: &Path) -> ReapPass {
+    pub(crate) fn recover_leftovers(&mut self, dir: &Path) -> Removal {
         self.recover_leftovers_with(dir, SystemTime::now(), &mut SystemProcesses)
     }
 
@@ -187,8 +191,8 @@ impl Reaper {
         dir: &Path,
         now: SystemTime,
         view: &mut impl ProcessView,
-    ) -> ReapPass {
-        let mut pass = ReapPass::default();
+    ) -> Removal {
+        let mut pass = Removal::default();
         if std::mem::replace(&mut self.recovered, true) {
             return pass;
         }
@@ -233,7 +237,7 @@ impl Reaper {
         let held = view.held(&leftovers.iter().map(|(_, _, id, _)| *id).collect());
         for (path, pid, id, hidden) in leftovers {
             let done = if held.contains(&id) {
-                crate::compact::move_no_replace(&hidden, &path)
+                move_no_replace(&hidden, &path)
                     .map_err(|e| format!("cannot put it back from {}: {e}", hidden.display()))
             } else {
                 match std::fs::remove_file(&hidden) {
@@ -253,24 +257,24 @@ impl Reaper {
         pass
     }
 
-    /// One pass over `paths` (a listing of the directory), against the
-    /// running system.
-    pub fn pass(&mut self, paths: &Arc<Vec<PathBuf>>) -> ReapPass {
-        self.pass_with(paths, Instant::now(), &mut SystemProcesses)
+    /// Which files of `paths` (a listing of the directory) are retired, and
+    /// which are due for removal, against the running system.
+    pub(crate) fn survey(&mut self, paths: &Arc<Vec<PathBuf>>) -> Survey {
+        self.survey_with(paths, Instant::now(), &mut SystemProcesses)
     }
 
-    /// One pass at time `now`, with `view` telling about processes.
+    /// A survey at time `now`, with `view` telling about processes.
     ///
-    /// A scrape makes one, so the common case is cheap: the same listing
-    /// (the same `Arc`), the same state of every live-gauge file's process,
-    /// no grace period ending: the last pass's answer, with no name parsed,
-    /// no path hashed and no system call for a pid known gone.
-    fn pass_with(
+    /// Every scrape makes one, so the common case is cheap: the same
+    /// listing (the same `Arc`), the same state of every live-gauge file's
+    /// process, no grace period ending: the last survey's answer, with no
+    /// name parsed, no path hashed and no system call for a pid known gone.
+    fn survey_with(
         &mut self,
         paths: &Arc<Vec<PathBuf>>,
         now: Instant,
         view: &mut impl ProcessView,
-    ) -> ReapPass {
+    ) -> Survey {
         let last_pid = view.last_allocated_pid();
         let window = match (self.last_pid, last_pid) {
             (Some(before), Some(after)) => Some(PidWindow { before, after }),
@@ -320,42 +324,49 @@ impl Reaper {
         if let Some(last) = same_listing.filter(|last| {
             !reused && last.next_due.is_none_or(|due| now < due) && last.states == states
         }) {
-            return ReapPass {
+            return Survey {
                 retired: Arc::clone(&last.retired),
-                ..ReapPass::default()
+                due: Vec::new(),
             };
         }
-        let pass = self.full_pass(paths, &live, &states, window, now, view);
-        let retired = Arc::new(pass.retired);
+        let survey = self.full_survey(paths, &live, &states, window, now);
+        let retired = Arc::new(survey.retired);
         let grace = self.grace;
-        self.last = Some(LastPass {
+        self.last = Some(LastSurvey {
             listing: Arc::clone(paths),
             live,
             states,
             retired: Arc::clone(&retired),
             next_due: self.waiting.values().map(|w| w.since + grace).min(),
         });
-        ReapPass {
+        Survey {
             retired,
-            removed: pass.removed,
-            failed: pass.failed,
+            due: survey.due,
         }
     }
 
-    /// [`Reaper::pass_with`] worked out in full: `live` are the live-gauge
+    /// Forgets `paths` (removed, by [`remove_due`] or by someone else): their
+    /// clocks stop, and the next survey works its answer out afresh.
+    pub(crate) fn forget<'a>(&mut self, paths: impl IntoIterator<Item = &'a PathBuf>) {
+        for path in paths {
+            self.waiting.remove(path);
+            self.last = None;
+        }
+    }
+
+    /// [`Reaper::survey_with`] worked out in full: `live` are the live-gauge
     /// files of `paths` (their place in it and pid), `states` their
     /// processes' states.
-    fn full_pass(
+    fn full_survey(
         &mut self,
         paths: &[PathBuf],
         live: &[(usize, u32)],
         states: &HashMap<u32, ProcessState>,
         window: Option<PidWindow>,
         now: Instant,
-        view: &mut impl ProcessView,
-    ) -> FullPass {
-        let mut pass = FullPass::default();
-        let mut due = Vec::new();
+    ) -> FullSurvey {
+        let mut pass = FullSurvey::default();
+        let due = &mut pass.due;
         let mut seen = HashSet::new();
         for &(at, pid) in live {
             let Some(path) = paths.get(at) else {
@@ -387,70 +398,82 @@ impl Reaper {
             }
         }
         self.waiting.retain(|path, _| seen.contains(path));
-
-        if due.is_empty() {
-            return pass;
-        }
-        let ids: Vec<Option<FileId>> = due.iter().map(|(p, _)| FileId::of(p).ok()).collect();
-        let held = view.held(&ids.iter().flatten().copied().collect());
-        // Move each unheld file aside (a dot-name no scan lists and no
-        // writer opens), then look for holders again: a new process that
-        // got the pid and opened the file just before the move is found
-        // now, and the file goes back. Nothing can open it after the move.
-        let mut aside = Vec::new();
-        for ((path, pid), id) in due.into_iter().zip(ids) {
-            let Some(id) = id else {
-                // Already gone (someone else removed it).
-                pass.retired.remove(&path);
-                self.waiting.remove(&path);
-                continue;
-            };
-            if held.contains(&id) {
-                continue;
-            }
-            let hidden = hidden_name(&path);
-            match std::fs::rename(&path, &hidden) {
-                Ok(()) => aside.push((path, pid, id, hidden)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    pass.retired.remove(&path);
-                    self.waiting.remove(&path);
-                }
-                Err(e) => pass.failed.push((path, e.to_string())),
-            }
-        }
-        if aside.is_empty() {
-            return pass;
-        }
-        std::thread::sleep(SETTLE);
-        let held = view.held(&aside.iter().map(|(_, _, id, _)| *id).collect());
-        for (path, pid, id, hidden) in aside {
-            if held.contains(&id) {
-                if let Err(e) = crate::compact::move_no_replace(&hidden, &path) {
-                    pass.failed.push((
-                        path,
-                        format!("cannot put it back from {}: {e}", hidden.display()),
-                    ));
-                }
-                continue;
-            }
-            match std::fs::remove_file(&hidden) {
-                Ok(()) => {
-                    pass.retired.remove(&path);
-                    self.waiting.remove(&path);
-                    pass.removed.push((path, pid));
-                }
-                Err(e) => pass.failed.push((path, e.to_string())),
-            }
-        }
-        pass.removed.sort();
         pass
     }
 }
 
-/// How long a file sits under its hidden name before holders are looked for
-/// again: an `open` that resolved the old name just before the rename has
-/// installed its file descriptor well within this.
-const SETTLE: Duration = Duration::from_millis(20);
+/// Removes the `due` files of a survey (the slow part of reaping: run it
+/// outside any scrape, with no lock held). Each file nobody holds is moved
+/// aside to a dot-name no scan lists and no writer opens, then, after a
+/// settle, holders are looked for again: a new process that got the pid and
+/// opened the file just before the move is found now, and the file goes
+/// back. Nothing can open it after the move.
+pub(crate) fn remove_due(due: Vec<(PathBuf, u32)>) -> Removal {
+    remove_due_with(due, &mut SystemProcesses)
+}
+
+fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Removal {
+    let mut removal = Removal::default();
+    if due.is_empty() {
+        return removal;
+    }
+    let ids: Vec<Option<FileId>> = due.iter().map(|(p, _)| FileId::of(p).ok()).collect();
+    let held = view.held(&ids.iter().flatten().copied().collect());
+    let mut free = Vec::new();
+    for ((path, pid), id) in due.into_iter().zip(ids) {
+        match id {
+            // Already gone (someone else removed it).
+            None => removal.vanished.push(path),
+            Some(id) if held.contains(&id) => {}
+            Some(_) => free.push((path, pid)),
+        }
+    }
+    let outcome = set_aside(free, &HiddenNames, |aside| {
+        Ok(view.held(&aside.iter().map(|(_, id)| *id).collect()))
+    });
+    // `held` above never fails: processes that cannot be inspected are
+    // taken as not holding the file (see `SystemProcesses::held`).
+    let Ok(outcome) = outcome else {
+        return removal;
+    };
+    for ((path, _), e) in outcome.not_moved {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            removal.vanished.push(path);
+        } else {
+            removal.failed.push((path, e.to_string()));
+        }
+    }
+    for ((path, _), e) in outcome.not_put_back {
+        let hidden = hidden_name(&path);
+        removal.failed.push((
+            path,
+            format!("cannot put it back from {}: {e}", hidden.display()),
+        ));
+    }
+    for (path, pid) in outcome.free {
+        match std::fs::remove_file(hidden_name(&path)) {
+            Ok(()) => removal.removed.push((path, pid)),
+            Err(e) => removal.failed.push((path, e.to_string())),
+        }
+    }
+    removal.removed.sort();
+    removal
+}
+
+/// Live-gauge files set aside under `.<name>.reaping`, beside their name.
+struct HiddenNames;
+
+impl Aside<(PathBuf, u32)> for HiddenNames {
+    fn move_aside(&self, (path, _): &(PathBuf, u32)) -> std::io::Result<FileId> {
+        let hidden = hidden_name(path);
+        std::fs::rename(path, &hidden)?;
+        FileId::of(&hidden)
+    }
+
+    fn put_back(&self, (path, _): &(PathBuf, u32)) -> std::io::Result<()> {
+        move_no_replace(&hidden_name(path), path)
+    }
+}
 
 /// A `.<name>.reaping` file unchanged for this long is a leftover of a
 /// killed reaper: a live one looks at it again 20 ms after moving it aside.
@@ -467,8 +490,7 @@ fn hidden_name(path: &Path) -> PathBuf {
 /// The pid of a `gauge_live*_<pid>.db` file, if `path` is one whose id is a
 /// plain decimal pid ("0042" or "+42" are not what `os.getpid()` writes, so
 /// they are someone's custom identifier and never reaped).
-#[must_use]
-pub fn live_gauge_pid(path: &Path) -> Option<u32> {
+fn live_gauge_pid(path: &Path) -> Option<u32> {
     let name = FileName::parse(path.file_name()?.to_str()?).ok()?;
     let MetricKind::Gauge(mode) = name.kind() else {
         return None;
@@ -485,6 +507,46 @@ pub fn live_gauge_pid(path: &Path) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A survey and the removal of what it found due, as the maintainer
+    /// makes them one after the other.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    struct ReapPass {
+        retired: Arc<HashSet<PathBuf>>,
+        removed: Vec<(PathBuf, u32)>,
+        failed: Vec<(PathBuf, String)>,
+    }
+
+    impl Reaper {
+        fn pass_with(
+            &mut self,
+            paths: &Arc<Vec<PathBuf>>,
+            now: Instant,
+            view: &mut impl ProcessView,
+        ) -> ReapPass {
+            let survey = self.survey_with(paths, now, view);
+            let removal = remove_due_with(survey.due, view);
+            let gone: Vec<&PathBuf> = removal
+                .removed
+                .iter()
+                .map(|(path, _)| path)
+                .chain(&removal.vanished)
+                .collect();
+            let retired = if gone.is_empty() {
+                survey.retired
+            } else {
+                let mut retired = HashSet::clone(&survey.retired);
+                retired.retain(|path| !gone.contains(&path));
+                Arc::new(retired)
+            };
+            self.forget(gone);
+            ReapPass {
+                retired,
+                removed: removal.removed,
+                failed: removal.failed,
+            }
+        }
+    }
 
     /// A scripted system: pid states, a pid counter, and held files.
     #[derive(Default)]
@@ -555,7 +617,7 @@ mod tests {
         // Just moved aside: another reaper may be between its two looks.
         let now = SystemTime::now();
         let pass = Reaper::new(GRACE).recover_leftovers_with(dir.path(), now, &mut fake);
-        assert_eq!(pass, ReapPass::default());
+        assert_eq!(pass, Removal::default());
         assert_eq!(names(dir.path()), before);
 
         let later = now + Duration::from_secs(120);
@@ -578,7 +640,7 @@ mod tests {
         // Once per reaper.
         std::fs::write(dir.path().join(".gauge_livesum_400.db.reaping"), b"x").unwrap();
         let again = reaper.recover_leftovers_with(dir.path(), later, &mut fake);
-        assert_eq!(again, ReapPass::default());
+        assert_eq!(again, Removal::default());
     }
 
     #[test]

@@ -17,7 +17,7 @@ const RECENT: Duration = Duration::from_secs(30);
 
 /// Why compaction refuses to run on a directory.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum WritersNotVisible {
+pub(crate) enum WritersNotVisible {
     /// No usable `/proc`.
     #[error("/proc is not readable here, so there is no telling which processes hold the files")]
     NoProc,
@@ -47,7 +47,7 @@ impl WritersNotVisible {
     /// network file system), as opposed to what a later look may settle
     /// (a writer seen holding its file proves the writers are visible).
     #[must_use]
-    pub const fn is_permanent(&self) -> bool {
+    pub(crate) const fn is_permanent(&self) -> bool {
         matches!(
             self,
             WritersNotVisible::NoProc | WritersNotVisible::NetworkFileSystem(_)
@@ -59,7 +59,7 @@ impl WritersNotVisible {
 /// workers that have all just exited look like writers elsewhere, so a
 /// caller that is refused for a reason that is not permanent looks again
 /// before each pass until it is allowed.
-pub fn check_writers_visible(dir: &Path) -> Result<(), WritersNotVisible> {
+pub(crate) fn check_writers_visible(dir: &Path) -> Result<(), WritersNotVisible> {
     if last_allocated_pid().is_none() || std::fs::read_dir("/proc/self/fd").is_err() {
         return Err(WritersNotVisible::NoProc);
     }

@@ -1,0 +1,186 @@
+//! The HTTP service `serve`, `run` and `demo` start: the endpoint's flags,
+//! the endpoint and maintainer they make, and serving until told to stop.
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use multiprom_collector::DirCollector;
+use multiprom_http::{Endpoint, EndpointConfig, ServerConfig};
+use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer, ReapConfig};
+
+use crate::listen::DEFAULT_LISTEN;
+use crate::maintenance;
+
+/// Flags of the HTTP endpoint.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EndpointArgs {
+    /// Address to serve on, HOST:PORT (e.g. 0.0.0.0:9478, [::1]:9478, :9478 for
+    /// every IPv4 interface; port 0 picks a free port, logged at start).
+    // The text is the flag's help, where `[::1]` is an address, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    #[arg(long, value_name = "HOST:PORT", default_value = DEFAULT_LISTEN)]
+    pub listen: String,
+    /// A scrape that takes longer than this answers 503 (e.g. 10s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub scrape_timeout: Duration,
+    /// Path of the metrics (/ is the status page, /-/healthy and /-/ready
+    /// the health checks).
+    #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = multiprom_http::DEFAULT_METRICS_PATH, value_parser = parse_metrics_path)]
+    pub telemetry_path: String,
+    /// Scrapes collected at once; more wait briefly, then get 503.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_concurrent_scrapes: usize,
+    /// How long a scrape waits for a free slot before 503.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
+    pub scrape_queue_wait: Duration,
+    /// Connections whose request headers take longer are closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Connections whose client leaves a response unread this long in all
+    /// (stopped reading) are closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub write_timeout: Duration,
+    /// Connections open at once. One arriving at the limit is let in by
+    /// closing those waiting longest for a request (idle, or still sending
+    /// headers), else one that left a response unread; reaching the limit
+    /// is logged.
+    #[arg(long, value_name = "N", default_value_t = multiprom_http::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_connections: usize,
+    /// With reaping on: how long a worker must have exited before its
+    /// gauge_live* files are removed (they leave the output at once). Long
+    /// enough for any child_exit hook calling mark_process_dead to finish
+    /// first (e.g. 5m, 30s).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub reap_grace: Duration,
+    /// How often exited processes' live-gauge files past their grace period
+    /// are removed (every scrape leaves them out of its answer at once).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub reap_interval: Duration,
+    /// With compaction on: how often exited workers' files are folded
+    /// (e.g. 30s, 5m).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub compact_interval: Duration,
+    /// Also serve CPU, resident memory and start time of every live process
+    /// writing to the directory (multiprom_worker_process_*{pid}, read from
+    /// /proc; the pid label joins the workers' liveall/all gauges). Only
+    /// where the workers' pids are visible (same pid namespace).
+    #[arg(long)]
+    pub worker_process_metrics: bool,
+}
+
+fn parse_metrics_path(text: &str) -> Result<String, String> {
+    multiprom_http::valid_metrics_path(text).map(|()| text.to_owned())
+}
+
+/// Parses `250ms`, `10s`, `1.5s`, `2m`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let err = || format!("{text:?} is not a duration (e.g. 500ms, 10s, 2m)");
+    let (number, unit) = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .map_or((text, ""), |i| text.split_at(i));
+    let number: f64 = number.trim().parse().map_err(|_| err())?;
+    let seconds = match unit {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return Err(err()),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| err())
+}
+
+/// The endpoint for `dir` as the flags say, with a maintainer when it
+/// reaps or compacts (recovered and run by [`serve`]).
+pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Endpoint {
+    let mut config = EndpointConfig::default()
+        .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
+        .with_scrape_queue_wait(args.scrape_queue_wait)
+        .with_scrape_timeout(args.scrape_timeout)
+        .with_worker_process_metrics(args.worker_process_metrics);
+    if reap_dead || compact {
+        let mut maintain = MaintainConfig::new();
+        if reap_dead {
+            maintain = maintain.reap(
+                ReapConfig::default()
+                    .with_grace(args.reap_grace)
+                    .with_interval(args.reap_interval),
+            );
+        }
+        if compact {
+            maintain =
+                maintain.compact(CompactConfig::default().with_interval(args.compact_interval));
+        }
+        config = config.with_maintainer(Arc::new(Maintainer::new(dir, maintain)));
+    }
+    Endpoint::new(DirCollector::new(dir), config).with_metrics_path(&args.telemetry_path)
+}
+
+/// Serves `endpoint` on `listener` until `shutdown` completes. Logs the one
+/// start line (with the real address, so port 0 can be used); with a
+/// maintainer, recovers the directory and makes the first pass before the
+/// first request is answered, then runs it on its schedule.
+pub async fn serve(
+    listener: TcpListener,
+    endpoint: Endpoint,
+    args: &EndpointArgs,
+    what: &str,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let addr = listener.local_addr()?;
+    let maintainer = endpoint.config().maintainer.clone();
+    tracing::info!(
+        "{what} {} at http://{addr}{} (status page http://{addr}/){}",
+        endpoint.dir().display(),
+        endpoint.metrics_path(),
+        if maintainer.as_ref().is_some_and(|m| m.reaps()) {
+            ", leaving exited processes' live gauges out and removing their files after the grace period"
+        } else {
+            ""
+        }
+    );
+    let maintenance = match maintainer {
+        Some(maintainer) => Some(maintenance::start(maintainer, endpoint.clone()).await?),
+        None => None,
+    };
+    let config = ServerConfig::default()
+        .with_header_read_timeout(args.header_read_timeout)
+        .with_write_timeout(args.write_timeout)
+        .with_max_connections(args.max_connections);
+    let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
+    if let Some(maintenance) = maintenance {
+        maintenance.abort();
+    }
+    result
+}
+
+/// A multi-threaded runtime with two workers: the scrape work itself runs
+/// on the blocking pool.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("multiprom")
+        .enable_all()
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1h").is_err());
+    }
+}

@@ -1,0 +1,62 @@
+//! Running the directory's maintainer beside the endpoint: recovery and a
+//! first pass before serving, then each pass when the maintainer says it is
+//! due, on the blocking pool (its passes move files, sleep and walk
+//! `/proc`), one at a time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use multiprom_http::Endpoint;
+use multiprom_maintain::Maintainer;
+use tokio::task::JoinHandle;
+
+/// How long to wait before trying again after a pass panicked (a bug).
+const AFTER_A_PANIC: Duration = Duration::from_secs(1);
+
+/// Recovers the directory and makes the first pass (so a directory left by
+/// an earlier run is reaped and folded before the first scrape), then runs
+/// the maintainer on its schedule until the returned task is aborted.
+/// Compaction passes keep `endpoint`'s collections out while they fold.
+pub async fn start(
+    maintainer: Arc<Maintainer>,
+    endpoint: Endpoint,
+) -> std::io::Result<JoinHandle<()>> {
+    let first = {
+        let (maintainer, endpoint) = (Arc::clone(&maintainer), endpoint.clone());
+        tokio::task::spawn_blocking(move || {
+            maintainer.recover(endpoint.collector());
+            maintainer.run_due(endpoint.collector())
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    };
+    if let Some(compact) = maintainer
+        .config()
+        .compact
+        .filter(|_| maintainer.compacts())
+    {
+        tracing::info!(
+            "compacting exited workers' files in {} every {:?}",
+            maintainer.dir().display(),
+            compact.interval
+        );
+    }
+    Ok(tokio::spawn(run(maintainer, endpoint, first)))
+}
+
+async fn run(maintainer: Arc<Maintainer>, endpoint: Endpoint, mut next: Instant) {
+    loop {
+        tokio::time::sleep_until(next.into()).await;
+        let (maintainer, endpoint) = (Arc::clone(&maintainer), endpoint.clone());
+        // Outcomes are logged and counted by the maintainer.
+        next = match tokio::task::spawn_blocking(move || maintainer.run_due(endpoint.collector()))
+            .await
+        {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!("a maintenance pass failed: {e}");
+                Instant::now() + AFTER_A_PANIC
+            }
+        };
+    }
+}

@@ -1,0 +1,47 @@
+//! What multiprom does *to* a multiprocess metrics directory, beside
+//! reading it: no web server, no async runtime, for any host (the
+//! `multiprom` binary, an application of its own, a test).
+//!
+//! * [`Maintainer`]: the one owner of the schedule. It reaps (what
+//!   `prometheus_client.multiprocess.mark_process_dead` does, for every pid
+//!   whose process has exited, without ever racing the application's own
+//!   call) and compacts (folds exited workers' files into one file per
+//!   kind, crash-safely, so a directory stays bounded under worker churn),
+//!   as its [`MaintainConfig`] says. Collections ask it which live gauges
+//!   to leave out ([`Maintainer::retired_live_gauges`]), and what it has
+//!   done ([`Maintainer::status`]).
+//! * [`process_state`], [`is_gone`]: whether a writer's process is alive,
+//!   as this pid namespace sees it.
+//! * [`WritersSeen`]: whether the directory's writers are visible from here
+//!   at all.
+//!
+//! ```no_run
+//! use multiprom_collector::DirCollector;
+//! use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer};
+//!
+//! let collector = DirCollector::new("/run/metrics");
+//! let maintainer = Maintainer::new(
+//!     "/run/metrics",
+//!     MaintainConfig::new().compact(CompactConfig::default()),
+//! );
+//! maintainer.recover(&collector);
+//! if let Some(Ok(pass)) = maintainer.compact_now(&collector) {
+//!     println!("folded {} files", pass.files_folded());
+//! }
+//! ```
+
+mod compaction;
+mod config;
+mod maintainer;
+mod process;
+mod reap;
+mod set_aside;
+mod status;
+mod writers_seen;
+
+pub use compaction::{CompactError, CompactPass};
+pub use config::{CompactConfig, MaintainConfig, ReapConfig};
+pub use maintainer::Maintainer;
+pub use process::{is_gone, process_state, ProcessState};
+pub use status::{CompactionStatus, MaintenanceStatus};
+pub use writers_seen::WritersSeen;
