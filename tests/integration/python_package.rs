@@ -433,6 +433,33 @@ fn wait_listening(addr: std::net::SocketAddr, server: &Spawned) {
     }
 }
 
+/// Waits until `workers` processes have written a gauge file in `dir`: a
+/// worker that boots after a scrape would add its file between the two
+/// scrapes that are compared, and change the order prometheus_client lists
+/// the directory in.
+fn wait_workers_booted(dir: &Path, workers: usize, server: &Spawned) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let gauges = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("gauge_"))
+                    .count()
+            })
+            .unwrap_or(0);
+        if gauges >= workers {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{gauges} of {workers} workers booted; stderr:\n{}",
+            server.stderr()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 fn loopback(port: u16) -> std::net::SocketAddr {
     std::net::SocketAddr::from(([127, 0, 0, 1], port))
 }
@@ -458,6 +485,7 @@ fn flask_exporter_metrics_server_works_after_a_late_install() {
     let mut server = Spawned::start(cmd);
     wait_listening(app, &server);
     wait_listening(metrics, &server);
+    wait_workers_booted(dir.path(), 2, &server);
     for _ in 0..3 {
         assert_eq!(get(app, "/", &[]).status, 200, "{}", server.stderr());
     }
