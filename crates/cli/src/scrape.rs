@@ -60,9 +60,7 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = CollectOptions {
-        accumulate: !args.no_accumulate,
-    };
+    let options = CollectOptions::default().accumulate(!args.no_accumulate);
     // One collection: reading the files costs less than mapping them (no
     // maps to set up and tear down), and the RSS holds no file pages.
     let collector = DirCollector::with_options(&dir, options).map_files(false);

@@ -323,18 +323,18 @@ mod tests {
     use std::time::Duration;
 
     fn stats() -> ScrapeStats {
-        ScrapeStats {
-            files_ok: 3,
-            files_bad: 1,
-            files_vanished: 0,
-            bytes_read: 4096,
-            series: 17,
-            duration: Duration::from_millis(1500),
-            collection: 1,
-            planned: true,
-            full_look: true,
-            files_settled: 0,
-        }
+        let mut stats = ScrapeStats::default();
+        stats.files_ok = 3;
+        stats.files_bad = 1;
+        stats.files_vanished = 0;
+        stats.bytes_read = 4096;
+        stats.series = 17;
+        stats.duration = Duration::from_millis(1500);
+        stats.collection = 1;
+        stats.planned = true;
+        stats.full_look = true;
+        stats.files_settled = 0;
+        stats
     }
 
     #[test]

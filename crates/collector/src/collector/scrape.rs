@@ -11,8 +11,16 @@ use crate::exposition::Format;
 use crate::family::MergedFamily;
 use crate::problem::{FileProblem, Warning};
 
-/// How to merge.
+/// How to merge: [`CollectOptions::default`] is Python's
+/// `MultiProcessCollector`; change an option with its builder method.
+///
+/// ```
+/// use multiprom_collector::CollectOptions;
+/// let raw = CollectOptions::default().accumulate(false);
+/// assert!(!raw.accumulate);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CollectOptions {
     /// Histogram buckets cumulative with a `_count` sample (Python's default,
     /// `accumulate=True`). `false` keeps raw per-bucket values and no `_count`,
@@ -23,6 +31,15 @@ pub struct CollectOptions {
 impl Default for CollectOptions {
     fn default() -> Self {
         CollectOptions { accumulate: true }
+    }
+}
+
+impl CollectOptions {
+    /// These options with [`CollectOptions::accumulate`] set.
+    #[must_use]
+    pub fn accumulate(mut self, accumulate: bool) -> Self {
+        self.accumulate = accumulate;
+        self
     }
 }
 
@@ -92,6 +109,7 @@ impl FileReport {
 
 /// Counters about one collection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScrapeStats {
     /// Files merged.
     pub files_ok: usize,
