@@ -13,11 +13,11 @@ use multiprom_collector::{FamilyType, LabelSet, MergedFamily, MergedSample, Scra
 use multiprom_maintain::{CompactionStatus, MaintenanceStatus};
 
 /// The prefix of every self-metric.
-pub const PREFIX: &str = "multiprom";
+pub(crate) const PREFIX: &str = "multiprom";
 
 /// How a scrape request ended, for `multiprom_scrapes_total{result}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScrapeResult {
+pub(crate) enum ScrapeResult {
     /// Answered with metrics (or the status page).
     Ok,
     /// Too many scrapes at once: 503.
@@ -39,7 +39,7 @@ impl ScrapeResult {
 
     /// The label value.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             ScrapeResult::Ok => "ok",
             ScrapeResult::Busy => "busy",

@@ -124,9 +124,10 @@ pub struct ScrapeStats {
     /// Time spent listing, reading and merging.
     pub duration: Duration,
     /// Which collection of its collector this is (1, 2, ...; 0 for
-    /// [`merge_files`]). Callers that share one collection (see
-    /// [`DirCollector::collect`]) see the same number, so they can tell
-    /// whether its warnings were already reported.
+    /// [`merge_files`](crate::merge_files)). Callers that share one
+    /// collection (see [`DirCollector::collect`](crate::DirCollector::collect))
+    /// see the same number, so they can tell whether its warnings were
+    /// already reported.
     pub collection: u64,
     /// Whether the merge plan (which entry feeds which output series) was
     /// worked out anew: files came or went, or gained keys. A warm
@@ -138,7 +139,8 @@ pub struct ScrapeStats {
     /// set or lost events. Otherwise only files the watch named were.
     pub full_look: bool,
     /// Files left unread because their writer is gone (see
-    /// [`DirCollector::settle_exited_writers`]).
+    /// [`DirCollector::settle_exited_writers`](
+    /// crate::DirCollector::settle_exited_writers)).
     pub files_settled: usize,
 }
 
