@@ -54,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
     // sequences.
     check_sequence(
         dir.path(),
-        CollectOptions { accumulate },
+        CollectOptions::default().accumulate(accumulate),
         Reference::FreshReadingCollector,
         &ops,
     );

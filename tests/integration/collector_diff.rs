@@ -103,7 +103,8 @@ fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
     let dir = base.join(format!("seed-{seed}"));
     let reference = base.join(format!("seed-{seed}.ref"));
     for accumulate in [true, false] {
-        let collector = DirCollector::with_options(&dir, CollectOptions { accumulate });
+        let collector =
+            DirCollector::with_options(&dir, CollectOptions::default().accumulate(accumulate));
         // Twice: the second collect runs on the warm parse cache.
         for round in ["cold", "warm"] {
             let scrape = collector
@@ -412,9 +413,12 @@ fn hand_written_keys_merge_like_python() {
     ))
     .unwrap();
     for (file, format, accumulate) in OUTPUTS {
-        let scrape = DirCollector::with_options(dir.path(), CollectOptions { accumulate })
-            .collect()
-            .unwrap();
+        let scrape = DirCollector::with_options(
+            dir.path(),
+            CollectOptions::default().accumulate(accumulate),
+        )
+        .collect()
+        .unwrap();
         assert_eq!(scrape.problems().count(), 0, "{:?}", scrape.warnings);
         let want = python[file].as_str().unwrap();
         let got = scrape.encode(format);

@@ -687,7 +687,7 @@ fn test_merge_no_accumulate() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    let options = CollectOptions { accumulate: false };
+    let options = CollectOptions::default().accumulate(false);
     let merged = merge_files(&files, options);
     assert_eq!(
         samples(family(&merged, "h")),

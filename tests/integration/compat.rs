@@ -14,9 +14,9 @@ use crate::harness::{multiprom, python, python_script, run_python, target_dir, t
 
 /// Releases whose files are merged, besides the pinned one (which every
 /// other interop test uses). Keep docs/compatibility.md in step.
-pub const READ_RELEASES: [&str; 3] = ["0.18.0", "0.20.0", "0.23.1"];
+pub(crate) const READ_RELEASES: [&str; 3] = ["0.18.0", "0.20.0", "0.23.1"];
 /// Releases with the older file layout.
-pub const OLD_LAYOUT_RELEASES: [&str; 2] = ["0.12.0", "0.17.1"];
+pub(crate) const OLD_LAYOUT_RELEASES: [&str; 2] = ["0.12.0", "0.17.1"];
 
 fn write_with(version: &str) -> tempfile::TempDir {
     let dir = temp_dir();

@@ -27,7 +27,7 @@ use crate::spawned_server::{Spawned, PATIENCE};
 const CHURN: Duration = Duration::from_secs(20);
 
 /// A free loopback port for gunicorn (closed again before gunicorn binds it).
-pub fn free_port() -> SocketAddr {
+pub(crate) fn free_port() -> SocketAddr {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -37,7 +37,7 @@ pub fn free_port() -> SocketAddr {
 /// `GET path` on `addr`; `true` if it answered 200. Failures (a worker
 /// restarting, a server gone) are counted by the caller, never fatal here, so
 /// the test reports what went down rather than a connection error.
-pub fn answers_200(addr: SocketAddr, path: &str) -> bool {
+pub(crate) fn answers_200(addr: SocketAddr, path: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_secs(5)) else {
         return false;
     };
@@ -67,7 +67,7 @@ fn worker_pids(parsed: &serde_json::Value) -> Vec<String> {
 
 /// Sets a flag when dropped, so worker threads stop even when the test
 /// thread panics half-way.
-pub struct StopOnDrop<'a>(pub &'a AtomicBool);
+pub(crate) struct StopOnDrop<'a>(pub &'a AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
@@ -77,7 +77,7 @@ impl Drop for StopOnDrop<'_> {
 
 /// Stops `multiprom run` with SIGTERM (which it passes on to gunicorn) if a
 /// test fails half-way: a plain kill would orphan gunicorn and its workers.
-pub struct StopGunicornOnDrop(pub Spawned);
+pub(crate) struct StopGunicornOnDrop(pub Spawned);
 
 impl Drop for StopGunicornOnDrop {
     fn drop(&mut self) {
@@ -96,7 +96,7 @@ impl Drop for StopGunicornOnDrop {
 /// app (`tests/python/gunicorn_app`) on `app`: 4 workers, each replaced
 /// after one request, and prometheus_client's `child_exit` hook calling
 /// `mark_process_dead`.
-pub fn add_churning_gunicorn(cmd: &mut Command, app: SocketAddr) {
+pub(crate) fn add_churning_gunicorn(cmd: &mut Command, app: SocketAddr) {
     let app_dir = workspace_root().join("tests/python/gunicorn_app");
     cmd.arg(python())
         .args(["-m", "gunicorn", "--chdir"])
@@ -110,7 +110,7 @@ pub fn add_churning_gunicorn(cmd: &mut Command, app: SocketAddr) {
 
 /// Waits (at most [`PATIENCE`]) until the gunicorn app `run` launched
 /// answers `/` at `app`.
-pub fn wait_for_app(run: &Spawned, app: SocketAddr) {
+pub(crate) fn wait_for_app(run: &Spawned, app: SocketAddr) {
     let deadline = Instant::now() + PATIENCE;
     while !answers_200(app, "/") {
         assert!(
@@ -123,7 +123,7 @@ pub fn wait_for_app(run: &Spawned, app: SocketAddr) {
 }
 
 /// What [`churn`] saw.
-pub struct Churn {
+pub(crate) struct Churn {
     /// Requests answered 200 (counting the one [`wait_for_app`] made).
     pub ok: u64,
     /// Requests that failed on the client side (they may or may not have
@@ -140,7 +140,7 @@ pub struct Churn {
 /// `--max-requests 1`, every request is served by a new worker), and, with
 /// `metrics`, scrapes that address's `/metrics` from one more thread, while
 /// watching that `run` stays up.
-pub fn churn(
+pub(crate) fn churn(
     run: &mut Spawned,
     app: SocketAddr,
     clients: usize,

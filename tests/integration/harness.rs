@@ -10,14 +10,14 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// The `prometheus_client` release the interop tests are pinned to.
-pub const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
+pub(crate) const PROMETHEUS_CLIENT_VERSION: &str = "0.26.0";
 
 /// The gunicorn release the `run` tests launch, with its standard
 /// `child_exit` → `mark_process_dead` hook.
-pub const GUNICORN_VERSION: &str = "23.0.0";
+pub(crate) const GUNICORN_VERSION: &str = "23.0.0";
 
 /// The workspace root.
-pub fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
@@ -26,7 +26,7 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// The target directory (honours `CARGO_TARGET_DIR`).
-pub fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .map(|p| {
@@ -40,14 +40,14 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// Path of a helper script in `tests/python/`.
-pub fn python_script(name: &str) -> PathBuf {
+pub(crate) fn python_script(name: &str) -> PathBuf {
     workspace_root().join("tests/python").join(name)
 }
 
 /// The venv's Python interpreter, with `prometheus_client` pinned. Creates the
 /// venv on first use; concurrent test processes race safely (each builds in
 /// its own temporary directory and renames it into place).
-pub fn python() -> &'static Path {
+pub(crate) fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let venv = target_dir().join(format!(
@@ -107,7 +107,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
 
 /// Runs a script from `tests/python/` with the venv's Python; panics with its
 /// stderr if it fails. Returns stdout.
-pub fn run_python(script: &str, args: &[&str], env: &[(&str, &Path)]) -> Vec<u8> {
+pub(crate) fn run_python(script: &str, args: &[&str], env: &[(&str, &Path)]) -> Vec<u8> {
     let mut cmd = Command::new(python());
     cmd.arg(python_script(script)).args(args);
     cmd.env_remove("PROMETHEUS_MULTIPROC_DIR")
@@ -119,7 +119,7 @@ pub fn run_python(script: &str, args: &[&str], env: &[(&str, &Path)]) -> Vec<u8>
 }
 
 /// The `multiprom` binary built for this test run.
-pub fn multiprom() -> Command {
+pub(crate) fn multiprom() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_multiprom"));
     cmd.env_remove("PROMETHEUS_MULTIPROC_DIR")
         .env_remove("prometheus_multiproc_dir");
@@ -130,7 +130,7 @@ pub fn multiprom() -> Command {
 /// is still creating (0 bytes, or `used` = 0) is read as empty, and only
 /// reported as bad once it has stayed so for a while (10 s from its
 /// modification time); tests of such bad files write them aged.
-pub fn write_aged(path: &Path, bytes: &[u8]) {
+pub(crate) fn write_aged(path: &Path, bytes: &[u8]) {
     std::fs::write(path, bytes).expect("write file");
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -141,7 +141,7 @@ pub fn write_aged(path: &Path, bytes: &[u8]) {
 }
 
 /// A fresh temporary directory, removed on drop.
-pub fn temp_dir() -> tempfile::TempDir {
+pub(crate) fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("multiprom-test-")
         .tempdir()
@@ -170,7 +170,7 @@ fn venv_has_pinned_prometheus_client() {
 /// directory that user cannot enter (a checkout under `/root`), while `dir`
 /// is made by the test and its mode is the test's to set. `dir` itself must
 /// be traversable (0755) by that user.
-pub fn executable_copy(bin: &Path, dir: &Path) -> PathBuf {
+pub(crate) fn executable_copy(bin: &Path, dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let name = bin.file_name().expect("an executable has a file name");
     let copy = dir.join(name);
@@ -184,7 +184,7 @@ pub fn executable_copy(bin: &Path, dir: &Path) -> PathBuf {
 /// `apt-get install -y` if it is missing (CI runs as root on a fresh Debian
 /// machine). Panics with a clear message if it cannot be had: tests that
 /// need a tool never skip.
-pub fn ensure_tool(program: &str, package: &str) -> PathBuf {
+pub(crate) fn ensure_tool(program: &str, package: &str) -> PathBuf {
     let find = || {
         std::env::var_os("PATH").and_then(|path| {
             std::env::split_paths(&path)
@@ -227,7 +227,7 @@ pub fn ensure_tool(program: &str, package: &str) -> PathBuf {
 
 /// A loopback port nothing listens on now (for servers that take a fixed
 /// port, as Prometheus and node_exporter do).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free loopback port")

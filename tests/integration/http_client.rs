@@ -9,11 +9,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 /// Every test request gives up after this long.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A parsed response.
 #[derive(Debug, Clone)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     /// Header names lowercased, in order.
     pub headers: Vec<(String, String)>,
@@ -22,7 +22,7 @@ pub struct Response {
 
 impl Response {
     /// The first header named `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
             .iter()
@@ -31,13 +31,18 @@ impl Response {
     }
 
     /// The body as UTF-8 text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.body.clone()).expect("UTF-8 body")
     }
 }
 
 /// Sends `method path` with `headers` to `addr` (must be loopback).
-pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> Response {
+pub(crate) fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Response {
     assert!(
         addr.ip().is_loopback(),
         "tests only talk to loopback: {addr}"
@@ -57,7 +62,7 @@ pub fn request(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
 }
 
 /// `GET path`.
-pub fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
+pub(crate) fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
     request(addr, "GET", path, headers)
 }
 
@@ -122,7 +127,7 @@ fn decode_chunked(mut rest: &[u8]) -> Vec<u8> {
 }
 
 /// Decompresses a gzip body.
-pub fn gunzip(bytes: &[u8]) -> String {
+pub(crate) fn gunzip(bytes: &[u8]) -> String {
     let mut out = String::new();
     flate2::read::GzDecoder::new(bytes)
         .read_to_string(&mut out)

@@ -16,11 +16,11 @@ use crate::harness::{multiprom, run_python, temp_dir};
 use crate::http_client::{get, gunzip, request};
 use crate::spawned_server::{Spawned, PATIENCE};
 
-pub const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
-pub const OPENMETRICS_CONTENT_TYPE: &str =
+pub(crate) const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// What Prometheus sends when it prefers OpenMetrics.
-pub const PROMETHEUS_ACCEPT: &str =
+pub(crate) const PROMETHEUS_ACCEPT: &str =
     "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
 
 /// The self-metric families, in output order (text 0.0.4 names).
@@ -42,7 +42,7 @@ const SELF_FAMILIES: [&str; 14] = [
 ];
 
 /// A directory written by three real Python worker processes (now dead).
-pub fn fixture() -> tempfile::TempDir {
+pub(crate) fn fixture() -> tempfile::TempDir {
     let dir = temp_dir();
     run_python(
         "serve_fixture.py",
@@ -53,7 +53,7 @@ pub fn fixture() -> tempfile::TempDir {
 }
 
 /// Starts `multiprom serve --dir DIR --listen 127.0.0.1:0 EXTRA...`.
-pub fn serve(dir: &Path, extra: &[&str]) -> (Spawned, SocketAddr) {
+pub(crate) fn serve(dir: &Path, extra: &[&str]) -> (Spawned, SocketAddr) {
     let mut cmd = multiprom();
     cmd.arg("serve")
         .arg("--dir")
@@ -67,7 +67,7 @@ pub fn serve(dir: &Path, extra: &[&str]) -> (Spawned, SocketAddr) {
 
 /// Splits an exposition into families (each starts at `# HELP`); `# EOF` is
 /// dropped.
-pub fn split_families(text: &str) -> Vec<String> {
+pub(crate) fn split_families(text: &str) -> Vec<String> {
     let mut families: Vec<String> = Vec::new();
     for line in text.lines() {
         if line == "# EOF" {
@@ -91,7 +91,7 @@ fn family_name(block: &str) -> &str {
 }
 
 /// (worker families, self-metric families) of an exposition.
-pub fn partition_self(text: &str) -> (Vec<String>, Vec<String>) {
+pub(crate) fn partition_self(text: &str) -> (Vec<String>, Vec<String>) {
     split_families(text).into_iter().partition(|f| {
         let name = family_name(f);
         !name.starts_with("multiprom_") && !name.starts_with("process_")
@@ -99,7 +99,7 @@ pub fn partition_self(text: &str) -> (Vec<String>, Vec<String>) {
 }
 
 /// Python's parser's view of `body`: `[[name, type, [[sample, labels, value]...]]...]`.
-pub fn python_parse(body: &str, format: &str) -> Value {
+pub(crate) fn python_parse(body: &str, format: &str) -> Value {
     let dir = temp_dir();
     let file = dir.path().join("exposition.txt");
     std::fs::write(&file, body).unwrap();
@@ -108,7 +108,7 @@ pub fn python_parse(body: &str, format: &str) -> Value {
 }
 
 /// The value of the sample `name` with `labels` in a parsed exposition.
-pub fn sample_value(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn sample_value(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     parsed.as_array()?.iter().find_map(|family| {
         family[2].as_array()?.iter().find_map(|s| {
             let matches = s[0] == name

@@ -14,10 +14,10 @@ use rustix::process::{kill_process, Pid, Signal};
 
 /// How long tests wait for anything a server should do promptly (generous:
 /// a loaded CI machine is slow, but a hang must still end).
-pub const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A spawned multiprom process.
-pub struct Spawned {
+pub(crate) struct Spawned {
     child: Option<Child>,
     stderr: Arc<Mutex<String>>,
     reader: Option<std::thread::JoinHandle<()>>,
@@ -25,7 +25,7 @@ pub struct Spawned {
 
 impl Spawned {
     /// Spawns `cmd` with stderr captured (stdout inherited unless set).
-    pub fn start(mut cmd: Command) -> Spawned {
+    pub(crate) fn start(mut cmd: Command) -> Spawned {
         cmd.stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn multiprom");
         let pipe = child.stderr.take().unwrap();
@@ -47,18 +47,18 @@ impl Spawned {
     }
 
     /// The process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
 
     /// Everything written to stderr so far.
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
 
     /// Waits until stderr contains `needle`; panics after [`PATIENCE`] or if
     /// the process exits first.
-    pub fn wait_for_stderr(&mut self, needle: &str) -> String {
+    pub(crate) fn wait_for_stderr(&mut self, needle: &str) -> String {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let text = self.stderr();
@@ -83,7 +83,7 @@ impl Spawned {
     }
 
     /// The address from the start line `... at http://ADDR/metrics ...`.
-    pub fn address(&mut self) -> SocketAddr {
+    pub(crate) fn address(&mut self) -> SocketAddr {
         let text = self.wait_for_stderr("/metrics");
         let start = text.find("http://").expect("URL in start line") + "http://".len();
         let end = start + text[start..].find("/metrics").unwrap();
@@ -93,26 +93,26 @@ impl Spawned {
     }
 
     /// The exit status, if the process has exited (without waiting).
-    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+    pub(crate) fn try_wait(&mut self) -> Option<ExitStatus> {
         self.child.as_mut().unwrap().try_wait().unwrap()
     }
 
     /// Whether the process is still running (`false` once waited for).
-    pub fn is_running(&mut self) -> bool {
+    pub(crate) fn is_running(&mut self) -> bool {
         self.child
             .as_mut()
             .is_some_and(|child| matches!(child.try_wait(), Ok(None)))
     }
 
     /// Sends `signal` to the process.
-    pub fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         let pid = Pid::from_raw(self.pid() as i32).unwrap();
         kill_process(pid, signal).expect("send signal");
     }
 
     /// Waits for the process to exit (panics after [`PATIENCE`]); returns its
     /// status and its whole stderr.
-    pub fn wait(&mut self) -> (ExitStatus, String) {
+    pub(crate) fn wait(&mut self) -> (ExitStatus, String) {
         let child = self.child.as_mut().unwrap();
         let deadline = Instant::now() + PATIENCE;
         let status = loop {
@@ -147,7 +147,7 @@ impl Drop for Spawned {
 /// running `server` (a real Prometheus or node_exporter); panics with the
 /// checker's output and the server's log unless it succeeds. Returns its
 /// standard output.
-pub fn run_checker(server: &Spawned, script: &str, args: &[&std::ffi::OsStr]) -> String {
+pub(crate) fn run_checker(server: &Spawned, script: &str, args: &[&std::ffi::OsStr]) -> String {
     let check = Command::new(crate::harness::python())
         .arg(crate::harness::python_script(script))
         .args(args)

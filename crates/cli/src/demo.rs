@@ -33,7 +33,7 @@ Examples:
 Without --dir the files go to a private temporary directory that is removed at the end; \
 with --dir they are left there at the end. A --dir that already holds *.db files is refused \
 unless --clean is given.")]
-pub struct Args {
+pub(crate) struct Args {
     /// Worker processes to start.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
@@ -58,7 +58,7 @@ pub struct Args {
 }
 
 /// Runs `multiprom demo`.
-pub fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args) -> ExitCode {
     if let Some(index) = args.worker {
         return worker::main(index);
     }

@@ -17,7 +17,7 @@ Examples:
   multiprom completions bash > /etc/bash_completion.d/multiprom
   multiprom completions zsh > \"${fpath[1]}/_multiprom\"
   multiprom completions fish > ~/.config/fish/completions/multiprom.fish")]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
@@ -29,7 +29,7 @@ pub struct CompletionsArgs {
 Examples:
   multiprom man | man -l -
   multiprom man --dir /usr/local/share/man/man1   # multiprom.1, multiprom-serve.1, ...")]
-pub struct ManArgs {
+pub(crate) struct ManArgs {
     /// Write one page per command (multiprom.1, multiprom-serve.1, ...) into
     /// this directory instead of printing multiprom(1).
     #[arg(long, value_name = "DIR")]
@@ -37,7 +37,7 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script.
-pub fn completions(args: CompletionsArgs) -> ExitCode {
+pub(crate) fn completions(args: CompletionsArgs) -> ExitCode {
     let mut script = Vec::new();
     clap_complete::generate(
         args.shell,
@@ -49,7 +49,7 @@ pub fn completions(args: CompletionsArgs) -> ExitCode {
 }
 
 /// Prints multiprom(1), or writes every page into `--dir`.
-pub fn man(args: ManArgs) -> ExitCode {
+pub(crate) fn man(args: ManArgs) -> ExitCode {
     let command = crate::Cli::command();
     if let Some(dir) = args.dir {
         if let Err(err) =

@@ -16,7 +16,7 @@ use crate::maintenance;
 
 /// Flags of the HTTP endpoint.
 #[derive(Debug, Clone, clap::Args)]
-pub struct EndpointArgs {
+pub(crate) struct EndpointArgs {
     /// Address to serve on, HOST:PORT (e.g. 0.0.0.0:9478, [::1]:9478, :9478 for
     /// every IPv4 interface; port 0 picks a free port, logged at start).
     // The text is the flag's help, where `[::1]` is an address, not a link.
@@ -78,7 +78,7 @@ fn parse_metrics_path(text: &str) -> Result<String, String> {
 }
 
 /// Parses `250ms`, `10s`, `1.5s`, `2m`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let err = || format!("{text:?} is not a duration (e.g. 500ms, 10s, 2m)");
     let (number, unit) = text
         .find(|c: char| c.is_ascii_alphabetic())
@@ -95,7 +95,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// The endpoint for `dir` as the flags say, with a maintainer when it
 /// reaps or compacts (recovered and run by [`serve`]).
-pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Endpoint {
+pub(crate) fn endpoint(
+    dir: &Path,
+    args: &EndpointArgs,
+    reap_dead: bool,
+    compact: bool,
+) -> Endpoint {
     let mut config = EndpointConfig::default()
         .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
         .with_scrape_queue_wait(args.scrape_queue_wait)
@@ -123,7 +128,7 @@ pub fn endpoint(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool)
 /// start line (with the real address, so port 0 can be used); with a
 /// maintainer, recovers the directory and makes the first pass before the
 /// first request is answered, then runs it on its schedule.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     endpoint: Endpoint,
     args: &EndpointArgs,
@@ -160,7 +165,7 @@ pub async fn serve(
 
 /// A multi-threaded runtime with two workers: the scrape work itself runs
 /// on the blocking pool.
-pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("multiprom")

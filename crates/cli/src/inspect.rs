@@ -21,7 +21,7 @@ mod sniff;
 #[command(after_help = "\
 Exit status: 0 if every file is good, 1 if any file is bad (damaged, foreign, or skipped \
 by a scrape for another reason), 2 if a PATH does not exist.")]
-pub struct Args {
+pub(crate) struct Args {
     /// One JSON object per entry (JSON Lines): file, offset, family, sample,
     /// labels, help, value, timestamp.
     #[arg(long, conflicts_with = "check")]
@@ -130,7 +130,7 @@ fn expand(paths: &[PathBuf]) -> (Vec<PathBuf>, bool) {
 }
 
 /// Runs `multiprom inspect`.
-pub fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args) -> ExitCode {
     let (files, missing) = expand(&args.paths);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -12,7 +12,7 @@ use crate::{http_service, listen};
 /// What a launcher (`run`, `demo`) sets up before it starts anything: the
 /// directory and the runtime. [`Launch::prepare`] also binds the listener,
 /// so a busy port fails before any worker starts.
-pub struct Launch {
+pub(crate) struct Launch {
     /// The workers' directory.
     pub dir: MetricsDir,
     /// The async runtime.
@@ -22,7 +22,7 @@ pub struct Launch {
 impl Launch {
     /// Sets everything up, or prints one line prefixed with `command` and
     /// returns the exit code (2 for a bad directory or address).
-    pub fn prepare(
+    pub(crate) fn prepare(
         command: &str,
         dir: Option<&Path>,
         existing: ExistingFiles,
@@ -46,7 +46,7 @@ impl Launch {
 
     /// Stops the runtime (its blocking pool may be reading the directory),
     /// then removes the directory if it is a temporary one.
-    pub fn finish(self, command: &str) {
+    pub(crate) fn finish(self, command: &str) {
         self.runtime
             .shutdown_timeout(std::time::Duration::from_secs(5));
         if let Err(err) = self.dir.remove_if_temporary() {
@@ -58,7 +58,7 @@ impl Launch {
 /// What to do with `*.db` files already in a given directory: files left by
 /// an earlier run make wrong metrics, but they may also be someone else's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExistingFiles {
+pub(crate) enum ExistingFiles {
     /// Remove them (`run --dir`; `--keep-files` says otherwise).
     Remove,
     /// Leave them (`run --keep-files`, or a directory from the environment,
@@ -74,7 +74,7 @@ pub enum ExistingFiles {
 }
 
 /// The directory the workers write to.
-pub enum MetricsDir {
+pub(crate) enum MetricsDir {
     /// Ours: removed at the end.
     Temporary(tempfile::TempDir),
     /// The user's: left in place.
@@ -87,7 +87,7 @@ impl MetricsDir {
     /// `PROMETHEUS_MULTIPROC_DIR`, and one that changes directory must still
     /// write to the same place), with `*.db` files already there handled as
     /// `existing` says.
-    pub fn prepare(
+    pub(crate) fn prepare(
         dir: Option<&Path>,
         existing: ExistingFiles,
         prefix: &str,
@@ -128,7 +128,7 @@ impl MetricsDir {
     }
 
     /// The directory.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             MetricsDir::Temporary(dir) => dir.path(),
             MetricsDir::Given(dir) => dir,
@@ -136,7 +136,7 @@ impl MetricsDir {
     }
 
     /// Removes the directory if it is ours; leaves a given one alone.
-    pub fn remove_if_temporary(self) -> Result<(), String> {
+    pub(crate) fn remove_if_temporary(self) -> Result<(), String> {
         match self {
             MetricsDir::Temporary(temp) => {
                 let path = temp.path().to_path_buf();
@@ -166,7 +166,7 @@ fn db_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Removes `*.db` files left in `dir`, logging how many.
-pub fn remove_stale_files(dir: &Path) -> Result<(), String> {
+pub(crate) fn remove_stale_files(dir: &Path) -> Result<(), String> {
     let mut removed = 0usize;
     for path in db_files(dir)? {
         match std::fs::remove_file(&path) {

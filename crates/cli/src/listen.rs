@@ -6,12 +6,12 @@ use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 /// The default listen address: loopback only, so nothing is exposed until an
 /// operator says so. Port 9478 is not used by Prometheus or its common
 /// exporters.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9478";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:9478";
 
 /// Why `--listen` could not be used: one line for people, saying what is
 /// wrong rather than only that something is.
 #[derive(Debug, thiserror::Error)]
-pub enum ListenError {
+pub(crate) enum ListenError {
     /// Not of the form `HOST:PORT`.
     #[error("invalid --listen address {0:?}: expected HOST:PORT, e.g. 127.0.0.1:9478, [::1]:9478 or :9478")]
     NotHostPort(String),
@@ -47,7 +47,7 @@ pub enum ListenError {
 }
 
 /// Resolves `HOST:PORT` (`:PORT` means every IPv4 interface).
-pub fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
+pub(crate) fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
     let listen_all;
     let spec = if let Some(port) = listen.strip_prefix(':') {
         listen_all = format!("0.0.0.0:{port}");
@@ -88,7 +88,7 @@ pub fn resolve_listen(listen: &str) -> Result<Vec<SocketAddr>, ListenError> {
 }
 
 /// Binds `--listen`, before anything else starts, so a busy port fails fast.
-pub fn bind(listen: &str) -> Result<TcpListener, ListenError> {
+pub(crate) fn bind(listen: &str) -> Result<TcpListener, ListenError> {
     let addrs = resolve_listen(listen)?;
     let listener = TcpListener::bind(addrs.as_slice()).map_err(|source| ListenError::Bind {
         addr: listen.to_owned(),

@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 /// `--log.level`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Level {
+pub(crate) enum Level {
     Error,
     Warn,
     Info,
@@ -30,7 +30,7 @@ impl Level {
 
 /// `--log.format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// For people: `2024-01-01T00:00:00.000000Z  INFO message`.
     #[default]
     Text,
@@ -42,7 +42,7 @@ pub enum Format {
 
 /// The logging flags of the long-running commands.
 #[derive(Debug, Clone, clap::Args)]
-pub struct LogArgs {
+pub(crate) struct LogArgs {
     /// Only log at this level or above (debug explains every scrape: files
     /// listed, read and skipped) [default: $RUST_LOG, else info]
     #[arg(long = "log.level", value_name = "LEVEL", value_enum)]
@@ -60,7 +60,7 @@ pub struct LogArgs {
 /// Installs the stderr logger. Colours only for text on a terminal. A bad
 /// `RUST_LOG` is reported and the default used, rather than failing the
 /// command.
-pub fn init(args: &LogArgs) {
+pub(crate) fn init(args: &LogArgs) {
     let filter = match args.level {
         Some(level) => EnvFilter::new(level.as_str()),
         None => match EnvFilter::try_from_default_env() {

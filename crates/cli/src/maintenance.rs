@@ -17,7 +17,7 @@ const AFTER_A_PANIC: Duration = Duration::from_secs(1);
 /// an earlier run is reaped and folded before the first scrape), then runs
 /// the maintainer on its schedule until the returned task is aborted.
 /// Compaction passes keep `endpoint`'s collections out while they fold.
-pub async fn start(
+pub(crate) async fn start(
     maintainer: Arc<Maintainer>,
     endpoint: Endpoint,
 ) -> std::io::Result<JoinHandle<()>> {

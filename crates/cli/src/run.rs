@@ -36,7 +36,7 @@ COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are p
 (except those a terminal already sent it, as Ctrl-C); \
 multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
 126 if it cannot be executed).")]
-pub struct Args {
+pub(crate) struct Args {
     /// Use this directory (created if missing) instead of $PROMETHEUS_MULTIPROC_DIR
     /// or a temporary one.
     #[arg(long, value_name = "DIR")]
@@ -74,7 +74,7 @@ const NOT_FOUND: u8 = 127;
 const CANNOT_EXECUTE: u8 = 126;
 
 /// Runs `multiprom run`.
-pub fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args) -> ExitCode {
     logging::init(&args.log);
     let (dir, existing) = directory(&args);
     let prepared = Launch::prepare(

@@ -22,7 +22,7 @@ use crate::dir_resolution;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 // No doc comments on the values: clap would then list them one per
 // paragraph and switch all of `--help` to the sparse long layout.
-pub enum FormatArg {
+pub(crate) enum FormatArg {
     Prometheus,
     Openmetrics,
 }
@@ -36,7 +36,7 @@ $prometheus_multiproc_dir.
 Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
 no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \
 no usable directory.")]
-pub struct Args {
+pub(crate) struct Args {
     /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR]
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -52,7 +52,7 @@ pub struct Args {
 }
 
 /// Runs `multiprom scrape`.
-pub fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args) -> ExitCode {
     let dir = match dir_resolution::resolve(args.dir) {
         Ok(dir) => dir,
         Err(err) => {
@@ -60,9 +60,7 @@ pub fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let options = CollectOptions {
-        accumulate: !args.no_accumulate,
-    };
+    let options = CollectOptions::default().accumulate(!args.no_accumulate);
     // One collection: reading the files costs less than mapping them (no
     // maps to set up and tear down), and the RSS holds no file pages.
     let collector = DirCollector::with_options(&dir, options).map_files(false);

@@ -12,7 +12,7 @@ use crate::{dir_resolution, listen, logging, signals};
 Serves GET /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0.0 when the Accept header \
 prefers it; gzip when allowed) and GET / (a status page of the directory's files). \
 Logs go to stderr (--log.level debug explains every scrape). SIGINT/SIGTERM stop it gracefully.")]
-pub struct Args {
+pub(crate) struct Args {
     /// The multiprocess directory (default: $PROMETHEUS_MULTIPROC_DIR).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -37,7 +37,7 @@ pub struct Args {
 
 /// Runs `multiprom serve`: exit 0 after SIGINT/SIGTERM, 2 for a bad
 /// directory or listen address, 1 if serving fails.
-pub fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args) -> ExitCode {
     logging::init(&args.log);
     let dir = match dir_resolution::resolve(args.dir) {
         Ok(dir) => dir,

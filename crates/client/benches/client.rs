@@ -163,13 +163,19 @@ fn fork_check(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(
-    benches,
-    counter_inc,
-    counter_inc_2_threads,
-    gauge_set,
-    histogram_observe,
-    labelled_lookup_inc,
-    fork_check
-);
-criterion_main!(benches);
+// `criterion_group!` defines a public function without documentation.
+#[allow(missing_docs)]
+mod group {
+    use super::*;
+
+    criterion_group!(
+        benches,
+        counter_inc,
+        counter_inc_2_threads,
+        gauge_set,
+        histogram_observe,
+        labelled_lookup_inc,
+        fork_check
+    );
+}
+criterion_main!(group::benches);

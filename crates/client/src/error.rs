@@ -7,6 +7,7 @@ use multiprom_format::{EnvDirError, FileNameError, GaugeMode, WriteError};
 
 /// Why histogram buckets were refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BucketsError {
     /// A bound is NaN.
     #[error("a bucket bound is NaN")]

@@ -7,8 +7,9 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::definition::Definition;
+use crate::directory_writer::DirectoryWriter;
 use crate::error::ClientError;
-use crate::shared::Shared;
+use crate::series::Series;
 use crate::Metric;
 
 pub(crate) mod sealed {
@@ -34,11 +35,13 @@ pub(crate) mod sealed {
 /// is cheap to clone and to keep: keep it where you update in a hot loop, and
 /// the lookup (a read lock and a hash of the values) is skipped entirely.
 pub struct Family<M> {
-    inner: Arc<Inner<M>>,
+    table: Arc<ChildTable<M>>,
 }
 
-struct Inner<M> {
-    shared: Arc<Shared>,
+/// A family's definition and its children by label values, shared by every
+/// clone of the [`Family`].
+struct ChildTable<M> {
+    writer: Arc<DirectoryWriter>,
     definition: Arc<Definition>,
     hasher: RandomState,
     /// Children by the hash of their label values; collisions share a Vec.
@@ -48,16 +51,16 @@ struct Inner<M> {
 impl<M> Clone for Family<M> {
     fn clone(&self) -> Self {
         Family {
-            inner: Arc::clone(&self.inner),
+            table: Arc::clone(&self.table),
         }
     }
 }
 
 impl<M: Metric> Family<M> {
-    pub(crate) fn new(shared: Arc<Shared>, definition: Arc<Definition>) -> Family<M> {
+    pub(crate) fn new(writer: Arc<DirectoryWriter>, definition: Arc<Definition>) -> Family<M> {
         Family {
-            inner: Arc::new(Inner {
-                shared,
+            table: Arc::new(ChildTable {
+                writer,
                 definition,
                 hasher: RandomState::new(),
                 children: RwLock::new(HashMap::default()),
@@ -71,7 +74,7 @@ impl<M: Metric> Family<M> {
     /// Errors: the wrong number of values, or the child's entries could not
     /// be written (directory gone, permission denied, disk full).
     pub fn labels<S: AsRef<str>>(&self, values: &[S]) -> Result<M, ClientError> {
-        let definition = &self.inner.definition;
+        let definition = &self.table.definition;
         if values.len() != definition.label_names.len() {
             return Err(ClientError::LabelCount {
                 metric: definition.family.clone(),
@@ -82,7 +85,7 @@ impl<M: Metric> Family<M> {
         let hash = self.hash(values);
         {
             let children = self
-                .inner
+                .table
                 .children
                 .read()
                 .unwrap_or_else(PoisonError::into_inner);
@@ -91,7 +94,7 @@ impl<M: Metric> Family<M> {
             }
         }
         let mut children = self
-            .inner
+            .table
             .children
             .write()
             .unwrap_or_else(PoisonError::into_inner);
@@ -99,8 +102,10 @@ impl<M: Metric> Family<M> {
             return Ok(child.clone());
         }
         let values: Vec<&str> = values.iter().map(AsRef::as_ref).collect();
-        let series = self.inner.shared.create_series(definition, &values)?;
-        let child = M::from_series(series);
+        let writer = &self.table.writer;
+        let entries = writer.create_entries(definition, &values)?;
+        let series = Series::new(Arc::clone(writer), Arc::clone(definition), &values, entries);
+        let child = M::from_series(Arc::new(series));
         children.entry(hash).or_default().push(child.clone());
         Ok(child)
     }
@@ -108,20 +113,20 @@ impl<M: Metric> Family<M> {
     /// The family name (a counter's without `_total`).
     #[must_use]
     pub fn name(&self) -> &str {
-        &self.inner.definition.family
+        &self.table.definition.family
     }
 
     /// The label names, in the order [`Family::labels`] takes values.
     #[must_use]
     pub fn label_names(&self) -> &[String] {
-        &self.inner.definition.label_names
+        &self.table.definition.label_names
     }
 
     /// Number of children created so far.
     #[must_use]
     pub fn len(&self) -> usize {
         let children = self
-            .inner
+            .table
             .children
             .read()
             .unwrap_or_else(PoisonError::into_inner);
@@ -135,7 +140,7 @@ impl<M: Metric> Family<M> {
     }
 
     fn hash<S: AsRef<str>>(&self, values: &[S]) -> u64 {
-        let mut hasher = self.inner.hasher.build_hasher();
+        let mut hasher = self.table.hasher.build_hasher();
         for value in values {
             value.as_ref().hash(&mut hasher);
         }
@@ -157,9 +162,9 @@ fn find<'m, M: Metric, S: AsRef<str>>(
 impl<M: Metric> fmt::Debug for Family<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Family")
-            .field("name", &self.inner.definition.family)
-            .field("kind", &self.inner.definition.kind)
-            .field("label_names", &self.inner.definition.label_names)
+            .field("name", &self.table.definition.family)
+            .field("kind", &self.table.definition.kind)
+            .field("label_names", &self.table.definition.label_names)
             .field("children", &self.len())
             .finish()
     }

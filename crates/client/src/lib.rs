@@ -170,13 +170,13 @@ pub(crate) use handle_impls;
 
 mod counter;
 mod definition;
+mod directory_writer;
 mod error;
 mod family;
 mod gauge;
 mod histogram;
 mod registry;
 mod series;
-mod shared;
 mod summary;
 mod timer;
 mod validate;

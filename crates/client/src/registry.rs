@@ -7,9 +7,10 @@ use std::sync::Arc;
 use multiprom_format::{EnvDir, FileName, GaugeMode, MetricKind, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 
 use crate::definition::Definition;
+use crate::directory_writer::{directory_writer_for, DirectoryWriter, IdSource};
 use crate::error::ClientError;
 use crate::family::Family;
-use crate::shared::{shared_for, IdSource, Shared};
+use crate::series::Series;
 use crate::{Counter, Gauge, Histogram, Metric, MostRecentGauge, Summary};
 
 /// Configures a [`MultiprocessRegistry`].
@@ -79,7 +80,7 @@ impl RegistryBuilder {
         let generation =
             multiprom_format::fork::watch_forks().map_err(ClientError::ForkDetection)?;
         Ok(MultiprocessRegistry {
-            shared: shared_for(canonical, id_source, generation),
+            writer: directory_writer_for(canonical, id_source, generation),
         })
     }
 }
@@ -99,7 +100,7 @@ impl RegistryBuilder {
 /// another metric's ([`ClientError::NameClash`]).
 #[derive(Debug, Clone)]
 pub struct MultiprocessRegistry {
-    shared: Arc<Shared>,
+    writer: Arc<DirectoryWriter>,
 }
 
 impl MultiprocessRegistry {
@@ -127,20 +128,20 @@ impl MultiprocessRegistry {
     /// The directory (canonicalized).
     #[must_use]
     pub fn dir(&self) -> &Path {
-        self.shared.dir()
+        self.writer.dir()
     }
 
     /// The identifier in this process's file names: the pid, or the custom
     /// identifier (with `-<pid>` appended in a forked child).
     #[must_use]
     pub fn process_id(&self) -> String {
-        self.shared.process_id()
+        self.writer.process_id()
     }
 
     /// Whether files are named with the pid (no custom identifier).
     #[must_use]
     pub fn uses_pid(&self) -> bool {
-        matches!(self.shared.id_source(), IdSource::Pid)
+        matches!(self.writer.id_source(), IdSource::Pid)
     }
 
     /// In a forked child, creates this process's files and every known entry
@@ -180,7 +181,7 @@ impl MultiprocessRegistry {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reopen_after_fork(&self) -> Result<(), ClientError> {
-        self.shared.reopen_after_fork()
+        self.writer.reopen_after_fork()
     }
 
     /// A counter without labels. A trailing `_total` in `name` is dropped
@@ -310,14 +311,17 @@ impl MultiprocessRegistry {
     }
 
     fn plain<M: Metric>(&self, definition: Definition) -> Result<M, ClientError> {
-        self.shared.register(definition, |_, definition, creator| {
-            Ok(M::from_series(creator.series(&definition, &[])?))
-        })
+        self.writer
+            .register(definition, |writer, definition, creator| {
+                let entries = creator.entries(&definition, &[])?;
+                let series = Series::new(Arc::clone(writer), definition, &[], entries);
+                Ok(M::from_series(Arc::new(series)))
+            })
     }
 
     fn family<M: Metric>(&self, definition: Definition) -> Result<Family<M>, ClientError> {
-        self.shared.register(definition, |shared, definition, _| {
-            Ok(Family::new(Arc::clone(shared), definition))
+        self.writer.register(definition, |writer, definition, _| {
+            Ok(Family::new(Arc::clone(writer), definition))
         })
     }
 }

@@ -8,14 +8,15 @@ use multiprom_format::fork::fork_generation;
 use multiprom_format::{MetricKind, ValueSlot};
 
 use crate::definition::Definition;
-use crate::shared::Shared;
+use crate::directory_writer::{DirectoryWriter, NewEntries};
 
 /// Slots re-created in a forked child's own files.
 type Rebound = Option<(u64, Box<[ValueSlot]>)>;
 
 /// The entries of one child, shared by all clones of its handle.
 pub struct Series {
-    shared: Arc<Shared>,
+    /// Where the entries are written; re-creates them after a fork.
+    writer: Arc<DirectoryWriter>,
     definition: Arc<Definition>,
     label_values: Box<[Box<str>]>,
     keys: Box<[Arc<str>]>,
@@ -29,18 +30,23 @@ pub struct Series {
 }
 
 impl Series {
+    /// The child of `definition` with `label_values`, over its `entries`
+    /// just created by `writer`.
     pub(crate) fn new(
-        shared: Arc<Shared>,
+        writer: Arc<DirectoryWriter>,
         definition: Arc<Definition>,
-        label_values: Box<[Box<str>]>,
-        keys: Box<[Arc<str>]>,
-        generation: u64,
-        slots: Box<[ValueSlot]>,
+        label_values: &[&str],
+        entries: NewEntries,
     ) -> Series {
+        let NewEntries {
+            keys,
+            generation,
+            slots,
+        } = entries;
         Series {
-            shared,
+            writer,
             definition,
-            label_values,
+            label_values: label_values.iter().map(|v| Box::from(*v)).collect(),
             keys,
             generation,
             slots,
@@ -73,10 +79,10 @@ impl Series {
         let generation = fork_generation();
         let mut rebound = self.rebound.lock().unwrap_or_else(PoisonError::into_inner);
         if !matches!(&*rebound, Some((g, _)) if *g == generation) {
-            match self.shared.rebind(self.kind(), &self.keys) {
+            match self.writer.rebind(self.kind(), &self.keys) {
                 Ok(slots) => *rebound = Some((generation, slots)),
                 Err(err) => {
-                    self.shared.report_fork_failure(&err);
+                    self.writer.report_fork_failure(&err);
                     return None;
                 }
             }

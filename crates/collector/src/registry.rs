@@ -99,7 +99,7 @@ impl RegistryCollector {
         // Raw buckets: the encoder wants per-bucket counts and accumulates
         // them itself.
         RegistryCollector {
-            collector: DirCollector::with_options(dir, CollectOptions { accumulate: false }),
+            collector: DirCollector::with_options(dir, CollectOptions::default().accumulate(false)),
             logged: Mutex::new(HashSet::new()),
         }
     }

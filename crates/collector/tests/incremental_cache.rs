@@ -104,7 +104,7 @@ fn check(accumulate: bool, ops: &[Op], padded: bool) {
     }
     check_sequence(
         dir.path(),
-        CollectOptions { accumulate },
+        CollectOptions::default().accumulate(accumulate),
         Reference::FreshCollectorAndMergeFiles,
         ops,
     );

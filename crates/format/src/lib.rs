@@ -54,8 +54,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-#![warn(missing_docs, unreachable_pub)]
-
 #[cfg(not(target_endian = "little"))]
 compile_error!("multiprom-format supports little-endian targets only");
 

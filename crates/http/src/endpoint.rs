@@ -24,7 +24,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use multiprom_collector::exposition::LineCache;
+use multiprom_collector::exposition::{Body as ExpositionBody, LineCache};
 use multiprom_collector::{CollectError, DirCollector, Format, NameFilter, Scrape};
 use tokio::sync::Semaphore;
 
@@ -483,13 +483,10 @@ impl ServedDir {
         filter: Option<&NameFilter>,
     ) -> String {
         let mut out = self.texts.take(128 * scrape.stats.series + 4096);
-        self.encode_families(scrape, format, filter, &mut out);
-        if format == Format::OpenMetrics {
-            // One `# EOF`, at the very end, after the self-metrics.
-            if let Some(body) = out.strip_suffix("# EOF\n") {
-                out.truncate(body.len());
-            }
-        }
+        // The workers' families, then multiprom's own; OpenMetrics' one
+        // `# EOF` comes after both, from `finish`.
+        let mut body = ExpositionBody::new(format, &mut out);
+        self.encode_families(scrape, format, filter, &mut body);
         let maintenance = self.maintenance();
         let mut own = self.metrics.record(&scrape.stats, maintenance.as_ref());
         own.push(directory_listable(true));
@@ -508,8 +505,8 @@ impl ServedDir {
         }
         let reserved = reserved_names(&scrape.families);
         let (own, shadowed) = without_clashes(own, &reserved);
-        // OpenMetrics: the encoder ends with the one `# EOF`.
-        format.encode(&own, &mut out);
+        body.families(&own);
+        body.finish();
         if !shadowed.is_empty() {
             let mut reported = self
                 .shadowed_reported
@@ -528,17 +525,18 @@ impl ServedDir {
 }
 
 impl ServedDir {
-    /// The workers' families in `format`, through the line cache of this
-    /// format and filter when no other scrape is using it (then afresh).
+    /// Appends the workers' families to `body` (written in `format`),
+    /// through the line cache of this format and filter when no other scrape
+    /// is using it (then afresh).
     fn encode_families(
         &self,
         scrape: &Arc<Scrape>,
         format: Format,
         filter: Option<&NameFilter>,
-        out: &mut String,
+        body: &mut ExpositionBody<'_>,
     ) {
         let Ok(mut caches) = self.line_caches.try_lock() else {
-            format.encode(&scrape.families, out);
+            body.families(&scrape.families);
             return;
         };
         let at = match caches
@@ -554,7 +552,7 @@ impl ServedDir {
                 caches.len() - 1
             }
         };
-        caches[at].2.encode(format, Arc::clone(scrape), out);
+        body.cached(&mut caches[at].2, Arc::clone(scrape));
     }
 }
 

@@ -13,11 +13,11 @@ use multiprom_collector::{FamilyType, LabelSet, MergedFamily, MergedSample, Scra
 use multiprom_maintain::{CompactionStatus, MaintenanceStatus};
 
 /// The prefix of every self-metric.
-pub const PREFIX: &str = "multiprom";
+pub(crate) const PREFIX: &str = "multiprom";
 
 /// How a scrape request ended, for `multiprom_scrapes_total{result}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScrapeResult {
+pub(crate) enum ScrapeResult {
     /// Answered with metrics (or the status page).
     Ok,
     /// Too many scrapes at once: 503.
@@ -39,7 +39,7 @@ impl ScrapeResult {
 
     /// The label value.
     #[must_use]
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             ScrapeResult::Ok => "ok",
             ScrapeResult::Busy => "busy",
@@ -323,18 +323,18 @@ mod tests {
     use std::time::Duration;
 
     fn stats() -> ScrapeStats {
-        ScrapeStats {
-            files_ok: 3,
-            files_bad: 1,
-            files_vanished: 0,
-            bytes_read: 4096,
-            series: 17,
-            duration: Duration::from_millis(1500),
-            collection: 1,
-            planned: true,
-            full_look: true,
-            files_settled: 0,
-        }
+        let mut stats = ScrapeStats::default();
+        stats.files_ok = 3;
+        stats.files_bad = 1;
+        stats.files_vanished = 0;
+        stats.bytes_read = 4096;
+        stats.series = 17;
+        stats.duration = Duration::from_millis(1500);
+        stats.collection = 1;
+        stats.planned = true;
+        stats.full_look = true;
+        stats.files_settled = 0;
+        stats
     }
 
     #[test]

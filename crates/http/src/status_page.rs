@@ -18,13 +18,13 @@ use multiprom_maintain::{CompactionStatus, MaintenanceStatus, ProcessState};
 use crate::metrics_path::DEFAULT_METRICS_PATH;
 
 /// File rows per page of the file table.
-pub const FILES_PER_PAGE: usize = 500;
+pub(crate) const FILES_PER_PAGE: usize = 500;
 /// Problems listed at the top; the rest are in the file table.
 const PROBLEMS_LISTED: usize = 100;
 
 /// One past collection, for the chart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScrapePoint {
+pub(crate) struct ScrapePoint {
     /// How long it took.
     pub duration: Duration,
     /// Files it saw.
@@ -33,7 +33,7 @@ pub struct ScrapePoint {
 
 /// What the page shows besides the collection itself.
 #[derive(Debug, Clone, Copy)]
-pub struct StatusView<'a> {
+pub(crate) struct StatusView<'a> {
     /// Where the metrics are served (linked from the page).
     pub metrics_path: &'a str,
     /// Which page of the file table (0-based; past the end shows the last).
@@ -57,7 +57,7 @@ impl Default for StatusView<'_> {
 
 /// Escapes text for HTML element content and double-quoted attributes.
 #[must_use]
-pub fn html_escape(text: &str) -> String {
+pub(crate) fn html_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -81,7 +81,7 @@ tr.vanished{background:#eee}code{background:#f4f4f4;padding:0 .2em}\
 
 /// Renders the status page for `scrape` of `dir`. `state_of` tells whether a
 /// pid's process is alive (asked once per pid).
-pub fn render_status_page(
+pub(crate) fn render_status_page(
     dir: &Path,
     scrape: &Scrape,
     view: StatusView<'_>,
@@ -384,7 +384,7 @@ fn push_file_table(
 /// The page number asked for in a query string (`page=N`, 1-based), as a
 /// 0-based index; anything else is the first page.
 #[must_use]
-pub fn status_page_index(query: Option<&str>) -> usize {
+pub(crate) fn status_page_index(query: Option<&str>) -> usize {
     query
         .unwrap_or("")
         .split('&')

@@ -47,7 +47,10 @@ impl NativeDirCollector {
     #[pyo3(signature = (path, accumulate = true))]
     fn new(path: PathBuf, accumulate: bool) -> Self {
         NativeDirCollector {
-            engine: DirCollector::with_options(path, CollectOptions { accumulate }),
+            engine: DirCollector::with_options(
+                path,
+                CollectOptions::default().accumulate(accumulate),
+            ),
         }
     }
 
@@ -158,7 +161,7 @@ type Exposed<'py> = (Option<Bound<'py, PyBytes>>, Vec<(u8, String)>);
 #[pyfunction]
 #[pyo3(signature = (files, accumulate = true))]
 fn merge(py: Python<'_>, files: Vec<PathBuf>, accumulate: bool) -> PyResult<Collected<'_>> {
-    let options = CollectOptions { accumulate };
+    let options = CollectOptions::default().accumulate(accumulate);
     match py.detach(|| catch_unwind(|| merge_files(&files, options))) {
         Ok(scrape) => to_python(py, &scrape),
         Err(panic) => Ok((PyList::empty(py), vec![engine_failure(panic.as_ref())])),

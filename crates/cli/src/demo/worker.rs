@@ -49,7 +49,7 @@ struct Request {
 
 /// Runs worker `index` until killed. Exit code 1 if the metrics directory
 /// cannot be used.
-pub fn main(index: u32) -> ExitCode {
+pub(crate) fn main(index: u32) -> ExitCode {
     match simulate(index) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

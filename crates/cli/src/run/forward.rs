@@ -16,7 +16,7 @@ use signal_hook::low_level::siginfo::Cause;
 
 /// A signal multiprom received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Received {
+pub(crate) struct Received {
     /// The signal.
     pub signal: Signal,
     /// The kernel sent it (a terminal's Ctrl-C, Ctrl-\ or hang-up), not a
@@ -25,12 +25,12 @@ pub struct Received {
 }
 
 /// The signals that are passed on.
-pub const PASSED_ON: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
+pub(crate) const PASSED_ON: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
 
 /// Starts receiving [`PASSED_ON`] signals now; each is sent to the returned
 /// channel. The receiving thread lives as long as the process (it blocks in
 /// the kernel; `run` exits when the command does).
-pub fn receive() -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<Received>> {
+pub(crate) fn receive() -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<Received>> {
     let mut signals = SignalsInfo::<WithOrigin>::new(PASSED_ON.map(Signal::as_raw))?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     std::thread::Builder::new()
@@ -55,7 +55,7 @@ pub fn receive() -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<Receive
 /// Whether `received` should be sent on to `child`: not when the kernel
 /// sent it and the child is still in multiprom's process group (so it got
 /// it too).
-pub fn should_pass_on(received: Received, child: Pid) -> bool {
+pub(crate) fn should_pass_on(received: Received, child: Pid) -> bool {
     if !received.from_kernel {
         return true;
     }
@@ -69,7 +69,7 @@ pub fn should_pass_on(received: Received, child: Pid) -> bool {
 }
 
 /// A signal's name, `SIGINT`.
-pub fn name(signal: Signal) -> &'static str {
+pub(crate) fn name(signal: Signal) -> &'static str {
     match signal {
         Signal::INT => "SIGINT",
         Signal::TERM => "SIGTERM",

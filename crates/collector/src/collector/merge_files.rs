@@ -17,7 +17,7 @@ use super::scrape::{CollectOptions, Scrape};
 /// is merged twice, as there), except that bad files are skipped and
 /// reported.
 ///
-/// Files that do not exist are reported as [vanished](FileState::Vanished),
+/// Files that do not exist are reported as [vanished](crate::FileState::Vanished),
 /// never as errors: Python's upstream test `test_missing_gauge_file_during_merge`
 /// expects a merge of missing files to return nothing, not to fail.
 ///

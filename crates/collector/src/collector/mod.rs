@@ -114,7 +114,7 @@ struct LastScrape {
 /// ## EOF
 /// ");
 ///
-/// let raw = DirCollector::with_options(dir.path(), CollectOptions { accumulate: false });
+/// let raw = DirCollector::with_options(dir.path(), CollectOptions::default().accumulate(false));
 /// assert_eq!(raw.collect()?.encode(Format::Prometheus), "\
 /// ## HELP wait Wait \"time\".
 /// ## TYPE wait histogram

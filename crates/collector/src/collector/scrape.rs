@@ -11,8 +11,16 @@ use crate::exposition::Format;
 use crate::family::MergedFamily;
 use crate::problem::{FileProblem, Warning};
 
-/// How to merge.
+/// How to merge: [`CollectOptions::default`] is Python's
+/// `MultiProcessCollector`; change an option with its builder method.
+///
+/// ```
+/// use multiprom_collector::CollectOptions;
+/// let raw = CollectOptions::default().accumulate(false);
+/// assert!(!raw.accumulate);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CollectOptions {
     /// Histogram buckets cumulative with a `_count` sample (Python's default,
     /// `accumulate=True`). `false` keeps raw per-bucket values and no `_count`,
@@ -23,6 +31,15 @@ pub struct CollectOptions {
 impl Default for CollectOptions {
     fn default() -> Self {
         CollectOptions { accumulate: true }
+    }
+}
+
+impl CollectOptions {
+    /// These options with [`CollectOptions::accumulate`] set.
+    #[must_use]
+    pub fn accumulate(mut self, accumulate: bool) -> Self {
+        self.accumulate = accumulate;
+        self
     }
 }
 
@@ -92,6 +109,7 @@ impl FileReport {
 
 /// Counters about one collection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ScrapeStats {
     /// Files merged.
     pub files_ok: usize,
@@ -106,9 +124,10 @@ pub struct ScrapeStats {
     /// Time spent listing, reading and merging.
     pub duration: Duration,
     /// Which collection of its collector this is (1, 2, ...; 0 for
-    /// [`merge_files`]). Callers that share one collection (see
-    /// [`DirCollector::collect`]) see the same number, so they can tell
-    /// whether its warnings were already reported.
+    /// [`merge_files`](crate::merge_files)). Callers that share one
+    /// collection (see [`DirCollector::collect`](crate::DirCollector::collect))
+    /// see the same number, so they can tell whether its warnings were
+    /// already reported.
     pub collection: u64,
     /// Whether the merge plan (which entry feeds which output series) was
     /// worked out anew: files came or went, or gained keys. A warm
@@ -120,7 +139,8 @@ pub struct ScrapeStats {
     /// set or lost events. Otherwise only files the watch named were.
     pub full_look: bool,
     /// Files left unread because their writer is gone (see
-    /// [`DirCollector::settle_exited_writers`]).
+    /// [`DirCollector::settle_exited_writers`](
+    /// crate::DirCollector::settle_exited_writers)).
     pub files_settled: usize,
 }
 

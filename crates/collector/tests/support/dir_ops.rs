@@ -32,7 +32,7 @@ use multiprom_format::{encode_key, parse_header, EntryIter, FileName};
 /// The files operations pick from (by index, modulo the length): two files
 /// of one kind (their samples add up), gauges in two modes (a mode conflict,
 /// and `mostrecent` reads timestamps), and a histogram (buckets by `le`).
-pub const FILE_NAMES: [&str; 5] = [
+pub(crate) const FILE_NAMES: [&str; 5] = [
     "counter_1.db",
     "counter_2.db",
     "gauge_liveall_3.db",
@@ -83,11 +83,11 @@ const LONG_HELP: &str = concat!(
 );
 
 /// Lengths and offsets in operations are taken modulo this.
-pub const MAX_LEN: u64 = 1 << 16;
+pub(crate) const MAX_LEN: u64 = 1 << 16;
 
 /// An entry's key.
 #[derive(Debug, Clone)]
-pub enum KeySpec {
+pub(crate) enum KeySpec {
     /// A key Python could write, from the vocabulary above (indexes are
     /// taken modulo the list lengths).
     Named {
@@ -130,7 +130,7 @@ impl KeySpec {
 
 /// One entry to write.
 #[derive(Debug, Clone)]
-pub struct EntrySpec {
+pub(crate) struct EntrySpec {
     /// The key.
     pub key: KeySpec,
     /// The value.
@@ -141,7 +141,7 @@ pub struct EntrySpec {
 
 /// One change to one file (`file` indexes [`FILE_NAMES`], modulo its length).
 #[derive(Debug, Clone)]
-pub enum Op {
+pub(crate) enum Op {
     /// A writer adds entries: their bytes after `used`, then `used`, as
     /// Python does, doubling the file first if they do not fit. A missing
     /// file is created first, as Python creates it; a file whose header is
@@ -256,7 +256,7 @@ fn file_name(file: usize) -> &'static str {
 }
 
 /// Applies `op` to the files in `dir`.
-pub fn apply(dir: &Path, op: &Op) -> io::Result<()> {
+pub(crate) fn apply(dir: &Path, op: &Op) -> io::Result<()> {
     let open = |file: usize| {
         OpenOptions::new()
             .read(true)
@@ -359,12 +359,12 @@ pub fn apply(dir: &Path, op: &Op) -> io::Result<()> {
 /// than one core). A fresh collection always reads every file, so the
 /// reference collections go through the read-ahead, and so does every
 /// collection of the long-lived one that reads that many files.
-pub const PADDING_FILES: usize = 64;
+pub(crate) const PADDING_FILES: usize = 64;
 
 /// Adds [`PADDING_FILES`] good counter files to `dir`, each with the same
 /// one entry, in a family of its own (`pad_total`); the operations never
 /// touch them, so whatever a collection says about them stays the same.
-pub fn pad(dir: &Path) -> io::Result<()> {
+pub(crate) fn pad(dir: &Path) -> io::Result<()> {
     let entry = EntrySpec {
         key: KeySpec::Raw(
             encode_key("pad", "pad_total", [("of", "padding")], "Padding.").into_bytes(),
@@ -383,7 +383,7 @@ pub fn pad(dir: &Path) -> io::Result<()> {
 
 /// What the long-lived collector is compared with after each step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reference {
+pub(crate) enum Reference {
     /// A fresh `DirCollector` with maps turned off: a fresh merge of the
     /// same bytes at the least cost, which is what the fuzz target needs.
     /// (A fresh collector's one collection reads with `pread` and sets no
@@ -397,7 +397,12 @@ pub enum Reference {
 /// Applies `ops` to the files in the empty directory `dir` one by one; after
 /// each, collects with one long-lived collector and panics unless it agrees
 /// with the `reference` collections of the same directory.
-pub fn check_sequence(dir: &Path, options: CollectOptions, reference: Reference, ops: &[Op]) {
+pub(crate) fn check_sequence(
+    dir: &Path,
+    options: CollectOptions,
+    reference: Reference,
+    ops: &[Op],
+) {
     // Every file's writer counts as gone: every file the operations leave
     // alone is settled, and each operation (which opens the file it changes)
     // must bring its file back.

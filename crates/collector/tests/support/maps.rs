@@ -4,7 +4,7 @@
 use std::path::Path;
 
 /// How many of this process's memory maps are of files in `dir`.
-pub fn maps_of(dir: &Path) -> usize {
+pub(crate) fn maps_of(dir: &Path) -> usize {
     let dir = dir.canonicalize().expect("the directory exists");
     std::fs::read_to_string("/proc/self/maps")
         .expect("/proc/self/maps is readable")

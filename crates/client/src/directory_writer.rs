@@ -1,6 +1,7 @@
-//! The state behind a registry: open files, every key created so far, and
-//! what has been registered. One per (directory, identifier setting) per
-//! process, so two registries never own the same file.
+//! This process's writer of one multiprocess directory: its open files,
+//! every key created so far, and what has been registered. One per
+//! (directory, identifier setting) per process, so two registries never own
+//! the same file.
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
@@ -13,7 +14,6 @@ use multiprom_format::{FileName, FileWriter, MetricKind, ValueSlot};
 
 use crate::definition::Definition;
 use crate::error::ClientError;
-use crate::series::Series;
 
 /// How the `<id>` in file names is chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +42,10 @@ struct Registered {
     handle: Box<dyn Any + Send + Sync>,
 }
 
-/// Mutable state, behind one mutex (never taken on the update path).
-struct State {
+/// The mutable part of a [`DirectoryWriter`]: the open files and what was
+/// created and registered in them, behind one mutex (never taken on the
+/// update path).
+struct FilesAndRegistrations {
     /// Fork generation that `writers` and every key in `known` are current for.
     generation: u64,
     /// Fork generation `writers` and `process_id` belong to (may be ahead of
@@ -59,33 +61,34 @@ struct State {
     claimed: HashMap<String, String>,
 }
 
-/// Shared by a registry, its metrics, families and every handle.
-pub(crate) struct Shared {
+/// This process's writer of one directory, shared by a registry, its
+/// metrics, families and every handle.
+pub(crate) struct DirectoryWriter {
     dir: PathBuf,
     id_source: IdSource,
     original_generation: u64,
-    state: Mutex<State>,
+    state: Mutex<FilesAndRegistrations>,
     /// Last fork generation for which a failure to re-create files was printed.
     reported_generation: AtomicU64,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for DirectoryWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared")
+        f.debug_struct("DirectoryWriter")
             .field("dir", &self.dir)
             .field("id_source", &self.id_source)
             .finish_non_exhaustive()
     }
 }
 
-impl Shared {
-    pub(crate) fn new(dir: PathBuf, id_source: IdSource, generation: u64) -> Shared {
+impl DirectoryWriter {
+    fn new(dir: PathBuf, id_source: IdSource, generation: u64) -> DirectoryWriter {
         let process_id = id_source.id_for(generation, generation);
-        Shared {
+        DirectoryWriter {
             dir,
             id_source,
             original_generation: generation,
-            state: Mutex::new(State {
+            state: Mutex::new(FilesAndRegistrations {
                 generation,
                 writers_generation: generation,
                 process_id,
@@ -106,7 +109,7 @@ impl Shared {
         &self.id_source
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, FilesAndRegistrations> {
         // No code panics while holding this lock with the state half-updated;
         // a panic elsewhere must not disable metrics.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -124,7 +127,7 @@ impl Shared {
     /// Moves to the current fork generation: in a forked child, opens files
     /// under the child's identifier and re-creates every known key in them
     /// (Python's `__check_for_pid_change`). Never writes the parent's files.
-    fn sync_fork(&self, state: &mut State) -> Result<(), ClientError> {
+    fn sync_fork(&self, state: &mut FilesAndRegistrations) -> Result<(), ClientError> {
         let generation = fork_generation();
         if generation == state.generation {
             return Ok(());
@@ -184,7 +187,7 @@ impl Shared {
             self,
             Arc::clone(&definition),
             &mut Creator {
-                shared: self,
+                writer: self,
                 state: &mut state,
             },
         )?;
@@ -202,17 +205,17 @@ impl Shared {
     }
 
     /// Creates one child's entries (all at 0, Python's order).
-    pub(crate) fn create_series(
-        self: &Arc<Self>,
-        definition: &Arc<Definition>,
+    pub(crate) fn create_entries(
+        &self,
+        definition: &Definition,
         label_values: &[&str],
-    ) -> Result<Arc<Series>, ClientError> {
+    ) -> Result<NewEntries, ClientError> {
         let mut state = self.lock();
         Creator {
-            shared: self,
+            writer: self,
             state: &mut state,
         }
-        .series(definition, label_values)
+        .entries(definition, label_values)
     }
 
     /// The slots of `keys` in this (forked) process's own files.
@@ -243,10 +246,20 @@ impl Shared {
     }
 }
 
-/// Creates series while the state is locked (registration holds the lock).
+/// A child's entries, just created (at 0) in this process's files.
+pub(crate) struct NewEntries {
+    /// The entries' keys, in Python's order.
+    pub(crate) keys: Box<[Arc<str>]>,
+    /// The fork generation the slots belong to.
+    pub(crate) generation: u64,
+    /// The entries' value slots, in the order of `keys`.
+    pub(crate) slots: Box<[ValueSlot]>,
+}
+
+/// Creates entries while the state is locked (registration holds the lock).
 pub(crate) struct Creator<'a> {
-    shared: &'a Arc<Shared>,
-    state: &'a mut State,
+    writer: &'a DirectoryWriter,
+    state: &'a mut FilesAndRegistrations,
 }
 
 impl std::fmt::Debug for Creator<'_> {
@@ -256,20 +269,21 @@ impl std::fmt::Debug for Creator<'_> {
 }
 
 impl Creator<'_> {
-    pub(crate) fn series(
+    /// Creates the entries of `definition`'s child with `label_values`.
+    pub(crate) fn entries(
         &mut self,
-        definition: &Arc<Definition>,
+        definition: &Definition,
         label_values: &[&str],
-    ) -> Result<Arc<Series>, ClientError> {
-        let shared = self.shared;
-        shared.sync_fork(self.state)?;
+    ) -> Result<NewEntries, ClientError> {
+        let directory = self.writer;
+        directory.sync_fork(self.state)?;
         let kind = definition.kind;
         let keys: Box<[Arc<str>]> = definition
             .keys(label_values)
             .into_iter()
             .map(Arc::from)
             .collect();
-        let writer = writer(&shared.dir, self.state, kind)?;
+        let writer = writer(&directory.dir, self.state, kind)?;
         let slots = keys
             .iter()
             .map(|key| writer.slot(key))
@@ -277,21 +291,18 @@ impl Creator<'_> {
         self.state
             .known
             .extend(keys.iter().map(|key| (kind, Arc::clone(key))));
-        Ok(Arc::new(Series::new(
-            Arc::clone(shared),
-            Arc::clone(definition),
-            label_values.iter().map(|v| Box::from(*v)).collect(),
+        Ok(NewEntries {
             keys,
-            self.state.generation,
+            generation: self.state.generation,
             slots,
-        )))
+        })
     }
 }
 
 /// The writer of `kind`'s file for this process, opened on first use.
 fn writer<'s>(
     dir: &Path,
-    state: &'s mut State,
+    state: &'s mut FilesAndRegistrations,
     kind: MetricKind,
 ) -> Result<&'s mut FileWriter, ClientError> {
     use std::collections::btree_map::Entry;
@@ -308,8 +319,12 @@ fn writer<'s>(
 /// Process-wide table of open registries, so that building a registry twice
 /// for the same directory shares one set of files (two writers on one file
 /// would overwrite each other's entries).
-pub(crate) fn shared_for(dir: PathBuf, id_source: IdSource, generation: u64) -> Arc<Shared> {
-    static OPEN: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+pub(crate) fn directory_writer_for(
+    dir: PathBuf,
+    id_source: IdSource,
+    generation: u64,
+) -> Arc<DirectoryWriter> {
+    static OPEN: Mutex<Vec<Weak<DirectoryWriter>>> = Mutex::new(Vec::new());
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
     open.retain(|w| w.strong_count() > 0);
     if let Some(existing) = open
@@ -319,7 +334,7 @@ pub(crate) fn shared_for(dir: PathBuf, id_source: IdSource, generation: u64) -> 
     {
         return existing;
     }
-    let shared = Arc::new(Shared::new(dir, id_source, generation));
-    open.push(Arc::downgrade(&shared));
-    shared
+    let writer = Arc::new(DirectoryWriter::new(dir, id_source, generation));
+    open.push(Arc::downgrade(&writer));
+    writer
 }
