@@ -16,11 +16,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use multiprom_format::FileName;
+use multiprom_format::{FileIdentity, FileName};
 
 use super::error::CompactError;
 use super::staging::sync_dir;
-use crate::process::FileId;
 
 const MAGIC: &str = "multiprom compaction journal 1";
 
@@ -36,7 +35,7 @@ pub(crate) struct Journal {
     pub(crate) target: FileName,
     /// Device and inode of the new compacted file. The fold is committed
     /// exactly when `target` names this file.
-    pub(crate) new: FileId,
+    pub(crate) new: FileIdentity,
     /// The staged files whose values the new file holds.
     pub(crate) folded: Vec<FileName>,
 }
@@ -103,7 +102,7 @@ impl Journal {
             .and_then(|l| l.strip_prefix("new "))
             .and_then(|l| l.split_once(' '))
             .and_then(|(dev, ino)| {
-                Some(FileId {
+                Some(FileIdentity {
                     dev: dev.parse().ok()?,
                     ino: ino.parse().ok()?,
                 })
@@ -147,7 +146,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal {
             target: "counter_compacted.db".parse().unwrap(),
-            new: FileId { dev: 2049, ino: 77 },
+            new: FileIdentity { dev: 2049, ino: 77 },
             folded: vec![
                 "counter_1.db".parse().unwrap(),
                 "counter_2.db".parse().unwrap(),
