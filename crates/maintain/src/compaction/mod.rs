@@ -57,6 +57,7 @@ use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_
 pub use error::CompactError;
 use fold::{Fold, FoldRule};
 use journal::Journal;
+pub use journal::JournalError;
 use staging::Staging;
 pub(crate) use visibility::check_writers_visible;
 
