@@ -17,12 +17,11 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use multiprom_collector::{
-    merge_files, CollectOptions, DirCollector, FileProblem, FileState, Format, ProblemKind, Scrape,
-    Warning,
+    merge_files, CollectOptions, DirCollector, FileState, Format, Scrape, Warning,
 };
 use multiprom_format::{
     encode_key, layout, FileName, FileNameError, FileWriter, GaugeMode, KeyError, MetricKind,
-    ReadErrorKind,
+    ReadError, ReadErrorKind,
 };
 
 use crate::harness::{executable_copy, multiprom, python, temp_dir, write_aged};
@@ -159,7 +158,7 @@ pub(crate) struct Case {
     /// Where the problem is reported.
     offset: fn() -> u64,
     /// The problem kind expected.
-    kind: fn(&ProblemKind) -> bool,
+    kind: fn(&ReadErrorKind) -> bool,
     /// Text the reason must contain.
     reason: &'static str,
     /// Changes the file so that it is still bad, but a new state.
@@ -174,10 +173,6 @@ fn eight() -> u64 {
     8
 }
 
-fn read_kind(kind: &ProblemKind, f: impl Fn(&ReadErrorKind) -> bool) -> bool {
-    matches!(kind, ProblemKind::Read(k) if f(k))
-}
-
 /// Every kind of bad file the reader knows.
 pub(crate) fn cases() -> Vec<Case> {
     vec![
@@ -186,7 +181,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_101.db",
             make: |p| write_aged(p, b""),
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::Empty),
+            kind: |k| *k == ReadErrorKind::Empty,
             reason: "0-byte file",
             change: touch,
         },
@@ -195,7 +190,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_102.db",
             make: |p| write(p, &[8, 0, 0]),
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::TooShort { size: 3 }),
+            kind: |k| *k == ReadErrorKind::TooShort { size: 3 },
             reason: "shorter than the 8-byte header",
             change: touch,
         },
@@ -204,7 +199,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_103.db",
             make: |p| write_aged(p, &vec![0; layout::INITIAL_CAPACITY as usize]),
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::HeaderNotWritten),
+            kind: |k| *k == ReadErrorKind::HeaderNotWritten,
             reason: "used = 0",
             change: touch,
         },
@@ -213,7 +208,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_104.db",
             make: |p| write(p, &damaged(|b| set_used(b, 4))),
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::UsedTooSmall { used: 4 }),
+            kind: |k| *k == ReadErrorKind::UsedTooSmall { used: 4 },
             reason: "less than the 8-byte header",
             change: touch,
         },
@@ -223,12 +218,10 @@ pub(crate) fn cases() -> Vec<Case> {
             make: |p| write(p, &damaged(|b| set_used(b, 1 << 20))),
             offset: zero,
             kind: |k| {
-                read_kind(k, |k| {
-                    *k == ReadErrorKind::UsedPastEnd {
-                        used: 1 << 20,
-                        size: 4096,
-                    }
-                })
+                *k == ReadErrorKind::UsedPastEnd {
+                    used: 1 << 20,
+                    size: 4096,
+                }
             },
             reason: "but the file has only 4096 bytes",
             change: touch,
@@ -238,7 +231,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_106.db",
             make: |p| write(p, &damaged(|b| set_used(b, good_used() as i32 + 4))),
             offset: zero,
-            kind: |k| read_kind(k, |k| matches!(k, ReadErrorKind::UsedNotOnBoundary { .. })),
+            kind: |k| matches!(k, ReadErrorKind::UsedNotOnBoundary { .. }),
             reason: "not on an entry boundary",
             change: touch,
         },
@@ -247,7 +240,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_107.db",
             make: |p| write(p, &damaged(|b| set_key_len(b, -1))),
             offset: eight,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::BadKeyLength { len: -1 }),
+            kind: |k| *k == ReadErrorKind::BadKeyLength { len: -1 },
             reason: "invalid key length -1",
             change: touch,
         },
@@ -257,11 +250,9 @@ pub(crate) fn cases() -> Vec<Case> {
             make: |p| write(p, &damaged(|b| set_key_len(b, i32::MAX))),
             offset: eight,
             kind: |k| {
-                read_kind(k, |k| {
-                    *k == ReadErrorKind::BadKeyLength {
-                        len: i64::from(i32::MAX),
-                    }
-                })
+                *k == ReadErrorKind::BadKeyLength {
+                    len: i64::from(i32::MAX),
+                }
             },
             reason: "invalid key length 2147483647",
             change: touch,
@@ -271,7 +262,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_109.db",
             make: |p| write(p, &damaged(|b| set_key_len(b, bad_key().len() as i32 + 8))),
             offset: eight,
-            kind: |k| read_kind(k, |k| matches!(k, ReadErrorKind::EntryPastUsed { .. })),
+            kind: |k| matches!(k, ReadErrorKind::EntryPastUsed { .. }),
             reason: "past the",
             change: touch,
         },
@@ -280,7 +271,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_110.db",
             make: |p| write(p, &damaged(|b| b[13] = 0xff)),
             offset: || 13,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::InvalidUtf8),
+            kind: |k| *k == ReadErrorKind::InvalidUtf8,
             reason: "not valid UTF-8",
             change: touch,
         },
@@ -289,11 +280,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_111.db",
             make: |p| write(p, &damaged(|b| b[12] = b'{')),
             offset: eight,
-            kind: |k| {
-                read_kind(k, |k| {
-                    matches!(k, ReadErrorKind::BadKey(KeyError::InvalidJson(_)))
-                })
-            },
+            kind: |k| matches!(k, ReadErrorKind::BadKey(KeyError::InvalidJson(_))),
             reason: "not valid JSON",
             change: touch,
         },
@@ -307,11 +294,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 )
             },
             offset: eight,
-            kind: |k| {
-                read_kind(k, |k| {
-                    matches!(k, ReadErrorKind::BadKey(KeyError::WrongShape(_)))
-                })
-            },
+            kind: |k| matches!(k, ReadErrorKind::BadKey(KeyError::WrongShape(_))),
             reason: "[family, sample, {labels}, help]",
             change: touch,
         },
@@ -320,7 +303,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_113.db",
             make: |p| write(p, &image(&[r#"["", "_total", {}, ""]"#], 4096)),
             offset: eight,
-            kind: |k| *k == ProblemKind::EmptyFamilyName,
+            kind: |k| *k == ReadErrorKind::BadKey(KeyError::EmptyFamilyName),
             reason: "empty metric name",
             change: touch,
         },
@@ -329,7 +312,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"histogram_sqlite.db",
             make: sqlite_db,
             offset: zero,
-            kind: |k| read_kind(k, |k| matches!(k, ReadErrorKind::UsedPastEnd { .. })),
+            kind: |k| matches!(k, ReadErrorKind::UsedPastEnd { .. }),
             reason: "bytes used, but the file has only",
             change: touch,
         },
@@ -338,7 +321,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_114.db",
             make: |p| std::fs::create_dir(p).unwrap(),
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::NotAFile("a directory")),
+            kind: |k| *k == ReadErrorKind::NotAFile("a directory"),
             reason: "not a regular file (a directory)",
             change: touch,
         },
@@ -347,7 +330,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"gauge_all_115.db",
             make: mkfifo,
             offset: zero,
-            kind: |k| read_kind(k, |k| *k == ReadErrorKind::NotAFile("a FIFO")),
+            kind: |k| *k == ReadErrorKind::NotAFile("a FIFO"),
             reason: "not a regular file (a FIFO)",
             change: touch,
         },
@@ -362,11 +345,7 @@ pub(crate) fn cases() -> Vec<Case> {
             },
             offset: zero,
             kind: |k| {
-                read_kind(k, |k| {
-                    *k == ReadErrorKind::BadFileName(FileNameError::UnknownGaugeMode(
-                        "bogus".into(),
-                    ))
-                })
+                *k == ReadErrorKind::BadFileName(FileNameError::UnknownGaugeMode("bogus".into()))
             },
             reason: "unknown gauge mode \"bogus\"",
             change: touch,
@@ -376,11 +355,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"app.db",
             make: |p| write(p, &good_image()),
             offset: zero,
-            kind: |k| {
-                read_kind(k, |k| {
-                    matches!(k, ReadErrorKind::BadFileName(FileNameError::UnknownType(_)))
-                })
-            },
+            kind: |k| matches!(k, ReadErrorKind::BadFileName(FileNameError::UnknownType(_))),
             reason: "unknown type prefix",
             change: touch,
         },
@@ -403,7 +378,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 8 + layout::entry_len(encode_key("bad_family", "bad_family_sum", [], "").len())
                     as u64
             },
-            kind: |k| *k == ProblemKind::BadBucketBound("abc".into()),
+            kind: |k| *k == ReadErrorKind::BadKey(KeyError::BadBucketBound("abc".into())),
             reason: "le=\"abc\" is not a number",
             change: touch,
         },
@@ -425,7 +400,7 @@ pub(crate) fn cases() -> Vec<Case> {
                 )
             },
             offset: eight,
-            kind: |k| *k == ProblemKind::BadBucketBound("NaN".into()),
+            kind: |k| *k == ReadErrorKind::BadKey(KeyError::BadBucketBound("NaN".into())),
             reason: "is not a number",
             change: touch,
         },
@@ -434,7 +409,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_119.db",
             make: |p| symlink("counter_119.db", p),
             offset: zero,
-            kind: |k| read_kind(k, |k| matches!(k, ReadErrorKind::Io(_))),
+            kind: |k| matches!(k, ReadErrorKind::Io(_)),
             reason: "cannot read",
             // A loop has no state of its own to change; break it differently.
             change: |p| {
@@ -447,7 +422,7 @@ pub(crate) fn cases() -> Vec<Case> {
             file: b"counter_120.db",
             make: |p| symlink("no-such-target", p),
             offset: zero,
-            kind: |k| *k == ProblemKind::DanglingSymlink,
+            kind: |k| *k == ReadErrorKind::DanglingSymlink,
             reason: "dangling symbolic link",
             change: |p| {
                 std::fs::remove_file(p).unwrap();
@@ -470,7 +445,7 @@ fn outputs(scrape: &Scrape) -> (String, String) {
 }
 
 /// The file warnings of a scrape (conflicts must not appear here).
-fn file_warnings(scrape: &Scrape) -> Vec<&FileProblem> {
+fn file_warnings(scrape: &Scrape) -> Vec<&ReadError> {
     scrape
         .warnings
         .iter()
@@ -481,7 +456,7 @@ fn file_warnings(scrape: &Scrape) -> Vec<&FileProblem> {
         .collect()
 }
 
-fn check_problem(case: &Case, problem: &FileProblem, path: &Path) {
+fn check_problem(case: &Case, problem: &ReadError, path: &Path) {
     let what = case.what;
     assert_eq!(problem.path, path, "{what}");
     assert_eq!(problem.offset, (case.offset)(), "{what}: {problem}");
@@ -699,7 +674,7 @@ fn unreadable_file_is_skipped_and_reported() {
             (path.as_path(), 0)
         );
         assert!(
-            matches!(&warnings[0].kind, ProblemKind::Read(ReadErrorKind::Io(m)) if m.contains("Permission denied")),
+            matches!(&warnings[0].kind, ReadErrorKind::Io(m) if m.contains("Permission denied")),
             "{}",
             warnings[0]
         );

@@ -213,6 +213,29 @@ fn directory_comes_from_flag_then_env_then_legacy_env() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// prometheus_client looks at the legacy name only when
+/// PROMETHEUS_MULTIPROC_DIR is unset: set but empty, it names no directory,
+/// and the legacy name is not consulted.
+#[test]
+fn an_empty_env_dir_does_not_fall_through_to_the_legacy_name() {
+    let legacy = temp_dir();
+    write_counter(legacy.path(), "1", "from_legacy", "", 1.0);
+    let out = multiprom()
+        .arg("scrape")
+        .env(ENV, "")
+        .env(LEGACY_ENV, legacy.path())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(stdout(&out), "");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no directory: PROMETHEUS_MULTIPROC_DIR is set but empty"),
+        "{err}"
+    );
+}
+
 #[test]
 fn no_usable_directory_is_one_line_and_exit_2() {
     let dir = temp_dir();

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use multiprom_format::{DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 use rustix::process::{kill_process, Pid, Signal};
 use tokio::process::{Child, Command};
 
-use crate::dir_resolution::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::http_service::{self, parse_duration, EndpointArgs};
 use crate::launch_dir::{ExistingFiles, Launch, MetricsDir};
 use crate::logging;
@@ -112,8 +112,8 @@ fn spawn_worker(index: u32, dir: &Path) -> std::io::Result<Worker> {
     let exe = std::env::current_exe()?;
     let child = Command::new(exe)
         .args(["demo", "--worker", &index.to_string()])
-        .env(ENV_VAR, dir)
-        .env_remove(LEGACY_ENV_VAR)
+        .env(DIR_ENV_VAR, dir)
+        .env_remove(LEGACY_DIR_ENV_VAR)
         .stdin(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()?;

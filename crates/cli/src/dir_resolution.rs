@@ -1,19 +1,20 @@
-//! Finding the multiprocess directory: `--dir`, then `PROMETHEUS_MULTIPROC_DIR`,
-//! then the deprecated lowercase `prometheus_multiproc_dir`.
+//! Finding the multiprocess directory: `--dir`, else the environment by
+//! prometheus_client's rule ([`EnvDir::from_env`], where the rule is
+//! written down), then checking that it is a directory.
 
 use std::path::PathBuf;
 
-/// The environment variable Python's `prometheus_client` reads.
-pub const ENV_VAR: &str = "PROMETHEUS_MULTIPROC_DIR";
-/// The deprecated lowercase name, still honoured (with a warning) as Python does.
-pub const LEGACY_ENV_VAR: &str = "prometheus_multiproc_dir";
+use multiprom_format::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 
 /// Why no usable directory was found. Displayed as one line for people.
 #[derive(Debug, thiserror::Error)]
 pub enum DirError {
     /// Neither `--dir` nor either environment variable.
-    #[error("no directory: pass --dir DIR or set {ENV_VAR}")]
+    #[error("no directory: pass --dir DIR or set {DIR_ENV_VAR}")]
     Unset,
+    /// The environment names no directory (a variable set but empty).
+    #[error("no directory: {0}")]
+    Env(EnvDirError),
     /// The path does not exist.
     #[error("{}: no such directory", .0.display())]
     Missing(PathBuf),
@@ -27,17 +28,17 @@ pub enum DirError {
 pub fn resolve(flag: Option<PathBuf>) -> Result<PathBuf, DirError> {
     let dir = match flag {
         Some(dir) => dir,
-        None => match std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => match std::env::var_os(LEGACY_ENV_VAR).filter(|v| !v.is_empty()) {
-                Some(dir) => {
+        None => match EnvDir::from_env() {
+            Ok(env) => {
+                if env.is_legacy() {
                     eprintln!(
-                        "multiprom: warning: {LEGACY_ENV_VAR} is deprecated, use {ENV_VAR} (as prometheus_client does)"
+                        "multiprom: warning: {LEGACY_DIR_ENV_VAR} is deprecated, use {DIR_ENV_VAR} (as prometheus_client does)"
                     );
-                    PathBuf::from(dir)
                 }
-                None => return Err(DirError::Unset),
-            },
+                env.path
+            }
+            Err(EnvDirError::Unset) => return Err(DirError::Unset),
+            Err(e) => return Err(DirError::Env(e)),
         },
     };
     match std::fs::metadata(&dir) {

@@ -73,7 +73,7 @@ pub(crate) struct EndpointArgs {
     pub worker_process_metrics: bool,
 }
 
-fn parse_metrics_path(text: &str) -> Result<String, String> {
+fn parse_metrics_path(text: &str) -> Result<String, multiprom_http::MetricsPathError> {
     multiprom_http::valid_metrics_path(text).map(|()| text.to_owned())
 }
 

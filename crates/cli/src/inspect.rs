@@ -10,8 +10,10 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use multiprom_collector::{merge_files, scan_dir, CollectOptions, FileProblem};
-use multiprom_format::{float_to_go_string, read_valid_prefix, FileName, Header, Key, MetricKind};
+use multiprom_collector::{merge_files, scan_dir, CollectOptions};
+use multiprom_format::{
+    float_to_go_string, read_valid_prefix, FileName, Header, Key, MetricKind, ReadError,
+};
 use serde::Serialize;
 
 mod sniff;
@@ -52,7 +54,7 @@ struct Inspected {
     /// Entries up to the first damaged one.
     entries: Vec<InspectedEntry>,
     /// The collector's verdict: why a scrape would skip this file.
-    problem: Option<FileProblem>,
+    problem: Option<ReadError>,
 }
 
 impl Inspected {

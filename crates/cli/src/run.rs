@@ -13,9 +13,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, ExitStatus};
 
+use multiprom_format::{DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 use rustix::process::{kill_process, Pid};
 
-use crate::dir_resolution::{ENV_VAR, LEGACY_ENV_VAR};
 use crate::http_service::{self, EndpointArgs};
 use crate::launch_dir::{ExistingFiles, Launch};
 use crate::logging;
@@ -101,12 +101,12 @@ pub(crate) fn main(args: Args) -> ExitCode {
 /// as multiprom did not create it, nothing in it is removed), else none (a
 /// temporary one).
 fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
-    let exported = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty());
+    let exported = std::env::var_os(DIR_ENV_VAR).filter(|v| !v.is_empty());
     match (&args.dir, exported) {
         (Some(dir), exported) => {
             if let Some(exported) = exported.filter(|e| Path::new(e) != dir) {
                 tracing::info!(
-                    "--dir {} replaces the exported {ENV_VAR}={} for the command",
+                    "--dir {} replaces the exported {DIR_ENV_VAR}={} for the command",
                     dir.display(),
                     Path::new(&exported).display()
                 );
@@ -120,7 +120,7 @@ fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
         }
         (None, Some(exported)) => {
             tracing::info!(
-                "using the exported {ENV_VAR}={} (files already there are kept)",
+                "using the exported {DIR_ENV_VAR}={} (files already there are kept)",
                 Path::new(&exported).display()
             );
             (Some(PathBuf::from(exported)), ExistingFiles::Keep)
@@ -146,8 +146,8 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     let mut command = tokio::process::Command::new(program);
     command
         .args(rest)
-        .env(ENV_VAR, dir)
-        .env_remove(LEGACY_ENV_VAR);
+        .env(DIR_ENV_VAR, dir)
+        .env_remove(LEGACY_DIR_ENV_VAR);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -173,7 +173,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         .await
     });
     tracing::info!(
-        "started {} (pid {}) with {ENV_VAR}={}",
+        "started {} (pid {}) with {DIR_ENV_VAR}={}",
         program.to_string_lossy(),
         pid.map_or(0, |p| p.as_raw_nonzero().get()),
         dir.display()

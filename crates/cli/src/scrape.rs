@@ -30,8 +30,9 @@ pub(crate) enum FormatArg {
 /// Arguments of `multiprom scrape`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-The directory is --dir, else $PROMETHEUS_MULTIPROC_DIR, else the deprecated \
-$prometheus_multiproc_dir.
+The directory is --dir, else $PROMETHEUS_MULTIPROC_DIR, else (only when that is unset) the \
+deprecated $prometheus_multiproc_dir, as prometheus_client reads them: a variable set but empty \
+names no directory.
 
 Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
 no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \

@@ -9,11 +9,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use multiprom_format::{Key, ReadErrorKind};
+use multiprom_format::{Key, KeyError, ReadErrorKind};
 
 use crate::intern::{Interner, LabelTuple};
 use crate::parse::parse_python_float;
-use crate::problem::ProblemKind;
 
 /// Index of a key in a [`KeyTable`].
 pub(crate) type KeyId = u32;
@@ -42,16 +41,16 @@ pub(crate) struct KeyInfo {
 
 impl KeyInfo {
     /// Why a file of any kind holding this key is bad, if it is.
-    pub(crate) fn problem(&self) -> Option<ProblemKind> {
+    pub(crate) fn problem(&self) -> Option<ReadErrorKind> {
         self.family
             .is_empty()
-            .then_some(ProblemKind::EmptyFamilyName)
+            .then_some(ReadErrorKind::BadKey(KeyError::EmptyFamilyName))
     }
 
     /// Why a histogram file holding this key is bad, if it is.
-    pub(crate) fn histogram_problem(&self) -> Option<ProblemKind> {
+    pub(crate) fn histogram_problem(&self) -> Option<ReadErrorKind> {
         match &self.bucket {
-            Some(Err(le)) => Some(ProblemKind::BadBucketBound(le.clone())),
+            Some(Err(le)) => Some(ReadErrorKind::BadKey(KeyError::BadBucketBound(le.clone()))),
             _ => None,
         }
     }
@@ -263,7 +262,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             table.get(id).histogram_problem(),
-            Some(ProblemKind::BadBucketBound("nan".into()))
+            Some(ReadErrorKind::BadKey(KeyError::BadBucketBound(
+                "nan".into()
+            )))
         );
         assert_eq!(table.get(id).problem(), None);
         let empty = table
@@ -271,7 +272,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             table.get(empty).problem(),
-            Some(ProblemKind::EmptyFamilyName)
+            Some(ReadErrorKind::BadKey(KeyError::EmptyFamilyName))
         );
     }
 }

@@ -30,6 +30,7 @@ mod problem;
 mod registry;
 mod scan;
 mod settled_sums;
+mod stamp;
 mod tracked;
 mod watch;
 mod writers;
@@ -41,7 +42,7 @@ pub use collector::{
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use filter::NameFilter;
-pub use problem::{Conflict, FamilyTypeName, FileProblem, ProblemKind, Warning};
+pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
 pub use scan::scan_dir;

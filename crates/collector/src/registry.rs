@@ -104,12 +104,6 @@ impl RegistryCollector {
         }
     }
 
-    /// The underlying directory collector.
-    #[must_use]
-    pub fn dir_collector(&self) -> &DirCollector {
-        &self.collector
-    }
-
     fn log_once(&self, message: String) {
         let mut logged = self
             .logged

@@ -25,6 +25,10 @@ pub enum ReadErrorKind {
     /// no more to say (a name that is not UTF-8, say).
     #[error("not a metrics file name")]
     NotAMetricsFileName,
+    /// A symbolic link whose target does not exist: unlike a file that
+    /// vanished because its worker was reaped, it will not go away by itself.
+    #[error("dangling symbolic link")]
+    DanglingSymlink,
     /// A symbolic link named a regular file when it was looked at and
     /// another file when it was opened: someone switched it in between.
     #[error("the symbolic link changed while it was opened")]
@@ -140,12 +144,21 @@ impl fmt::Display for ReadError {
 }
 
 impl ReadError {
-    pub(crate) fn new(path: impl Into<PathBuf>, offset: u64, kind: ReadErrorKind) -> Self {
+    /// A problem of `kind` at byte `offset` of the file at `path`.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>, offset: u64, kind: ReadErrorKind) -> Self {
         ReadError {
             path: path.into(),
             offset,
             kind,
         }
+    }
+
+    /// Whether the file simply vanished (a reaped worker), which is not
+    /// damage.
+    #[must_use]
+    pub fn is_vanished(&self) -> bool {
+        self.kind == ReadErrorKind::Vanished
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
@@ -219,6 +232,18 @@ mod tests {
         assert_eq!(
             ReadErrorKind::LinkChanged.to_string(),
             "the symbolic link changed while it was opened"
+        );
+        assert_eq!(
+            ReadErrorKind::DanglingSymlink.to_string(),
+            "dangling symbolic link"
+        );
+        assert_eq!(
+            ReadErrorKind::from(KeyError::EmptyFamilyName).to_string(),
+            "entry has an empty metric name"
+        );
+        assert_eq!(
+            ReadErrorKind::from(KeyError::BadBucketBound("abc".into())).to_string(),
+            "histogram bucket bound le=\"abc\" is not a number"
         );
     }
 }

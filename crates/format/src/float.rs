@@ -50,23 +50,6 @@ pub fn write_float_to_go_string(out: &mut String, v: f64) {
     }
 }
 
-/// Appends Python's `repr(v)` for a finite `v`.
-///
-/// Python uses the shortest digit string that round-trips (David Gay's dtoa,
-/// mode 0), ties between two equally short candidates going to the one nearer
-/// the exact binary value, exact halfway cases to even: the digits the Ryū
-/// algorithm (the `ryu` crate) produces. Integers below 2^53 skip it: their
-/// own digits are the shortest (neighbouring floats are at most 1 apart, so
-/// no other integer string reads back as the same float).
-pub fn write_python_repr(out: &mut String, v: f64) {
-    debug_assert!(v.is_finite());
-    if v == 0.0 {
-        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
-        return;
-    }
-    Decimal::shortest(v).write_repr(out);
-}
-
 /// A finite, non-zero float as its shortest round-trip decimal digits:
 /// `d1.d2d3... x 10^exp`, without trailing zeros.
 struct Decimal {

@@ -31,6 +31,16 @@ pub enum KeyError {
     /// JSON, but not `[string, string, {string: string}, string]`.
     #[error("key is not a [family, sample, {{labels}}, help] array: {0}")]
     WrongShape(String),
+    /// The family name is empty: Python refuses to build a metric of it.
+    /// [`Key::decode`] accepts such a key; a reader that merges keys the
+    /// way Python does rejects it.
+    #[error("entry has an empty metric name")]
+    EmptyFamilyName,
+    /// A histogram bucket's `le` label does not parse as a number (or is
+    /// NaN): Python cannot order the buckets. [`Key::decode`] does not look
+    /// at labels; a reader that merges histograms rejects it.
+    #[error("histogram bucket bound le={0:?} is not a number")]
+    BadBucketBound(String),
 }
 
 type KeyTuple = (String, String, BTreeMap<String, String>, String);

@@ -62,6 +62,7 @@ mod error;
 mod file_name;
 mod float;
 pub mod fork;
+mod identity;
 mod key;
 pub mod layout;
 mod mapping;
@@ -74,7 +75,8 @@ mod writer;
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
-pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
+pub use float::{float_to_go_string, write_float_to_go_string};
+pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
 pub use open::{open_for_read, OpenDir};
@@ -83,7 +85,6 @@ pub use parse::{
     ValidPrefix,
 };
 pub use read::{
-    read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, FileIdentity,
-    UsedBytes,
+    read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,
 };
 pub use writer::FileWriter;

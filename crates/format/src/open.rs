@@ -6,12 +6,13 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
 use crate::error::{ReadError, ReadErrorKind};
+use crate::identity::FileIdentity;
 
 /// Opens a file for reading without blocking on FIFOs and without opening
 /// devices: a `*.db` that is not a regular file, or a symbolic link to
@@ -82,7 +83,7 @@ fn open_through_link(
         Err(e) => return Err(io(e)),
     };
     let (file, meta) = checked_file(File::from(fd), path)?;
-    if (meta.dev(), meta.ino()) != (looked_at.dev(), looked_at.ino()) {
+    if FileIdentity::from_metadata(&meta) != FileIdentity::from_metadata(&looked_at) {
         return Err(ReadError::new(path, 0, ReadErrorKind::LinkChanged));
     }
     Ok((file, meta))
@@ -185,7 +186,7 @@ pub(crate) fn not_a_file(ft: std::fs::FileType) -> Option<ReadErrorKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::FileExt;
+    use std::os::unix::fs::{FileExt, MetadataExt};
 
     fn make_fifo(path: &Path) {
         rustix::fs::mknodat(

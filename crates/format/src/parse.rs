@@ -106,6 +106,12 @@ pub struct ParseError {
 }
 
 impl ParseError {
+    /// A problem of `kind` at byte `offset`.
+    #[must_use]
+    pub fn new(offset: u64, kind: ReadErrorKind) -> Self {
+        ParseError { offset, kind }
+    }
+
     /// Attaches the path.
     #[must_use]
     pub fn at(self, path: &Path) -> ReadError {

@@ -6,10 +6,11 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{ReadError, ReadErrorKind};
+use crate::identity::FileIdentity;
 use crate::layout;
 use crate::open::open_for_read;
 use crate::parse::{
@@ -20,16 +21,6 @@ use crate::parse::{
 const FIRST_READ: usize = layout::INITIAL_CAPACITY as usize;
 /// The smallest first read: a page, as Python's reader does.
 const MIN_FIRST_READ: usize = 4096;
-
-/// Identity of a file on disk, for caches: a file deleted and re-created
-/// under the same name gets a new inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct FileIdentity {
-    /// Device number.
-    pub dev: u64,
-    /// Inode number.
-    pub ino: u64,
-}
 
 /// The used region of a file, copied out with `pread`.
 #[derive(Debug, Clone)]
@@ -147,10 +138,7 @@ pub fn read_used_bytes(path: &Path) -> Result<UsedBytes, ReadError> {
     let header = read_used_into_with_hint(&file, &meta, path, &mut bytes, FIRST_READ)?;
     Ok(UsedBytes {
         header,
-        identity: FileIdentity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        },
+        identity: FileIdentity::from_metadata(&meta),
         bytes,
     })
 }

@@ -52,5 +52,5 @@ mod tracked_io;
 mod tracked_service;
 
 pub use endpoint::{Endpoint, EndpointConfig, ScrapeFailure};
-pub use metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
+pub use metrics_path::{valid_metrics_path, MetricsPathError, DEFAULT_METRICS_PATH};
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};

@@ -39,7 +39,7 @@ mod set_aside;
 mod status;
 mod writers_seen;
 
-pub use compaction::{CompactError, CompactPass};
+pub use compaction::{CompactError, CompactPass, JournalError};
 pub use config::{CompactConfig, MaintainConfig, ReapConfig};
 pub use maintainer::Maintainer;
 pub use process::{is_gone, process_state, ProcessState};

@@ -9,8 +9,8 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 
+use multiprom_format::FileIdentity;
 use rustix::io::Errno;
 use rustix::process::{test_kill_process, Pid};
 
@@ -139,32 +139,12 @@ impl PidWindow {
     }
 }
 
-/// A file's identity: device and inode, as `stat` gives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct FileId {
-    /// `st_dev`.
-    pub(crate) dev: u64,
-    /// `st_ino`.
-    pub(crate) ino: u64,
-}
-
-impl FileId {
-    /// The identity of what `path` names now (following symbolic links).
-    pub(crate) fn of(path: &std::path::Path) -> io::Result<FileId> {
-        let meta = std::fs::metadata(path)?;
-        Ok(FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        })
-    }
-}
-
 /// Which of `files` some process has open or mapped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Holders {
     /// The files that are open (`/proc/*/fd`) or mapped (`/proc/*/maps`) by a
     /// process that could be inspected.
-    pub(crate) held: HashSet<FileId>,
+    pub(crate) held: HashSet<FileIdentity>,
     /// Processes whose fds or maps could not be read (another user's, without
     /// the privilege to look): they might hold any of the files.
     pub(crate) uninspectable: usize,
@@ -177,7 +157,7 @@ pub(crate) struct Holders {
 /// This costs a directory listing per process and a read of its maps, so it
 /// is meant for the few files about to be removed or folded, not for every
 /// scrape. A process that exits while being looked at holds nothing.
-pub(crate) fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
+pub(crate) fn holders(files: &HashSet<FileIdentity>) -> io::Result<Holders> {
     let mut found = Holders::default();
     if files.is_empty() {
         return Ok(found);
@@ -211,7 +191,11 @@ pub(crate) fn holders(files: &HashSet<FileId>) -> io::Result<Holders> {
     Ok(found)
 }
 
-fn process_holds(pid: u32, files: &HashSet<FileId>, held: &mut HashSet<FileId>) -> io::Result<()> {
+fn process_holds(
+    pid: u32,
+    files: &HashSet<FileIdentity>,
+    held: &mut HashSet<FileIdentity>,
+) -> io::Result<()> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
     for line in maps.lines() {
         if let Some(id) = mapped_file(line) {
@@ -224,7 +208,7 @@ fn process_holds(pid: u32, files: &HashSet<FileId>, held: &mut HashSet<FileId>) 
         let Ok(fd) = fd else { continue };
         // `stat` through the magic link reaches the open file itself, even
         // one whose name was removed.
-        if let Ok(id) = FileId::of(&fd.path()) {
+        if let Ok(id) = FileIdentity::of(&fd.path()) {
             if files.contains(&id) {
                 held.insert(id);
             }
@@ -235,7 +219,7 @@ fn process_holds(pid: u32, files: &HashSet<FileId>, held: &mut HashSet<FileId>) 
 
 /// The file behind one `/proc/<pid>/maps` line:
 /// `start-end perms offset MAJOR:MINOR INODE [path]` (hex device numbers).
-fn mapped_file(line: &str) -> Option<FileId> {
+fn mapped_file(line: &str) -> Option<FileIdentity> {
     let mut fields = line.split_ascii_whitespace();
     let dev = fields.nth(3)?;
     let ino: u64 = fields.next()?.parse().ok()?;
@@ -245,7 +229,7 @@ fn mapped_file(line: &str) -> Option<FileId> {
     let (major, minor) = dev.split_once(':')?;
     let major = u32::from_str_radix(major, 16).ok()?;
     let minor = u32::from_str_radix(minor, 16).ok()?;
-    Some(FileId {
+    Some(FileIdentity {
         dev: rustix::fs::makedev(major, minor),
         ino,
     })
@@ -368,16 +352,16 @@ mod tests {
         for f in [&mapped, &open, &idle] {
             std::fs::write(f, [0u8; 4096]).unwrap();
         }
-        let ids: HashSet<FileId> = [&mapped, &open, &idle]
+        let ids: HashSet<FileIdentity> = [&mapped, &open, &idle]
             .iter()
-            .map(|f| FileId::of(f).unwrap())
+            .map(|f| FileIdentity::of(f).unwrap())
             .collect();
         let holder = TestHolder::start(&[&mapped], &[&open]);
         let found = holders(&ids).unwrap();
         drop(holder);
-        let expected: HashSet<FileId> = [&mapped, &open]
+        let expected: HashSet<FileIdentity> = [&mapped, &open]
             .iter()
-            .map(|f| FileId::of(f).unwrap())
+            .map(|f| FileIdentity::of(f).unwrap())
             .collect();
         assert_eq!(found.held, expected);
         assert!(holders(&ids).unwrap().held.is_empty());
@@ -390,7 +374,7 @@ mod tests {
         );
         assert_eq!(
             id,
-            Some(FileId {
+            Some(FileIdentity {
                 dev: rustix::fs::makedev(0, 0x1a),
                 ino: 1_234_567
             })

@@ -57,9 +57,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use multiprom_format::{FileName, MetricKind};
+use multiprom_format::{FileIdentity, FileName, MetricKind};
 
-use crate::process::{holders, last_allocated_pid, process_state, FileId, PidWindow, ProcessState};
+use crate::process::{holders, last_allocated_pid, process_state, PidWindow, ProcessState};
 use crate::set_aside::{move_no_replace, set_aside, Aside};
 
 /// What a survey of a listing found.
@@ -120,7 +120,7 @@ pub(crate) trait ProcessView {
     /// The last pid handed out, if known.
     fn last_allocated_pid(&mut self) -> Option<u32>;
     /// Which of `files` are open or mapped by some process.
-    fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId>;
+    fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity>;
 }
 
 /// The running system, through `/proc`.
@@ -136,7 +136,7 @@ impl ProcessView for SystemProcesses {
         last_allocated_pid()
     }
 
-    fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId> {
+    fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity> {
         // Removing a name never disturbs a process that has the file open
         // or mapped; this check only keeps a file some process still uses.
         // Processes that cannot be inspected are taken as not holding it.
@@ -225,10 +225,7 @@ impl Reaper {
             if !meta.is_file() || unchanged_for < LEFTOVER_AFTER {
                 continue;
             }
-            let id = FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            };
+            let id = FileIdentity::from_metadata(&meta);
             leftovers.push((path, pid, id, hidden));
         }
         if leftovers.is_empty() {
@@ -417,7 +414,8 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
     if due.is_empty() {
         return removal;
     }
-    let ids: Vec<Option<FileId>> = due.iter().map(|(p, _)| FileId::of(p).ok()).collect();
+    let ids: Vec<Option<FileIdentity>> =
+        due.iter().map(|(p, _)| FileIdentity::of(p).ok()).collect();
     let held = view.held(&ids.iter().flatten().copied().collect());
     let mut free = Vec::new();
     for ((path, pid), id) in due.into_iter().zip(ids) {
@@ -464,10 +462,10 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
 struct HiddenNames;
 
 impl Aside<(PathBuf, u32)> for HiddenNames {
-    fn move_aside(&self, (path, _): &(PathBuf, u32)) -> std::io::Result<FileId> {
+    fn move_aside(&self, (path, _): &(PathBuf, u32)) -> std::io::Result<FileIdentity> {
         let hidden = hidden_name(path);
         std::fs::rename(path, &hidden)?;
-        FileId::of(&hidden)
+        FileIdentity::of(&hidden)
     }
 
     fn put_back(&self, (path, _): &(PathBuf, u32)) -> std::io::Result<()> {
@@ -553,9 +551,9 @@ mod tests {
     struct Fake {
         states: HashMap<u32, ProcessState>,
         last_pid: Option<u32>,
-        held: HashSet<FileId>,
+        held: HashSet<FileIdentity>,
         /// Held from the second look on: opened just before the move aside.
-        opened_meanwhile: HashSet<FileId>,
+        opened_meanwhile: HashSet<FileIdentity>,
         looks: usize,
         /// Pids asked about, in order.
         asked: Vec<u32>,
@@ -572,9 +570,9 @@ mod tests {
         fn last_allocated_pid(&mut self) -> Option<u32> {
             self.last_pid
         }
-        fn held(&mut self, files: &HashSet<FileId>) -> HashSet<FileId> {
+        fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity> {
             self.looks += 1;
-            let mut held: HashSet<FileId> = files.intersection(&self.held).copied().collect();
+            let mut held: HashSet<FileIdentity> = files.intersection(&self.held).copied().collect();
             if self.looks > 1 {
                 held.extend(files.intersection(&self.opened_meanwhile));
             }
@@ -610,7 +608,7 @@ mod tests {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
         let mut fake = Fake::default();
-        let held = FileId::of(&dir.path().join(".gauge_livesum_200.db.reaping")).unwrap();
+        let held = FileIdentity::of(&dir.path().join(".gauge_livesum_200.db.reaping")).unwrap();
         fake.held.insert(held);
         let before = names(dir.path());
 
@@ -820,7 +818,7 @@ mod tests {
         std::fs::write(&file, b"").unwrap();
         let mut fake = Fake::default();
         fake.states.insert(9, ProcessState::Gone);
-        fake.held.insert(FileId::of(&file).unwrap());
+        fake.held.insert(FileIdentity::of(&file).unwrap());
         let mut reaper = Reaper::new(Duration::ZERO);
         let now = Instant::now();
         let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), now, &mut fake);
@@ -838,7 +836,8 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         let mut fake = Fake::default();
         fake.states.insert(77, ProcessState::Gone);
-        fake.opened_meanwhile.insert(FileId::of(&file).unwrap());
+        fake.opened_meanwhile
+            .insert(FileIdentity::of(&file).unwrap());
         let mut reaper = Reaper::new(Duration::ZERO);
         let pass = reaper.pass_with(&Arc::new(vec![file.clone()]), Instant::now(), &mut fake);
         assert!(pass.removed.is_empty(), "{pass:?}");

@@ -15,9 +15,8 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
+use multiprom_format::FileIdentity;
 use rustix::fs::{renameat_with, RenameFlags, CWD};
-
-use crate::process::FileId;
 
 /// How long files sit aside before their holders are looked for: an `open`
 /// that resolved the old name just before the move has installed its file
@@ -28,7 +27,7 @@ pub(crate) const SETTLE: Duration = Duration::from_millis(20);
 pub(crate) trait Aside<T> {
     /// Moves `item` out of the directory's namespace; returns the identity
     /// of the file moved.
-    fn move_aside(&self, item: &T) -> io::Result<FileId>;
+    fn move_aside(&self, item: &T) -> io::Result<FileIdentity>;
     /// Moves `item` back into the directory.
     fn put_back(&self, item: &T) -> io::Result<()>;
 }
@@ -55,7 +54,7 @@ pub(crate) struct SetAside<T> {
 pub(crate) fn set_aside<T>(
     items: Vec<T>,
     aside: &impl Aside<T>,
-    held: impl FnOnce(&[(T, FileId)]) -> io::Result<HashSet<FileId>>,
+    held: impl FnOnce(&[(T, FileIdentity)]) -> io::Result<HashSet<FileIdentity>>,
 ) -> io::Result<SetAside<T>> {
     let mut moved = Vec::with_capacity(items.len());
     let mut not_moved = Vec::new();
@@ -123,10 +122,10 @@ mod tests {
     struct Hidden(PathBuf);
 
     impl Aside<String> for Hidden {
-        fn move_aside(&self, name: &String) -> io::Result<FileId> {
+        fn move_aside(&self, name: &String) -> io::Result<FileIdentity> {
             let to = self.0.join(format!(".{name}.aside"));
             move_no_replace(&self.0.join(name), &to)?;
-            FileId::of(&to)
+            FileIdentity::of(&to)
         }
         fn put_back(&self, name: &String) -> io::Result<()> {
             move_no_replace(&self.0.join(format!(".{name}.aside")), &self.0.join(name))
@@ -148,7 +147,7 @@ mod tests {
         for name in ["a", "b"] {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
-        let held_id = FileId::of(&dir.path().join("b")).unwrap();
+        let held_id = FileIdentity::of(&dir.path().join("b")).unwrap();
         let asked = RefCell::new(Vec::new());
         let outcome = set_aside(
             vec!["a".to_owned(), "b".to_owned(), "gone".to_owned()],

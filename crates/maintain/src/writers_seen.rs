@@ -12,13 +12,14 @@
 //! endpoint.
 
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::process::{holders, FileId};
+use multiprom_format::FileIdentity;
+
+use crate::process::holders;
 
 /// How often to look again while no writer has been seen.
 const LOOK_EVERY: Duration = Duration::from_secs(60);
@@ -87,13 +88,10 @@ fn writer_holds_a_file(dir: &Path) -> bool {
     let Ok(listing) = multiprom_collector::scan_dir(dir) else {
         return false;
     };
-    let files: HashSet<FileId> = listing
+    let files: HashSet<FileIdentity> = listing
         .iter()
         .filter_map(|path| std::fs::metadata(path).ok())
-        .map(|meta| FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        })
+        .map(|meta| FileIdentity::from_metadata(&meta))
         .collect();
     holders(&files).is_ok_and(|found| !found.held.is_empty())
 }

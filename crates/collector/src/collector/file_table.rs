@@ -7,9 +7,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use multiprom_format::FileName;
+use multiprom_format::{FileName, ReadError};
 
-use crate::problem::{FileProblem, Warning};
+use crate::problem::Warning;
+use crate::stamp::FileStamp;
 use crate::tracked::TrackedFile;
 
 use super::collection::CollectorState;
@@ -23,7 +24,7 @@ pub(super) struct FileEntry {
     /// Why it contributes nothing now, if it does not. Boxed, as is the
     /// next field: rare, and big inline, they spread the file table (walked
     /// several times a scrape) over twice the memory.
-    pub(super) problem: Option<Box<FileProblem>>,
+    pub(super) problem: Option<Box<ReadError>>,
     /// The problem last reported, so each is reported once.
     pub(super) last_problem: Option<Box<ProblemState>>,
 }
@@ -63,35 +64,13 @@ impl Borrow<[u8]> for PathKey {
 }
 
 /// What a skipped file looked like when its problem was reported: the problem
-/// plus the file's identity, size and modification time. A warning is due when
+/// plus the file's identity, size, and modification and change times. A warning is due when
 /// this changes, so a file stuck in one bad state is reported once, and one
 /// that is replaced, rewritten or damaged differently is reported again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct ProblemState {
-    pub(super) problem: FileProblem,
+    pub(super) problem: ReadError,
     pub(super) stamp: Option<FileStamp>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct FileStamp {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) size: u64,
-    pub(super) mtime: (i64, i64),
-}
-
-impl FileStamp {
-    /// The stamp of whatever `path` names now (`None` if nothing).
-    pub(super) fn of(path: &Path) -> Option<FileStamp> {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(path).ok()?;
-        Some(FileStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-        })
-    }
 }
 
 /// The tracked file at `index` of the file table, if there is one.
@@ -168,7 +147,7 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
 /// differs from the last one reported.
 pub(super) fn set_problem(
     known: &mut FileEntry,
-    problem: Option<FileProblem>,
+    problem: Option<ReadError>,
     warnings: &mut Vec<Warning>,
 ) {
     let problem_state = problem.as_ref().map(|problem| ProblemState {

@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use multiprom_format::{FileName, ReadErrorKind};
+use multiprom_format::{FileName, ParseError, ReadError, ReadErrorKind};
 
-use crate::problem::{FileProblem, ProblemKind, Warning};
-use crate::tracked::{ParseContext, Prefetched, ReadFault, Refreshed, Settled};
+use crate::problem::Warning;
+use crate::tracked::{ParseContext, Prefetched, Refreshed, Settled};
 use crate::writers::ExitedWriters;
 
 use super::collection::{CollectorState, Pass};
@@ -130,7 +130,7 @@ pub(super) fn decide_maps(
 }
 
 /// Why a file whose name is not a metrics file name is skipped.
-pub(super) fn name_problem(path: &Path) -> FileProblem {
+pub(super) fn name_problem(path: &Path) -> ReadError {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -138,30 +138,19 @@ pub(super) fn name_problem(path: &Path) -> FileProblem {
     // Only called for names that did not parse; parse again for the reason.
     let kind = match FileName::parse(&name) {
         Err(e) => ReadErrorKind::BadFileName(e),
-        Ok(_) => ReadErrorKind::Io("not a metrics file name".into()),
+        Ok(_) => ReadErrorKind::NotAMetricsFileName,
     };
-    FileProblem {
-        path: path.to_path_buf(),
-        offset: 0,
-        kind: ProblemKind::Read(kind),
-    }
+    ReadError::new(path, 0, kind)
 }
 
-pub(super) fn file_problem(path: &Path, trouble: ReadFault) -> FileProblem {
-    let problem = FileProblem {
-        path: path.to_path_buf(),
-        offset: trouble.offset,
-        kind: trouble.kind,
-    };
+pub(super) fn file_problem(path: &Path, trouble: ParseError) -> ReadError {
+    let problem = trouble.at(path);
     // Opening a symbolic link whose target is missing also says "not found",
     // but unlike a reaped worker's file it stays: damage, not a race.
     let dangling = problem.is_vanished()
         && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if dangling {
-        FileProblem {
-            kind: ProblemKind::DanglingSymlink,
-            ..problem
-        }
+        ReadError::new(path, problem.offset, ReadErrorKind::DanglingSymlink)
     } else {
         problem
     }
@@ -212,12 +201,7 @@ pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &m
             }
             file.reset(&mut state.keys);
         }
-        let trouble = ReadFault {
-            offset: 0,
-            kind: ProblemKind::Read(ReadErrorKind::Io(
-                "the file shrank under its memory map".into(),
-            )),
-        };
+        let trouble = ParseError::new(0, ReadErrorKind::ShrankUnderMap);
         let problem = file_problem(&known.path, trouble);
         set_problem(known, Some(problem), warnings);
     }

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use multiprom_format::FileName;
+use multiprom_format::{FileName, ReadError};
 
 use crate::exposition::Format;
 use crate::family::MergedFamily;
-use crate::problem::{FileProblem, Warning};
+use crate::problem::Warning;
 
 /// How to merge: [`CollectOptions::default`] is Python's
 /// `MultiProcessCollector`; change an option with its builder method.
@@ -92,7 +92,7 @@ pub struct FileReport {
     /// Entries merged from it.
     pub entries: usize,
     /// Why it was skipped, if it was.
-    pub problem: Option<FileProblem>,
+    pub problem: Option<ReadError>,
 }
 
 impl FileReport {
@@ -177,7 +177,7 @@ impl Scrape {
     }
 
     /// Every skipped file's problem (bad and vanished), in merge order.
-    pub fn problems(&self) -> impl Iterator<Item = &FileProblem> {
+    pub fn problems(&self) -> impl Iterator<Item = &ReadError> {
         self.files.iter().filter_map(|f| f.problem.as_ref())
     }
 }

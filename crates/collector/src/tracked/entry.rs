@@ -1,8 +1,7 @@
 //! An entry as a tracked file keeps it, and the check that admits its key.
 
-use multiprom_format::MetricKind;
+use multiprom_format::{MetricKind, ParseError};
 
-use super::ReadFault;
 use crate::intern::Interner;
 use crate::keys::{KeyId, KeyTable};
 
@@ -21,10 +20,10 @@ pub(super) fn accept(
     kind: MetricKind,
     keys: &mut KeyTable,
     interner: &mut Interner,
-) -> Result<KeyId, ReadFault> {
+) -> Result<KeyId, ParseError> {
     let id = keys
         .acquire(raw, interner)
-        .map_err(|kind| ReadFault::read(offset, kind))?;
+        .map_err(|kind| ParseError::new(offset, kind))?;
     let info = keys.get(id);
     let problem = info.problem().or_else(|| {
         (kind == MetricKind::Histogram)
@@ -33,7 +32,7 @@ pub(super) fn accept(
     });
     if let Some(kind) = problem {
         keys.release([id]);
-        return Err(ReadFault { offset, kind });
+        return Err(ParseError::new(offset, kind));
     }
     Ok(id)
 }

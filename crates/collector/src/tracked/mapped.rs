@@ -6,13 +6,11 @@ use std::path::Path;
 
 use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
 use multiprom_format::read_map::MapView;
-use multiprom_format::{EntryIter, MetricKind, ReadErrorKind};
+use multiprom_format::{EntryIter, MetricKind, ParseError, ReadErrorKind};
 
 use super::entry::accept;
 use super::pread::read_fully;
-use super::{
-    check_used, shrunk, Access, EntryRef, ParseContext, ReadFault, Refreshed, TrackedFile,
-};
+use super::{check_used, shrunk, Access, EntryRef, ParseContext, Refreshed, TrackedFile};
 
 impl TrackedFile {
     /// The mapped path: read `used`, parse what is new, remap if the file
@@ -22,9 +20,11 @@ impl TrackedFile {
         path: &Path,
         just_mapped: bool,
         ctx: &mut ParseContext<'_>,
-    ) -> Result<Option<Refreshed>, ReadFault> {
+    ) -> Result<Option<Refreshed>, ParseError> {
         let Access::Mapped(map) = &self.access else {
-            return Err(ReadFault::read(0, ReadErrorKind::Io("not mapped".into())));
+            // Callers map the file first; one that is not mapped is opened
+            // and mapped afresh rather than reported as damaged.
+            return self.reopen(path, true, ctx, None);
         };
         let map_len = map.len() as u64;
         let used = map
@@ -87,7 +87,7 @@ fn parse_mapped(
     kind: MetricKind,
     ctx: &mut ParseContext<'_>,
     parsed: &mut Vec<EntryRef>,
-) -> Result<usize, ReadFault> {
+) -> Result<usize, ParseError> {
     let std::ops::Range {
         start: mut pos,
         end: used,
@@ -102,14 +102,14 @@ fn parse_mapped(
         let key_len = match view.u32_acquire(pos) {
             Some(len) if pos + 4 <= used => len as i32,
             _ => {
-                return Err(ReadFault::read(
+                return Err(ParseError::new(
                     pos as u64,
                     ReadErrorKind::UsedNotOnBoundary { used: used as u64 },
                 ))
             }
         };
         if key_len < 0 || key_len as usize > used || key_len as usize > MAX_KEY_LEN {
-            return Err(ReadFault::read(
+            return Err(ParseError::new(
                 pos as u64,
                 ReadErrorKind::BadKeyLength {
                     len: i64::from(key_len),
@@ -118,7 +118,7 @@ fn parse_mapped(
         }
         let end = pos + layout::entry_len(key_len as usize);
         if end > used {
-            return Err(ReadFault::read(
+            return Err(ParseError::new(
                 pos as u64,
                 ReadErrorKind::EntryPastUsed {
                     end: end as u64,
@@ -132,9 +132,9 @@ fn parse_mapped(
         }
         let raw = match EntryIter::window(scratch, pos, end).next() {
             Some(Ok(raw)) => raw,
-            Some(Err(e)) => return Err(ReadFault::read(e.offset, e.kind)),
+            Some(Err(e)) => return Err(e),
             None => {
-                return Err(ReadFault::read(
+                return Err(ParseError::new(
                     pos as u64,
                     ReadErrorKind::UsedNotOnBoundary { used: used as u64 },
                 ))

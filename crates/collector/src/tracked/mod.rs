@@ -18,17 +18,16 @@
 //! first bad entry, so a header claiming gigabytes in use in a sparse file
 //! costs one small read, and a key longer than [`MAX_KEY_LEN`] is bad.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use multiprom_format::layout::{self, HEADER_LEN};
 use multiprom_format::read_map::ReadMap;
-use multiprom_format::{open_for_read, FileName, ReadErrorKind};
+use multiprom_format::{open_for_read, FileIdentity, FileName, ParseError, ReadErrorKind};
 
 use crate::intern::Interner;
 use crate::keys::KeyTable;
-use crate::problem::ProblemKind;
+use crate::stamp::FileStamp;
 use mapped::map_len;
 
 mod entry;
@@ -79,22 +78,6 @@ enum Access {
     Read { values: Vec<(f64, f64)> },
 }
 
-/// Why a file contributes nothing this scrape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ReadFault {
-    pub offset: u64,
-    pub kind: ProblemKind,
-}
-
-impl ReadFault {
-    fn read(offset: u64, kind: ReadErrorKind) -> Self {
-        ReadFault {
-            offset,
-            kind: ProblemKind::Read(kind),
-        }
-    }
-}
-
 /// What a refresh found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refreshed {
@@ -109,7 +92,7 @@ pub(crate) enum Refreshed {
 pub(crate) struct TrackedFile {
     pub name: FileName,
     /// Device and inode of the file the entries were parsed from.
-    identity: Option<(u64, u64)>,
+    identity: Option<FileIdentity>,
     access: Access,
     /// Bytes in use when last looked at.
     pub used: u64,
@@ -123,8 +106,8 @@ pub(crate) struct TrackedFile {
     /// Something touched the file (an inotify event, a resync): look at it
     /// again before trusting the map.
     suspect: bool,
-    /// Inode, size, modification and change times when last opened.
-    stamp: Option<Stamp>,
+    /// Identity, size, modification and change times when last opened.
+    stamp: Option<FileStamp>,
     /// Whether the file's writer is gone, so its contents cannot change
     /// until something opens or touches it (see `DirCollector::settle_exited_writers`).
     pub settled: Settled,
@@ -148,26 +131,6 @@ pub(crate) enum Settled {
     },
 }
 
-/// What `stat` says of a file, to tell whether it changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            ino: meta.ino(),
-            size: meta.len(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-}
-
 impl TrackedFile {
     pub(crate) fn new(name: FileName) -> Self {
         TrackedFile {
@@ -188,7 +151,7 @@ impl TrackedFile {
     /// Marks the file as touched if `stat` shows it changed since it was
     /// last opened (for when no inotify events say so).
     pub(crate) fn touch_if_changed(&mut self, path: &Path) {
-        let now = std::fs::metadata(path).ok().map(|m| Stamp::of(&m));
+        let now = FileStamp::of(path);
         if now.is_none() || now != self.stamp {
             self.suspect = true;
         }
@@ -289,7 +252,7 @@ impl TrackedFile {
         ctx: &mut ParseContext<'_>,
         now: Instant,
         prefetched: Option<Prefetched>,
-    ) -> Result<Refreshed, ReadFault> {
+    ) -> Result<Refreshed, ParseError> {
         let result = match &self.access {
             Access::Mapped(_) if map && !self.suspect => self.refresh_mapped(path, false, ctx),
             _ => {
@@ -317,7 +280,7 @@ impl TrackedFile {
                         ReadErrorKind::HeaderNotWritten
                     };
                     self.reset(ctx.keys);
-                    return Err(ReadFault::read(0, kind));
+                    return Err(ParseError::new(0, kind));
                 }
                 let had = !self.entries.is_empty();
                 self.reset(ctx.keys);
@@ -343,18 +306,18 @@ impl TrackedFile {
         map: bool,
         ctx: &mut ParseContext<'_>,
         prefetched: Option<Prefetched>,
-    ) -> Result<Option<Refreshed>, ReadFault> {
+    ) -> Result<Option<Refreshed>, ParseError> {
         let (file, meta, head) = match prefetched {
             Some(Prefetched { file, meta, head }) => (file, meta, Some(head)),
             None => {
                 let (file, meta) =
-                    open_for_read(path).map_err(|e| ReadFault::read(e.offset, e.kind))?;
+                    open_for_read(path).map_err(|e| ParseError::new(e.offset, e.kind))?;
                 (file, meta, None)
             }
         };
-        let identity = (meta.dev(), meta.ino());
+        let identity = FileIdentity::from_metadata(&meta);
         let size = meta.len();
-        self.stamp = Some(Stamp::of(&meta));
+        self.stamp = Some(FileStamp::from_metadata(&meta));
         let mut changed = false;
         if self.identity != Some(identity) {
             changed |= !self.entries.is_empty();
@@ -366,17 +329,14 @@ impl TrackedFile {
             return Ok(None);
         }
         if size < HEADER_LEN as u64 {
-            return Err(ReadFault::read(0, ReadErrorKind::TooShort { size }));
+            return Err(ParseError::new(0, ReadErrorKind::TooShort { size }));
         }
         if size > MAX_FILE_SIZE {
-            return Err(ReadFault::read(
-                0,
-                ReadErrorKind::Io(format!("file is {size} bytes, over the 4 GiB limit")),
-            ));
+            return Err(ParseError::new(0, ReadErrorKind::TooLarge { size }));
         }
         if map {
             let mapped = ReadMap::new(&file, map_len(&file, size))
-                .map_err(|e| ReadFault::read(0, ReadErrorKind::Io(e.to_string())))?;
+                .map_err(|e| ParseError::new(0, ReadErrorKind::Io(e.to_string())))?;
             drop(file);
             // The same file (inode) as before, but it may have been rewritten
             // in place: keep what was parsed only if it is still there.
@@ -402,27 +362,24 @@ impl TrackedFile {
     }
 }
 
-fn shrunk() -> ReadFault {
-    ReadFault::read(
-        0,
-        ReadErrorKind::Io("the file shrank under its memory map".into()),
-    )
+fn shrunk() -> ParseError {
+    ParseError::new(0, ReadErrorKind::ShrankUnderMap)
 }
 
 /// Checks a non-zero `used` against a file of `size` bytes.
-fn check_used(used: i64, size: u64) -> Result<u64, ReadFault> {
+fn check_used(used: i64, size: u64) -> Result<u64, ParseError> {
     if used < HEADER_LEN as i64 {
-        return Err(ReadFault::read(0, ReadErrorKind::UsedTooSmall { used }));
+        return Err(ParseError::new(0, ReadErrorKind::UsedTooSmall { used }));
     }
     let used = used as u64;
     if used > size {
-        return Err(ReadFault::read(
+        return Err(ParseError::new(
             0,
             ReadErrorKind::UsedPastEnd { used, size },
         ));
     }
     if !used.is_multiple_of(8) {
-        return Err(ReadFault::read(
+        return Err(ParseError::new(
             0,
             ReadErrorKind::UsedNotOnBoundary { used },
         ));

@@ -4,12 +4,11 @@
 use std::fs::File;
 
 use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
-use multiprom_format::{EntryIter, ReadErrorKind};
+use multiprom_format::{EntryIter, ParseError, ReadErrorKind};
 
 use super::entry::accept;
 use super::key_hints::hinted_entry;
-use super::{check_used, Access, EntryRef, ParseContext, ReadFault, Refreshed, TrackedFile};
-use crate::problem::ProblemKind;
+use super::{check_used, Access, EntryRef, ParseContext, Refreshed, TrackedFile};
 
 /// How much of a file one `pread` asks for at first: one page, which holds
 /// the header and a small file whole. More is read only up to the header's
@@ -26,7 +25,7 @@ impl TrackedFile {
         size: u64,
         ctx: &mut ParseContext<'_>,
         head: Option<Vec<u8>>,
-    ) -> Result<Option<Refreshed>, ReadFault> {
+    ) -> Result<Option<Refreshed>, ParseError> {
         let ParseContext {
             keys,
             interner,
@@ -53,7 +52,7 @@ impl TrackedFile {
             }
         };
         let Some(header) = scratch.get(..4) else {
-            return Err(ReadFault::read(
+            return Err(ParseError::new(
                 0,
                 ReadErrorKind::Truncated {
                     wanted: HEADER_LEN as u64,
@@ -117,7 +116,7 @@ impl TrackedFile {
                         pos = iter.position();
                     }
                     Some(Err(e)) => {
-                        failed = Some(ReadFault::read(e.offset, e.kind));
+                        failed = Some(e);
                         break;
                     }
                     None => break,
@@ -128,10 +127,7 @@ impl TrackedFile {
                 // yet: read more and try again.
                 let incomplete = matches!(
                     trouble.kind,
-                    ProblemKind::Read(
-                        ReadErrorKind::EntryPastUsed { .. }
-                            | ReadErrorKind::UsedNotOnBoundary { .. }
-                    )
+                    ReadErrorKind::EntryPastUsed { .. } | ReadErrorKind::UsedNotOnBoundary { .. }
                 ) && have < used;
                 if !incomplete {
                     keys.release(parsed.iter().map(|e| e.key));
@@ -147,7 +143,7 @@ impl TrackedFile {
                 let key_len = i32::from_le_bytes([len[0], len[1], len[2], len[3]]);
                 if key_len as usize > MAX_KEY_LEN {
                     keys.release(parsed.iter().map(|e| e.key));
-                    return Err(ReadFault::read(
+                    return Err(ParseError::new(
                         pos as u64,
                         ReadErrorKind::BadKeyLength {
                             len: i64::from(key_len),
@@ -164,7 +160,7 @@ impl TrackedFile {
             scratch.truncate(start + got);
             if got == 0 {
                 keys.release(parsed.iter().map(|e| e.key));
-                return Err(ReadFault::read(
+                return Err(ParseError::new(
                     start as u64,
                     ReadErrorKind::Truncated {
                         wanted: used as u64,
@@ -200,7 +196,7 @@ impl TrackedFile {
     }
 }
 
-pub(super) fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ReadFault> {
+pub(super) fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usize, ParseError> {
     use std::os::unix::fs::FileExt;
     let mut got = 0;
     while got < buf.len() {
@@ -209,7 +205,7 @@ pub(super) fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usi
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(ReadFault::read(
+                return Err(ParseError::new(
                     offset + got as u64,
                     ReadErrorKind::Io(e.to_string()),
                 ))

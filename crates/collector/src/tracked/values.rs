@@ -1,7 +1,9 @@
 //! Copying a tracked file's values out for the merge: every entry's, or
 //! the ones a filtered plan picks.
 
-use super::{shrunk, Access, ReadFault, TrackedFile};
+use multiprom_format::ParseError;
+
+use super::{shrunk, Access, TrackedFile};
 use crate::op::Op;
 
 impl TrackedFile {
@@ -14,7 +16,7 @@ impl TrackedFile {
         &self,
         ops: &[Op],
         out: &mut [(f64, f64)],
-    ) -> Result<(), ReadFault> {
+    ) -> Result<(), ParseError> {
         let written = match &self.access {
             Access::Mapped(map) => map
                 .read(|view| {
@@ -57,7 +59,7 @@ impl TrackedFile {
         first_op: usize,
         ops: &[Op],
         values: &mut [(f64, f64)],
-    ) -> Result<(), ReadFault> {
+    ) -> Result<(), ParseError> {
         let entry = |pick: u32| (pick as usize).checked_sub(first_op);
         match &self.access {
             Access::Mapped(map) => map

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::journal::JournalError;
+
 /// A compaction pass stopped. Whatever it had done is undone or finished by
 /// the next pass's recovery, so no value is lost or counted twice.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +24,7 @@ pub enum CompactError {
         /// The journal.
         path: PathBuf,
         /// What is wrong with it.
-        reason: String,
+        reason: JournalError,
     },
     /// Another process compacts this directory.
     #[error("{}: another multiprom compacts this directory (its lock is held)", path.display())]

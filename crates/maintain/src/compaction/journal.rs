@@ -16,11 +16,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use multiprom_format::FileName;
+use multiprom_format::{FileIdentity, FileName, FileNameError};
 
 use super::error::CompactError;
 use super::staging::sync_dir;
-use crate::process::FileId;
 
 const MAGIC: &str = "multiprom compaction journal 1";
 
@@ -29,6 +28,34 @@ pub(crate) const JOURNAL: &str = "journal";
 /// The journal while it is being written.
 pub(crate) const JOURNAL_TMP: &str = "journal.tmp";
 
+/// What is wrong with a journal's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The first line is not the journal's header.
+    #[error("does not start with {MAGIC:?}")]
+    NotAJournal,
+    /// A `target` or `folded` line is missing.
+    #[error("missing {0:?} line")]
+    MissingLine(&'static str),
+    /// A `target` or `folded` line names no metrics file.
+    #[error("{field} {value:?}: {source}")]
+    BadName {
+        /// The line's field (`target`, `folded`).
+        field: &'static str,
+        /// The name on the line.
+        value: String,
+        /// Why it is no metrics file name.
+        source: FileNameError,
+    },
+    /// The `new` line is missing or not two numbers.
+    #[error("missing or malformed \"new\" line")]
+    BadNewLine,
+    /// The text ends before the `end` line.
+    #[error("no \"end\" line: the journal is incomplete")]
+    Incomplete,
+}
+
 /// One fold, as recorded before it is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Journal {
@@ -36,7 +63,7 @@ pub(crate) struct Journal {
     pub(crate) target: FileName,
     /// Device and inode of the new compacted file. The fold is committed
     /// exactly when `target` names this file.
-    pub(crate) new: FileId,
+    pub(crate) new: FileIdentity,
     /// The staged files whose values the new file holds.
     pub(crate) folded: Vec<FileName>,
 }
@@ -85,17 +112,21 @@ impl Journal {
             .map_err(|reason| CompactError::Journal { path, reason })
     }
 
-    fn parse(text: &str) -> Result<Journal, String> {
+    fn parse(text: &str) -> Result<Journal, JournalError> {
         let mut lines = text.lines();
         if lines.next() != Some(MAGIC) {
-            return Err(format!("does not start with {MAGIC:?}"));
+            return Err(JournalError::NotAJournal);
         }
-        let name = |line: Option<&str>, field: &str| -> Result<FileName, String> {
+        let name = |line: Option<&str>, field: &'static str| -> Result<FileName, JournalError> {
             let value = line
                 .and_then(|l| l.strip_prefix(field))
                 .and_then(|l| l.strip_prefix(' '))
-                .ok_or_else(|| format!("missing {field:?} line"))?;
-            FileName::parse(value).map_err(|e| format!("{field} {value:?}: {e}"))
+                .ok_or(JournalError::MissingLine(field))?;
+            FileName::parse(value).map_err(|source| JournalError::BadName {
+                field,
+                value: value.to_owned(),
+                source,
+            })
         };
         let target = name(lines.next(), "target")?;
         let new = lines
@@ -103,18 +134,18 @@ impl Journal {
             .and_then(|l| l.strip_prefix("new "))
             .and_then(|l| l.split_once(' '))
             .and_then(|(dev, ino)| {
-                Some(FileId {
+                Some(FileIdentity {
                     dev: dev.parse().ok()?,
                     ino: ino.parse().ok()?,
                 })
             })
-            .ok_or("missing or malformed \"new\" line")?;
+            .ok_or(JournalError::BadNewLine)?;
         let mut folded = Vec::new();
         loop {
             match lines.next() {
                 Some("end") => break,
                 line @ Some(_) => folded.push(name(line, "folded")?),
-                None => return Err("no \"end\" line: the journal is incomplete".into()),
+                None => return Err(JournalError::Incomplete),
             }
         }
         Ok(Journal {
@@ -147,7 +178,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal {
             target: "counter_compacted.db".parse().unwrap(),
-            new: FileId { dev: 2049, ino: 77 },
+            new: FileIdentity { dev: 2049, ino: 77 },
             folded: vec![
                 "counter_1.db".parse().unwrap(),
                 "counter_2.db".parse().unwrap(),
@@ -163,8 +194,12 @@ mod tests {
              folded counter_1.db\nfolded counter_2.db\nend\n"
         );
         let cut = &text[..text.len() - 4];
-        assert!(Journal::parse(cut).unwrap_err().contains("incomplete"));
-        assert!(Journal::parse("nonsense").is_err());
+        assert_eq!(Journal::parse(cut), Err(JournalError::Incomplete));
+        assert_eq!(
+            JournalError::Incomplete.to_string(),
+            "no \"end\" line: the journal is incomplete"
+        );
+        assert_eq!(Journal::parse("nonsense"), Err(JournalError::NotAJournal));
         Journal::remove(dir.path()).unwrap();
         assert_eq!(Journal::read(dir.path()).unwrap(), None);
     }

@@ -52,15 +52,16 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use multiprom_format::{read_file, FileName, MetricKind, COMPACTED_ID};
+use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_ID};
 
 pub use error::CompactError;
 use fold::{Fold, FoldRule};
 use journal::Journal;
+pub use journal::JournalError;
 use staging::Staging;
 pub(crate) use visibility::check_writers_visible;
 
-use crate::process::{holders, process_state, FileId};
+use crate::process::{holders, process_state};
 use crate::set_aside::{set_aside, Aside};
 
 /// Files folded per kind in one pass, so one pass holds scrapes back for a
@@ -164,7 +165,7 @@ impl Compactor {
         let mut recovery = Recovery::default();
         if let Some(journal) = Journal::read(self.staging.path())? {
             let target = self.dir().join(journal.target.to_string());
-            let current = match FileId::of(&target) {
+            let current = match FileIdentity::of(&target) {
                 Ok(id) => Some(id),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 // Not knowing is not "not committed": undoing a committed
@@ -383,10 +384,7 @@ impl Compactor {
             file.write_all(&fold.image())?;
             file.sync_all()?;
             let meta = file.metadata()?;
-            Ok(FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            })
+            Ok(FileIdentity::from_metadata(&meta))
         })()
         .map_err(io(&new_path))?;
         observer(&Step::Written(target.clone()));
@@ -439,8 +437,10 @@ fn exited_writer_pid(id: &str) -> Option<u32> {
 /// Which of the staged files some process holds open or mapped, or whose
 /// pid now belongs to a process that cannot be inspected (a writer only ever
 /// opens the file named after its own pid).
-fn held_or_uninspectable(staged: &[(FileName, FileId)]) -> std::io::Result<HashSet<FileId>> {
-    let wanted: HashSet<FileId> = staged.iter().map(|(_, id)| *id).collect();
+fn held_or_uninspectable(
+    staged: &[(FileName, FileIdentity)],
+) -> std::io::Result<HashSet<FileIdentity>> {
+    let wanted: HashSet<FileIdentity> = staged.iter().map(|(_, id)| *id).collect();
     let found = holders(&wanted)?;
     let mut busy = found.held;
     for (name, id) in staged {
@@ -462,10 +462,10 @@ struct ObservedStaging<'a> {
 }
 
 impl Aside<FileName> for ObservedStaging<'_> {
-    fn move_aside(&self, name: &FileName) -> std::io::Result<FileId> {
+    fn move_aside(&self, name: &FileName) -> std::io::Result<FileIdentity> {
         self.staging.stage(name)?;
         (self.observer.borrow_mut())(&Step::Staged(name.clone()));
-        FileId::of(&self.staging.staged(name)).inspect_err(|_| {
+        FileIdentity::of(&self.staging.staged(name)).inspect_err(|_| {
             // Not known, not folded: the recovery puts it back if this
             // cannot.
             let _ = self.staging.put_back(name);

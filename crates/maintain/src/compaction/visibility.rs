@@ -4,13 +4,12 @@
 //! live writer would look dead and its file would be folded under it.
 
 use std::collections::HashSet;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use multiprom_format::FileName;
+use multiprom_format::{FileIdentity, FileName};
 
-use crate::process::{holders, last_allocated_pid, FileId};
+use crate::process::{holders, last_allocated_pid};
 
 /// Files changed this recently are taken to have a writer right now.
 const RECENT: Duration = Duration::from_secs(30);
@@ -78,10 +77,7 @@ pub(crate) fn check_writers_visible(dir: &Path) -> Result<(), WritersNotVisible>
         let Ok(meta) = std::fs::metadata(path) else {
             continue;
         };
-        ids.insert(FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        });
+        ids.insert(FileIdentity::from_metadata(&meta));
         if let Some((pid, name)) = path
             .file_name()
             .and_then(|n| n.to_str())
