@@ -8,7 +8,7 @@ use multiprom_format::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 
 /// Why no usable directory was found. Displayed as one line for people.
 #[derive(Debug, thiserror::Error)]
-pub enum DirError {
+pub(crate) enum DirError {
     /// Neither `--dir` nor either environment variable.
     #[error("no directory: pass --dir DIR or set {DIR_ENV_VAR}")]
     Unset,
@@ -25,7 +25,7 @@ pub enum DirError {
 
 /// Resolves the directory from `--dir` or the environment and checks that it
 /// is a directory. The legacy variable prints a deprecation warning.
-pub fn resolve(flag: Option<PathBuf>) -> Result<PathBuf, DirError> {
+pub(crate) fn resolve(flag: Option<PathBuf>) -> Result<PathBuf, DirError> {
     let dir = match flag {
         Some(dir) => dir,
         None => match EnvDir::from_env() {

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
-#[allow(unreachable_pub)]
 mod dir_resolution;
 mod docs;
 mod http_service;
