@@ -66,6 +66,8 @@ parser.add_argument("--seconds", type=float, default=10, help="polling time per 
 parser.add_argument("--names", default=DEFAULT_NAMES, help="sample names of the filtered scenario")
 parser.add_argument("--python-repeat", type=int, default=3, help="Python generate_latest runs (median)")
 parser.add_argument("--gzip", action="store_true", help="ask for gzip, as Go's HTTP client does by default")
+parser.add_argument("--serve-arg", action="append", default=[],
+                    help="one more argument for `multiprom serve` (e.g. --serve-arg=--reap-dead); repeatable")
 args = parser.parse_args()
 
 PYTHON_SCRAPE = r"""
@@ -287,7 +289,8 @@ try:
 
     port = free_port()
     with open(serve_log, "wb") as log:
-        serve = subprocess.Popen([args.multiprom, "serve", "--dir", directory, "--listen", f"127.0.0.1:{port}"],
+        serve = subprocess.Popen([args.multiprom, "serve", "--dir", directory, "--listen", f"127.0.0.1:{port}",
+                                  *args.serve_arg],
                                  stdout=subprocess.DEVNULL, stderr=log, preexec_fn=stopped_with_this_process)
     wait_ready(port, serve)
     files = db_files(directory)
