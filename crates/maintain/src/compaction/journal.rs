@@ -16,45 +16,15 @@
 use std::io::Write;
 use std::path::Path;
 
-use multiprom_format::{FileIdentity, FileName, FileNameError};
+use multiprom_format::{FileIdentity, FileName};
 
-use super::error::CompactError;
-use super::staging::sync_dir;
-
-const MAGIC: &str = "multiprom compaction journal 1";
+use super::error::{CompactError, JournalError, MAGIC};
+use super::sync_dir::sync_dir;
 
 /// The journal's name inside the staging directory.
 pub(crate) const JOURNAL: &str = "journal";
 /// The journal while it is being written.
 pub(crate) const JOURNAL_TMP: &str = "journal.tmp";
-
-/// What is wrong with a journal's text.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum JournalError {
-    /// The first line is not the journal's header.
-    #[error("does not start with {MAGIC:?}")]
-    NotAJournal,
-    /// A `target` or `folded` line is missing.
-    #[error("missing {0:?} line")]
-    MissingLine(&'static str),
-    /// A `target` or `folded` line names no metrics file.
-    #[error("{field} {value:?}: {source}")]
-    BadName {
-        /// The line's field (`target`, `folded`).
-        field: &'static str,
-        /// The name on the line.
-        value: String,
-        /// Why it is no metrics file name.
-        source: FileNameError,
-    },
-    /// The `new` line is missing or not two numbers.
-    #[error("missing or malformed \"new\" line")]
-    BadNewLine,
-    /// The text ends before the `end` line.
-    #[error("no \"end\" line: the journal is incomplete")]
-    Incomplete,
-}
 
 /// One fold, as recorded before it is committed.
 #[derive(Debug, Clone, PartialEq, Eq)]

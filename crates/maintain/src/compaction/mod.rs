@@ -42,6 +42,7 @@ mod error;
 mod fold;
 mod journal;
 mod staging;
+mod sync_dir;
 #[cfg(test)]
 mod tests;
 mod visibility;
@@ -54,10 +55,9 @@ use std::time::{Duration, Instant};
 
 use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_ID};
 
-pub use error::CompactError;
+pub use error::{CompactError, JournalError};
 use fold::{Fold, FoldRule};
 use journal::Journal;
-pub use journal::JournalError;
 use staging::Staging;
 pub(crate) use visibility::check_writers_visible;
 
@@ -398,7 +398,7 @@ impl Compactor {
         observer(&Step::Journaled(target.clone()));
 
         std::fs::rename(&new_path, &target_path).map_err(io(&target_path))?;
-        staging::sync_dir(self.dir())?;
+        sync_dir::sync_dir(self.dir())?;
         observer(&Step::Committed(target.clone()));
         reclaimed -= allocated(&target_path);
 
@@ -409,7 +409,7 @@ impl Compactor {
         // The deletions must be on disk before the journal goes: staged
         // files that came back without it would be put back and counted
         // twice.
-        staging::sync_dir(self.staging.path())?;
+        sync_dir::sync_dir(self.staging.path())?;
         Journal::remove(self.staging.path())?;
         observer(&Step::Finished(target.clone()));
         pass.bytes_reclaimed += reclaimed;

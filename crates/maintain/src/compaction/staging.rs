@@ -11,6 +11,7 @@ use multiprom_format::{FileName, STAGING_DIR};
 use rustix::fs::{flock, FlockOperation};
 
 use super::error::CompactError;
+use super::sync_dir::sync_dir;
 use crate::set_aside::move_no_replace;
 
 const LOCK: &str = "lock";
@@ -146,14 +147,4 @@ impl Staging {
         sync_dir(&self.path)?;
         sync_dir(&self.dir)
     }
-}
-
-/// `fsync` on a directory, so renames and removals in it are on disk.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), CompactError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|source| CompactError::Io {
-            path: dir.to_owned(),
-            source,
-        })
 }
