@@ -3,7 +3,7 @@
 use crate::op::Op;
 use crate::plan::PlannedFile;
 
-use super::file_table::{tracked_file, FileEntry};
+use super::file_entry::{tracked_file, FileEntry};
 
 /// Copies the values of `files` (whose operations are `ops`, in order) into
 /// `out`, but those of files settled for the plan of generation `settled`,

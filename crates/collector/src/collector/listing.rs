@@ -1,139 +1,132 @@
-//! Listing the directory: from the watch's events when nothing changed, else afresh, and files left out of a listing.
+//! Listing the directory: from the watch's events when nothing changed, else afresh.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::scan::scan_dir;
 use crate::watch::{Changes, DirWatch};
 
-use super::collection::CollectorState;
-use super::file_table::{path_bytes, FileEntry};
+use super::file_entry::{path_bytes, FileEntry};
 use super::scrape::CollectError;
-use super::DirCollector;
-
-/// A listing, the files left out of it, and the rest.
-pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
+use super::state::CollectorState;
 
 /// How often every file is looked at even when no event said it changed, as
 /// a guard against anything a watch can miss.
 pub(super) const RESYNC: Duration = Duration::from_secs(60);
 
-impl DirCollector {
-    /// The listing, from the watch's events when nothing changed, else from
-    /// the directory; marks files touched since the last collection.
-    pub(super) fn changed_listing(
-        &self,
-        state: &mut CollectorState,
-        now: Instant,
-    ) -> Result<Arc<Vec<PathBuf>>, CollectError> {
-        // A watch set before a fork (a collector made in a pre-fork
-        // server's master) has no event thread in the child, and shares its
-        // inotify descriptor with the parent: set a new one.
-        // The old one is leaked, not dropped: its drop would stop the
-        // parent's event thread and remove the parent's sentinel file.
-        let pid = std::process::id();
-        if state.watch_pid != pid {
-            if let Some(inherited) = state.watch.take() {
-                std::mem::forget(inherited);
-            }
-            state.watch_pid = pid;
+/// The listing of `dir`, from the watch's events when nothing changed, else
+/// from the directory; marks files touched since the last collection.
+pub(super) fn changed_listing(
+    dir: &Path,
+    state: &mut CollectorState,
+    now: Instant,
+) -> Result<Arc<Vec<PathBuf>>, CollectError> {
+    // A watch set before a fork (a collector made in a pre-fork
+    // server's master) has no event thread in the child, and shares its
+    // inotify descriptor with the parent: set a new one.
+    // The old one is leaked, not dropped: its drop would stop the
+    // parent's event thread and remove the parent's sentinel file.
+    let pid = std::process::id();
+    if state.watch_pid != pid {
+        if let Some(inherited) = state.watch.take() {
+            std::mem::forget(inherited);
         }
-        let changes = match &state.watch {
-            Some(watch) => watch.take(),
-            None => Changes {
-                everything: true,
-                ..Changes::default()
-            },
-        };
-        if changes.everything {
-            // Events were lost or the directory went away: start a new watch
-            // (before listing, so nothing between the two is missed).
-            state.watch = None;
-            // A collector's first collection reads every file afresh with
-            // `pread` (see `decide_maps`), so it needs no watch yet; the
-            // second sets one before it lists, and reopens every file
-            // anyway to map it. A collector used once (a process's first
-            // scrape, `multiprom scrape`) so never pays for a watch, nor for
-            // the event its every open of a file raises in one.
-            let retry = state.collections > 0
-                && state
-                    .watch_failed
-                    .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
-            if retry {
-                match DirWatch::new(&self.dir) {
-                    Ok(watch) => {
-                        state.watch = Some(watch);
-                        state.watch_failed = None;
-                    }
-                    Err(_) => state.watch_failed = Some(now),
-                }
-            }
-        }
-        let full_look = changes.everything
-            || state
-                .last_full_look
-                .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
-        let listing = match state.listing.take() {
-            Some(listing) if !full_look && !changes.relist => listing,
-            _ => match scan_dir(&self.dir) {
-                Ok(listing) => Arc::new(listing),
-                Err(source) => {
-                    state.watch = None;
-                    return Err(CollectError {
-                        dir: self.dir.clone(),
-                        source,
-                    });
-                }
-            },
-        };
-        if full_look {
-            tracing::debug!(
-                "{}: looking at every file ({})",
-                self.dir.display(),
-                if state.collections == 0 {
-                    "first collection"
-                } else if state.watch.is_none() {
-                    "no directory watch"
-                } else if changes.everything {
-                    "events may have been missed"
-                } else {
-                    "periodic resync"
-                }
-            );
-            state.last_full_look = Some(now);
-            state.full_look = true;
-            for known in state.known.iter_mut().flatten() {
-                if let Some(file) = &mut known.file {
-                    file.touch_if_changed(&known.path);
-                }
-            }
-        } else {
-            let touched = changes.touched.iter().map(|name| (name, true));
-            let opened = changes.opened.iter().map(|name| (name, false));
-            for (name, touched) in touched.chain(opened) {
-                let path = self.dir.join(name);
-                if let Some(&index) = state.by_path.get(path_bytes(&path)) {
-                    if let Some(Some(FileEntry {
-                        file: Some(file), ..
-                    })) = state.known.get_mut(index)
-                    {
-                        if touched {
-                            file.touched();
-                        } else {
-                            file.opened();
-                        }
-                    }
-                }
-            }
-        }
-        state.quiet_listing = state.watch.is_some()
-            && !full_look
-            && !changes.relist
-            && changes.touched.is_empty()
-            && changes.opened.is_empty();
-        state.listing = Some(Arc::clone(&listing));
-        Ok(listing)
+        state.watch_pid = pid;
     }
+    let changes = match &state.watch {
+        Some(watch) => watch.take(),
+        None => Changes {
+            everything: true,
+            ..Changes::default()
+        },
+    };
+    if changes.everything {
+        // Events were lost or the directory went away: start a new watch
+        // (before listing, so nothing between the two is missed).
+        state.watch = None;
+        // A collector's first collection reads every file afresh with
+        // `pread` (see `decide_maps`), so it needs no watch yet; the
+        // second sets one before it lists, and reopens every file
+        // anyway to map it. A collector used once (a process's first
+        // scrape, `multiprom scrape`) so never pays for a watch, nor for
+        // the event its every open of a file raises in one.
+        let retry = state.collections > 0
+            && state
+                .watch_failed
+                .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
+        if retry {
+            match DirWatch::new(dir) {
+                Ok(watch) => {
+                    state.watch = Some(watch);
+                    state.watch_failed = None;
+                }
+                Err(_) => state.watch_failed = Some(now),
+            }
+        }
+    }
+    let full_look = changes.everything
+        || state
+            .last_full_look
+            .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
+    let listing = match state.listing.take() {
+        Some(listing) if !full_look && !changes.relist => listing,
+        _ => match scan_dir(dir) {
+            Ok(listing) => Arc::new(listing),
+            Err(source) => {
+                state.watch = None;
+                return Err(CollectError {
+                    dir: dir.to_path_buf(),
+                    source,
+                });
+            }
+        },
+    };
+    if full_look {
+        tracing::debug!(
+            "{}: looking at every file ({})",
+            dir.display(),
+            if state.collections == 0 {
+                "first collection"
+            } else if state.watch.is_none() {
+                "no directory watch"
+            } else if changes.everything {
+                "events may have been missed"
+            } else {
+                "periodic resync"
+            }
+        );
+        state.last_full_look = Some(now);
+        state.full_look = true;
+        for known in state.known.iter_mut().flatten() {
+            if let Some(file) = &mut known.file {
+                file.touch_if_changed(&known.path);
+            }
+        }
+    } else {
+        let touched = changes.touched.iter().map(|name| (name, true));
+        let opened = changes.opened.iter().map(|name| (name, false));
+        for (name, touched) in touched.chain(opened) {
+            let path = dir.join(name);
+            if let Some(&index) = state.by_path.get(path_bytes(&path)) {
+                if let Some(Some(FileEntry {
+                    file: Some(file), ..
+                })) = state.known.get_mut(index)
+                {
+                    if touched {
+                        file.touched();
+                    } else {
+                        file.opened();
+                    }
+                }
+            }
+        }
+    }
+    state.quiet_listing = state.watch.is_some()
+        && !full_look
+        && !changes.relist
+        && changes.touched.is_empty()
+        && changes.opened.is_empty();
+    state.listing = Some(Arc::clone(&listing));
+    Ok(listing)
 }

@@ -5,8 +5,7 @@ use crate::plan::{Accumulators, Plan, PlanInput, RestrictedPlan};
 use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::Settled;
 
-use super::collection::{CollectorState, Pass};
-use super::file_table::{tracked_file, FileEntry};
+use super::file_entry::{tracked_file, FileEntry};
 use super::gather::{gather, gather_threads};
 use super::quiet::PlannedUnsettled;
 use super::quiet::Unsettled;
@@ -14,6 +13,7 @@ use super::refresh::drop_shrunk;
 use super::scrape::CollectOptions;
 use super::scrape::ScrapeStats;
 use super::settle::settle_merged;
+use super::state::{CollectorState, Pass};
 use crate::family::MergedFamily;
 use crate::problem::Warning;
 

@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use crate::plan::{Accumulators, Plan, PlanInput};
 
-use super::collection::{collect_paths, CollectorState, Pass};
-use super::file_table::path_bytes;
+use super::collection::collect_paths;
+use super::file_entry::path_bytes;
 use super::merge::apply;
 use super::scrape::{CollectOptions, Scrape};
+use super::state::{CollectorState, Pass};
 
 /// Reads and merges the given files once, in the order given, as Python's
 /// `MultiProcessCollector.merge(files, accumulate)` does (a file given twice

@@ -18,9 +18,12 @@ use crate::filter::NameFilter;
 use crate::scan::scan_dir;
 use crate::writers::ExitedWriters;
 
-use collection::{collect_paths, CollectorState, Pass};
+use collection::collect_paths;
+use listing::changed_listing;
+use state::{CollectorState, Pass};
 
 mod collection;
+mod file_entry;
 mod file_table;
 mod gather;
 mod listing;
@@ -29,9 +32,12 @@ mod merge_files;
 mod quiet;
 mod read_ahead;
 mod refresh;
+mod refresh_files;
+mod report_counts;
 mod reports;
 mod scrape;
 mod settle;
+mod state;
 
 pub use merge_files::merge_files;
 pub use scrape::{CollectError, CollectOptions, FileReport, FileState, Scrape, ScrapeStats};
@@ -321,7 +327,7 @@ impl DirCollector {
         }
         let start = Instant::now();
         let mut paths = if self.map_files {
-            self.changed_listing(&mut state, start)?
+            changed_listing(&self.dir, &mut state, start)?
         } else {
             Arc::new(scan_dir(&self.dir).map_err(|source| CollectError {
                 dir: self.dir.clone(),

@@ -6,8 +6,9 @@
 //! workers and a few live ones, a few dozen entries of the file table
 //! instead of all of them, several times a scrape.
 
-use super::collection::CollectorState;
-use super::file_table::FileEntry;
+use crate::plan::Plan;
+
+use super::file_entry::FileEntry;
 
 /// The files not settled after a collection, for the next one if it is
 /// quiet.
@@ -43,23 +44,28 @@ fn settled(known: Option<&FileEntry>, generation: u64) -> bool {
 }
 
 impl Unsettled {
-    /// Worked out from the whole file table, for the files of `order`.
-    pub(super) fn of(state: &CollectorState, order: &[usize]) -> Unsettled {
-        let generation = state.plan_generation;
+    /// Worked out from the whole file table `known` and its plan `plan` (of
+    /// generation `generation`), for the files of `order`.
+    pub(super) fn of(
+        known: &[Option<FileEntry>],
+        plan: &Plan,
+        generation: u64,
+        order: &[usize],
+    ) -> Unsettled {
         let mut unsettled = Unsettled {
             generation,
             ..Unsettled::default()
         };
         for (position, &index) in order.iter().enumerate() {
-            if settled(state.known[index].as_ref(), generation) {
+            if settled(known[index].as_ref(), generation) {
                 unsettled.settled += 1;
             } else {
                 unsettled.refresh.push((index, position));
             }
         }
         let mut first_op = 0;
-        for (position, planned) in state.plan.files.iter().enumerate() {
-            if !settled(state.known[planned.index].as_ref(), generation) {
+        for (position, planned) in plan.files.iter().enumerate() {
+            if !settled(known[planned.index].as_ref(), generation) {
                 unsettled.planned.push(PlannedUnsettled {
                     position,
                     index: planned.index,
@@ -73,15 +79,15 @@ impl Unsettled {
     }
 
     /// After a quiet collection on the same plan: the files of `self` that
-    /// are still not settled.
-    pub(super) fn still(mut self, state: &CollectorState) -> Unsettled {
+    /// are still not settled in the file table `known`.
+    pub(super) fn still(mut self, known: &[Option<FileEntry>]) -> Unsettled {
         let generation = self.generation;
         let before = self.refresh.len();
         self.refresh
-            .retain(|&(index, _)| !settled(state.known[index].as_ref(), generation));
+            .retain(|&(index, _)| !settled(known[index].as_ref(), generation));
         self.settled += before - self.refresh.len();
         self.planned
-            .retain(|planned| !settled(state.known[planned.index].as_ref(), generation));
+            .retain(|planned| !settled(known[planned.index].as_ref(), generation));
         self
     }
 }

@@ -1,8 +1,8 @@
 //! The read-ahead pipeline: files opened and read by other threads while this one parses.
 
-use super::collection::CollectorState;
 use super::gather::cores;
 use super::refresh::{has_file, refresh_file};
+use super::state::CollectorState;
 use crate::problem::Warning;
 use crate::writers::ExitedWriters;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Refreshing files: which may be mapped, reading each, and the problem it has.
+//! Refreshing one file: reading it, and the problem it has.
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,11 +9,8 @@ use crate::problem::Warning;
 use crate::tracked::{ParseContext, Prefetched, Refreshed, Settled};
 use crate::writers::ExitedWriters;
 
-use super::collection::{CollectorState, Pass};
-use super::file_table::{set_problem, FileEntry};
-use super::quiet::Unsettled;
-use super::read_ahead::{refresh_reading_ahead, worth_reading_ahead};
-use std::path::PathBuf;
+use super::file_entry::set_problem;
+use super::state::CollectorState;
 
 /// Refreshes the file at `state.known[index]` and records its problem. A
 /// settled file is left as it is; with `exited`, a good file whose writer
@@ -88,47 +85,6 @@ pub(super) fn has_file(state: &CollectorState, index: usize) -> bool {
         .is_some_and(|known| known.file.is_some())
 }
 
-/// Decides, for each file of `order`, whether this collection may map it
-/// (`out[i]` for `order[i]`): a file already mapped stays mapped; any other
-/// is mapped from the second collection that reads it without trouble on,
-/// within `map_limit` maps (`None`: no maps at all).
-///
-/// A file's first collection reads it with `pread`: a collector that is
-/// used once (`multiprom scrape`, a process's first scrape) then costs one
-/// read per file instead of setting up a map, touching its pages and
-/// tearing it down, which costs several times more; a file still there at
-/// the next collection is worth mapping, so that later collections read
-/// its values without a system call.
-pub(super) fn decide_maps(
-    state: &CollectorState,
-    order: &[usize],
-    map_limit: Option<usize>,
-    out: &mut Vec<bool>,
-) {
-    out.clear();
-    let Some(limit) = map_limit else {
-        out.resize(order.len(), false);
-        return;
-    };
-    let mut maps = state.maps;
-    out.extend(order.iter().map(|&index| {
-        let Some(Some(FileEntry {
-            file: Some(file), ..
-        })) = state.known.get(index)
-        else {
-            return false;
-        };
-        if file.is_mapped() {
-            return true;
-        }
-        if !file.was_read() || maps >= limit {
-            return false;
-        }
-        maps += 1;
-        true
-    }));
-}
-
 /// Why a file whose name is not a metrics file name is skipped.
 pub(super) fn name_problem(path: &Path) -> ReadError {
     let name = path
@@ -154,41 +110,6 @@ pub(super) fn file_problem(path: &Path, trouble: ParseError) -> ReadError {
     } else {
         problem
     }
-}
-
-/// Refreshes the files of `order` (of a quiet collection, only the ones
-/// not settled), deciding first which may be mapped; a cold collection's
-/// many reads go through the read-ahead threads.
-pub(super) fn refresh_files(
-    state: &mut CollectorState,
-    paths: &[PathBuf],
-    order: &[usize],
-    unsettled: Option<&Unsettled>,
-    pass: Pass<'_>,
-    warnings: &mut Vec<Warning>,
-) {
-    let now = Instant::now();
-    let mut may_map = std::mem::take(&mut state.may_map);
-    match unsettled {
-        Some(unsettled) => {
-            let indexes: Vec<usize> = unsettled.refresh.iter().map(|&(index, _)| index).collect();
-            decide_maps(state, &indexes, pass.map_limit, &mut may_map);
-            for (&index, &map) in indexes.iter().zip(&may_map) {
-                refresh_file(state, index, map, now, None, pass.exited, warnings);
-            }
-        }
-        None => {
-            decide_maps(state, order, pass.map_limit, &mut may_map);
-            if worth_reading_ahead(state, order, &may_map) {
-                refresh_reading_ahead(state, paths, order, &may_map, now, pass.exited, warnings);
-            } else {
-                for (&index, &map) in order.iter().zip(&may_map) {
-                    refresh_file(state, index, map, now, None, pass.exited, warnings);
-                }
-            }
-        }
-    }
-    state.may_map = may_map;
 }
 
 /// Drops the file at `index`, which shrank under its map, with its

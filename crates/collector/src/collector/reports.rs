@@ -2,36 +2,11 @@
 
 use std::sync::Arc;
 
-use super::collection::CollectorState;
-use super::file_table::FileEntry;
+use super::file_entry::FileEntry;
 use super::quiet::Unsettled;
-use super::scrape::{FileReport, FileState};
-
-/// What the file reports count: files ok, bad and vanished, bytes read.
-#[derive(Debug, Default, Clone, Copy)]
-pub(super) struct ReportCounts {
-    pub(super) ok: usize,
-    pub(super) bad: usize,
-    pub(super) vanished: usize,
-    pub(super) bytes_read: u64,
-}
-
-impl ReportCounts {
-    pub(super) fn of(reports: &[FileReport]) -> ReportCounts {
-        let mut counts = ReportCounts::default();
-        for report in reports {
-            match report.state() {
-                FileState::Ok => {
-                    counts.ok += 1;
-                    counts.bytes_read += report.used;
-                }
-                FileState::Bad => counts.bad += 1,
-                FileState::Vanished => counts.vanished += 1,
-            }
-        }
-        counts
-    }
-}
+use super::report_counts::ReportCounts;
+use super::scrape::FileReport;
+use super::state::CollectorState;
 
 /// What a file's report says now: `state.known[index]`'s.
 pub(super) fn file_report(known: &FileEntry) -> FileReport {

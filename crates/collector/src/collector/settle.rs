@@ -2,9 +2,9 @@
 
 use crate::tracked::Settled;
 
-use super::collection::CollectorState;
-use super::file_table::FileEntry;
+use super::file_entry::FileEntry;
 use super::quiet::{PlannedUnsettled, Unsettled};
+use super::state::CollectorState;
 
 /// Marks the files of `indexes` (planned files) whose writer is gone, and
 /// whose values the collection just read whole into the value buffer, as
@@ -68,8 +68,10 @@ pub(super) fn keep_unsettled(
     order: &[usize],
 ) -> usize {
     let next = match unsettled {
-        Some(unsettled) if unsettled.generation == state.plan_generation => unsettled.still(state),
-        _ => Unsettled::of(state, order),
+        Some(unsettled) if unsettled.generation == state.plan_generation => {
+            unsettled.still(&state.known)
+        }
+        _ => Unsettled::of(&state.known, &state.plan, state.plan_generation, order),
     };
     let settled = next.settled;
     state.unsettled = Some(next);

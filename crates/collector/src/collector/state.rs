@@ -1,0 +1,121 @@
+//! What a collector keeps between collections, and how one collection runs.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::filter::NameFilter;
+use crate::intern::Interner;
+use crate::keys::KeyTable;
+use crate::plan::{Accumulators, Plan, PlanCache, RestrictedPlan};
+use crate::problem::Conflict;
+use crate::settled_sums::SettledSums;
+use crate::tracked::KeyHints;
+use crate::watch::DirWatch;
+use crate::writers::ExitedWriters;
+
+use super::file_entry::{FileEntry, PathKey};
+use super::quiet::Unsettled;
+use super::report_counts::ReportCounts;
+use super::scrape::{CollectOptions, FileReport};
+
+/// A listing, the files left out of it, and the rest.
+pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
+
+/// What a collector keeps between collections: the file table, the plan
+/// and its values, the listing and the directory watch.
+#[derive(Debug, Default)]
+pub(super) struct CollectorState {
+    pub(super) known: Vec<Option<FileEntry>>,
+    /// The index in `known` of each path (the key shares `FileEntry::path`).
+    pub(super) by_path: foldhash::HashMap<PathKey, usize>,
+    pub(super) free: Vec<usize>,
+    pub(super) keys: KeyTable,
+    pub(super) interner: Interner,
+    pub(super) hints: KeyHints,
+    pub(super) plan_cache: PlanCache,
+    pub(super) plan: Plan,
+    /// Counts the plans built: a settled file's values in `values` are
+    /// those of the plan of this generation.
+    pub(super) plan_generation: u64,
+    /// The last listing that had files left out, the files left out, and
+    /// the rest: the same listing less the same files is the same listing.
+    pub(super) kept: Option<KeptListing>,
+    /// The last collection's file reports, and what they count.
+    pub(super) reports: Arc<[FileReport]>,
+    pub(super) report_counts: ReportCounts,
+    /// The listing of the collection under way came with no event and no
+    /// look at every file: nothing but the files' values and appended
+    /// entries can have changed since the last collection.
+    pub(super) quiet_listing: bool,
+    /// Bumped whenever files may have become settled or unsettled: settled
+    /// sums made at another version are stale.
+    pub(super) settle_version: u64,
+    /// The files not settled after the last collection, for a quiet one.
+    pub(super) unsettled: Option<Unsettled>,
+    /// What recent filters keep of `plan` (cleared with each new plan),
+    /// with the settled files' share of each.
+    pub(super) restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
+    /// The settled files' share of `plan`.
+    pub(super) settled_sums: SettledSums,
+    /// The plan must be rebuilt before the next use.
+    pub(super) replan: bool,
+    pub(super) accumulators: Accumulators,
+    /// Each plan operation's value (and timestamp), copied out of the files.
+    pub(super) values: Vec<(f64, f64)>,
+    pub(super) scratch: Vec<u8>,
+    pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
+    pub(super) maps: usize,
+    /// Whether each file of the collection under way may be mapped (see
+    /// `decide_maps`), kept to reuse its allocation.
+    pub(super) may_map: Vec<bool>,
+    pub(super) collections: u64,
+    /// The directory watch, when one could be set.
+    pub(super) watch: Option<DirWatch>,
+    /// The process that set `watch`.
+    pub(super) watch_pid: u32,
+    /// The listing of the collection under way came with a full look.
+    pub(super) full_look: bool,
+    /// When setting a watch last failed (it is tried again after a while).
+    pub(super) watch_failed: Option<Instant>,
+    /// The listing as of the last change, in listing order.
+    pub(super) listing: Option<Arc<Vec<PathBuf>>>,
+    /// The paths of the last collection and their indexes in `known`: when
+    /// the next collection has the very same paths (no event changed the
+    /// listing), the lookups by path are skipped.
+    pub(super) last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
+    /// When every file was last looked at.
+    pub(super) last_full_look: Option<Instant>,
+    /// Files forgotten (no longer listed) so far.
+    pub(super) files_forgotten: u64,
+    /// `files_forgotten` and the key table's forgotten keys at the last
+    /// interner sweep: when both are unchanged there is nothing to sweep.
+    pub(super) swept_at: (u64, u64),
+}
+
+/// How one collection runs.
+#[derive(Clone, Copy)]
+pub(super) struct Pass<'a> {
+    pub(super) options: CollectOptions,
+    /// Files may be mapped, up to this many maps (`None`: none).
+    pub(super) map_limit: Option<usize>,
+    pub(super) start: Instant,
+    /// Keep only the samples it names.
+    pub(super) filter: Option<&'a NameFilter>,
+    /// Settle files whose writer this says is gone (`None`: settle none).
+    pub(super) exited: Option<&'a ExitedWriters>,
+}
+
+impl Pass<'_> {
+    /// A collection of files once, with nothing kept for a next one.
+    pub(super) fn once(options: CollectOptions, start: Instant) -> Pass<'static> {
+        Pass {
+            options,
+            map_limit: None,
+            start,
+            filter: None,
+            exited: None,
+        }
+    }
+}
