@@ -451,7 +451,7 @@ fn file_warnings(scrape: &Scrape) -> Vec<&ReadError> {
         .iter()
         .map(|w| match w {
             Warning::File(p) => p,
-            Warning::Conflict(c) => panic!("unexpected conflict: {c}"),
+            other => panic!("unexpected warning: {other}"),
         })
         .collect()
 }

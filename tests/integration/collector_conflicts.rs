@@ -19,7 +19,7 @@ fn conflicts(warnings: &[Warning]) -> Vec<&Conflict> {
         .iter()
         .map(|w| match w {
             Warning::Conflict(c) => c,
-            Warning::File(p) => panic!("unexpected bad file: {p}"),
+            other => panic!("unexpected warning: {other}"),
         })
         .collect()
 }

@@ -119,6 +119,7 @@ fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
                         return Err(format!("seed {seed}: unexpected type conflict: {c}"))
                     }
                     Warning::Conflict(_) => {}
+                    other => return Err(format!("seed {seed}: unexpected warning: {other}")),
                 }
             }
             for (file, format, acc) in OUTPUTS {

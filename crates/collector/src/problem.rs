@@ -8,6 +8,7 @@ pub type FamilyTypeName = &'static str;
 /// Files that disagree about a family. Python's answer depends on directory
 /// order; multiprom's rule is documented with each variant.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum Conflict {
     /// Two types for one family: the first file (in merge order) wins, entries
     /// from files of other types are dropped.
@@ -53,6 +54,7 @@ pub enum Conflict {
 
 /// Something worth telling a person once: a skipped file or a conflict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Warning {
     /// A file was skipped.
     #[error("skipped {0}")]

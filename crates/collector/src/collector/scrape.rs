@@ -47,6 +47,7 @@ impl CollectOptions {
 /// collection).
 #[derive(Debug, thiserror::Error)]
 #[error("{}: cannot list directory: {source}", dir.display())]
+#[non_exhaustive]
 pub struct CollectError {
     /// The directory.
     pub dir: PathBuf,
