@@ -102,6 +102,9 @@ pub enum ReadErrorKind {
         /// Bytes read.
         got: u64,
     },
+    /// An exemplar file without multiprom's magic, version or record size.
+    #[error("not a multiprom exemplar file (magic, version or record size differs)")]
+    NotAnExemplarFile,
     /// The key is not UTF-8.
     #[error("key is not valid UTF-8")]
     InvalidUtf8,

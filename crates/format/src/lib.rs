@@ -13,6 +13,8 @@
 //! * [`read_map`]: reading through read-only maps, safe against truncation.
 //! * [`FileWriter`], [`ValueSlot`]: atomic creation, Python's growth policy,
 //!   lock-free value updates.
+//! * [`ExemplarWriter`], [`ExemplarSlot`], [`read_exemplar_file`]:
+//!   exemplars in companion files Python never reads ([`exemplar_file`]).
 //! * [`float_to_go_string`]: Python's `floatToGoString`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
@@ -22,8 +24,8 @@
 //! `unsafe` code lives in this crate only (the workspace denies it
 //! elsewhere), in three modules, each of which allows it for itself:
 //!
-//! * `mapping`: the writer's shared, writable mapping and its atomic value
-//!   slots;
+//! * `mapping`: the writer's shared, writable mapping, its atomic value
+//!   slots and the atomic words of exemplar records;
 //! * [`read_map`]: read-only mappings for collectors, read through raw
 //!   pointers and `Relaxed` atomic loads, with a SIGBUS guard so a file shrunk
 //!   under a map is an error, not a crash;
@@ -59,6 +61,9 @@ compile_error!("multiprom-format supports little-endian targets only");
 
 mod env_dir;
 mod error;
+mod exemplar;
+pub mod exemplar_file;
+mod exemplar_writer;
 mod file_name;
 mod float;
 pub mod fork;
@@ -74,6 +79,9 @@ mod writer;
 
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
+pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_RUNES};
+pub use exemplar_file::{read_exemplar_file, ExemplarEntry, ExemplarFile};
+pub use exemplar_writer::{ExemplarSlot, ExemplarWriter, Stored};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
 pub use float::{float_to_go_string, write_float_to_go_string};
 pub use identity::FileIdentity;

@@ -79,6 +79,25 @@ impl Mapping {
         header.store(used, Ordering::Release);
     }
 
+    /// The `count` 8-byte words at `offset` as atomics, or `None` if they are
+    /// not inside the mapping or `offset` is not 8-byte aligned. Exemplar
+    /// records are read and written through these words only.
+    pub(crate) fn words(&self, offset: usize, count: usize) -> Option<&[AtomicU64]> {
+        let end = count.checked_mul(8)?.checked_add(offset)?;
+        if end > self.len() || !offset.is_multiple_of(8) {
+            return None;
+        }
+        // SAFETY: the range is inside the mapping (checked above) and
+        // 8-byte aligned (the mapping is page-aligned, `offset` a multiple
+        // of 8), so it holds `count` valid `AtomicU64` locations for as long
+        // as `&self` lives. The memory is shared with other processes and
+        // other threads; every access from this process goes through these
+        // atomics, so handing out shared references to them is sound.
+        Some(unsafe {
+            std::slice::from_raw_parts(self.raw.as_ptr().add(offset).cast::<AtomicU64>(), count)
+        })
+    }
+
     /// A handle to the value and timestamp at `value_offset`, or `None` if
     /// they are not inside the mapping or not 8-byte aligned.
     pub(crate) fn slot(self: &Arc<Self>, value_offset: usize) -> Option<ValueSlot> {

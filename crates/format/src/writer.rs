@@ -52,7 +52,8 @@ impl FileWriter {
         match opened {
             Ok(file) => FileWriter::from_existing(path, file),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let file = create_atomically(dir, &path, name)?;
+                let header = (HEADER_LEN as i32).to_ne_bytes();
+                let file = create_atomically(dir, &path, INITIAL_CAPACITY, &header)?;
                 FileWriter::from_existing(path, file)
             }
             Err(e) => Err(WriteError::io(path, e)),
@@ -233,7 +234,12 @@ impl FileWriter {
 
 /// Extends `file` from `from` to `to` bytes with written zeros (no holes), so
 /// running out of disk is an error now rather than a SIGBUS later.
-fn extend_with_zeros(file: &File, path: &Path, from: u64, to: u64) -> Result<(), WriteError> {
+pub(crate) fn extend_with_zeros(
+    file: &File,
+    path: &Path,
+    from: u64,
+    to: u64,
+) -> Result<(), WriteError> {
     const CHUNK: usize = 64 * 1024;
     let zeros = [0u8; CHUNK];
     let mut offset = from;
@@ -272,11 +278,22 @@ fn fill_holes(
     extend_with_zeros(file, path, used, capacity)
 }
 
-/// Builds the file under a hidden temporary name and links it into place.
-fn create_atomically(dir: &Path, path: &Path, name: &FileName) -> Result<File, WriteError> {
+/// Builds the file at `path` (in `dir`) under a hidden temporary name, sized
+/// to `capacity` with real zeros and starting with `header`, and links it
+/// into place. If another process created it first, that file is opened.
+pub(crate) fn create_atomically(
+    dir: &Path,
+    path: &Path,
+    capacity: u64,
+    header: &[u8],
+) -> Result<File, WriteError> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
+    let name = path.file_name().map_or_else(
+        || std::borrow::Cow::Borrowed("file"),
+        |n| n.to_string_lossy(),
+    );
     let tmp = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
@@ -287,8 +304,8 @@ fn create_atomically(dir: &Path, path: &Path, name: &FileName) -> Result<File, W
     // Errors name the file being created, not its temporary name: that is
     // the one the caller asked for.
     let result = (|| {
-        extend_with_zeros(&file, path, 0, INITIAL_CAPACITY)?;
-        file.write_all_at(&(HEADER_LEN as i32).to_ne_bytes(), 0)
+        extend_with_zeros(&file, path, 0, capacity)?;
+        file.write_all_at(header, 0)
             .map_err(|e| WriteError::io(path, e))?;
         match std::fs::hard_link(&tmp, path) {
             Ok(()) => Ok(Some(())),

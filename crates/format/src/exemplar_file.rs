@@ -1,0 +1,355 @@
+//! Exemplar files: where multiprom's writers keep exemplars, their byte
+//! layout, and reading them.
+//!
+//! Each `*.db` file that has exemplars has a companion in the `exemplars`
+//! subdirectory: `counter_<id>.db` keeps its exemplars in
+//! `exemplars/counter_<id>.exemplars`. `prometheus_client`'s collector
+//! globs `*.db` in the top directory only and takes the metric type from
+//! the file name, so it never opens these (a new `*.db` prefix in the top
+//! directory would fail its every scrape); `mark_process_dead` globs by
+//! name in the top directory too.
+//!
+//! ```text
+//! offset 0   u32  used          bytes in use, including this 16-byte header
+//! offset 4   [u8; 4] "MPEX"     magic
+//! offset 8   u32  version       1
+//! offset 12  u32  record length 1064
+//! offset 16  entries back to back up to `used`; zero bytes after
+//!
+//! entry:  u32 key_len | key | pad (Python's rule) | record
+//! record: u64 seq | u64 checksum | f64 value | f64 timestamp
+//!         | u32 labels_len | u32 zero | labels (1024 bytes)
+//! labels: (u16 len | UTF-8 name | u16 len | UTF-8 value)*
+//! ```
+//!
+//! Little-endian. The key is the `*.db` entry's key, byte for byte, so an
+//! exemplar belongs to exactly one sample (a counter's `_total`, one
+//! histogram bucket). A record has a fixed size, so one series costs one
+//! record however often it is written: the latest exemplar replaces the
+//! previous one in place.
+//!
+//! A record is written under a sequence number (odd while being written)
+//! and sealed with an xxh3 checksum of the sequence number, value,
+//! timestamp and labels. A reader accepts a record only with an even,
+//! non-zero sequence number and a matching checksum, so a copy that raced a
+//! writer (`pread` copies bytes in no promised order) is seen as torn and
+//! read again, never taken: a reader gets the old exemplar or the new one.
+//! Sequence number 0 is a record never written.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{ReadError, ReadErrorKind};
+use crate::exemplar::{decode_labels, Exemplar};
+use crate::file_name::FileName;
+use crate::layout::pad_len;
+use crate::open::open_for_read;
+use crate::parse::ParseError;
+use crate::read::read_at_most;
+
+/// The subdirectory of a metrics directory that holds exemplar files.
+pub const EXEMPLAR_DIR: &str = "exemplars";
+
+/// The suffix of an exemplar file (never `.db`: a recursive glob for
+/// `*.db` must not find it either).
+pub const EXEMPLAR_SUFFIX: &str = ".exemplars";
+
+/// Size of an exemplar file's header.
+pub const EXEMPLAR_HEADER_LEN: usize = 16;
+
+/// The magic bytes at offset 4.
+pub const EXEMPLAR_MAGIC: [u8; 4] = *b"MPEX";
+
+/// The layout version at offset 8.
+pub const EXEMPLAR_VERSION: u32 = 1;
+
+/// Bytes for the encoded labels in a record: enough for any label set
+/// within OpenMetrics' 128 code points.
+pub const LABELS_CAPACITY: usize = 1024;
+
+/// Size of one record.
+pub const RECORD_LEN: usize = 40 + LABELS_CAPACITY;
+
+/// Capacity of a fresh exemplar file; it doubles as it fills.
+pub const EXEMPLAR_INITIAL_CAPACITY: u64 = 1 << 16;
+
+/// The largest exemplar file a reader reads (a writer stops before): bounds
+/// what one foreign or damaged file can cost a scrape.
+pub const MAX_EXEMPLAR_FILE_LEN: u64 = 256 << 20;
+
+/// How often a reader reads a file again while records in it are torn or
+/// being written, before it leaves those records out of this read.
+const READ_ATTEMPTS: usize = 3;
+
+/// The exemplar file name of a `*.db` file name: `counter_7.exemplars`.
+#[must_use]
+pub fn exemplar_file_name(name: &FileName) -> String {
+    let db = name.to_string();
+    let stem = db.strip_suffix(".db").unwrap_or(&db);
+    format!("{stem}{EXEMPLAR_SUFFIX}")
+}
+
+/// Where the exemplars of `dir/name` are kept.
+#[must_use]
+pub fn exemplar_path(dir: &Path, name: &FileName) -> PathBuf {
+    dir.join(EXEMPLAR_DIR).join(exemplar_file_name(name))
+}
+
+/// The `*.db` file name an exemplar file belongs to, if `name` is an
+/// exemplar file name.
+#[must_use]
+pub fn db_name_of_exemplar_file(name: &str) -> Option<FileName> {
+    let stem = name.strip_suffix(EXEMPLAR_SUFFIX)?;
+    format!("{stem}.db").parse().ok()
+}
+
+/// Bytes of an entry whose key is `key_len` bytes long.
+#[must_use]
+pub const fn exemplar_entry_len(key_len: usize) -> usize {
+    4 + key_len + pad_len(key_len) + RECORD_LEN
+}
+
+/// The header of a fresh exemplar file.
+pub(crate) fn header_bytes(used: u32) -> [u8; EXEMPLAR_HEADER_LEN] {
+    let mut header = [0u8; EXEMPLAR_HEADER_LEN];
+    header[..4].copy_from_slice(&used.to_le_bytes());
+    header[4..8].copy_from_slice(&EXEMPLAR_MAGIC);
+    header[8..12].copy_from_slice(&EXEMPLAR_VERSION.to_le_bytes());
+    header[12..].copy_from_slice(&(RECORD_LEN as u32).to_le_bytes());
+    header
+}
+
+/// The checksum that seals a record.
+pub(crate) fn checksum(seq: u64, value: u64, timestamp: u64, labels: &[u8]) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3Default::new();
+    hasher.update(&seq.to_le_bytes());
+    hasher.update(&value.to_le_bytes());
+    hasher.update(&timestamp.to_le_bytes());
+    hasher.update(&(labels.len() as u32).to_le_bytes());
+    hasher.update(labels);
+    hasher.digest()
+}
+
+/// What a record holds, as a reader sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Record {
+    /// Never written.
+    Empty,
+    /// Being written, or torn by a racing writer: read it again.
+    Unsettled,
+    /// A whole exemplar.
+    Whole(Exemplar),
+}
+
+/// Decodes a record from its bytes (`RECORD_LEN` of them).
+pub(crate) fn decode_record(bytes: &[u8]) -> Record {
+    let word = |i: usize| {
+        bytes
+            .get(i * 8..i * 8 + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let seq = word(0);
+    if seq == 0 {
+        return Record::Empty;
+    }
+    let len = (word(4) & 0xffff_ffff) as usize;
+    let labels = match bytes.get(40..40 + len) {
+        Some(labels) if seq % 2 == 0 && len <= LABELS_CAPACITY => labels,
+        _ => return Record::Unsettled,
+    };
+    if checksum(seq, word(2), word(3), labels) != word(1) {
+        return Record::Unsettled;
+    }
+    match decode_labels(labels) {
+        Some(labels) => Record::Whole(Exemplar {
+            labels,
+            value: f64::from_bits(word(2)),
+            timestamp: f64::from_bits(word(3)),
+        }),
+        // Sealed but not labels: not written by multiprom.
+        None => Record::Unsettled,
+    }
+}
+
+/// One entry of an exemplar file that holds an exemplar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExemplarEntry {
+    /// The `*.db` entry's key, as stored.
+    pub raw_key: String,
+    /// Byte offset of the entry.
+    pub offset: u64,
+    /// The exemplar.
+    pub exemplar: Exemplar,
+}
+
+/// The exemplars of one file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExemplarFile {
+    /// Entries holding an exemplar, in file order.
+    pub entries: Vec<ExemplarEntry>,
+    /// Entries left out because they were being written (or torn) in every
+    /// read: they come with a later read.
+    pub unsettled: usize,
+}
+
+/// Where the entries end: `used` from the header, checked against the file.
+fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
+    let fail = |kind| ParseError::new(0, kind);
+    if file_size == 0 {
+        return Err(fail(ReadErrorKind::Empty));
+    }
+    let Some(header) = bytes.get(..EXEMPLAR_HEADER_LEN) else {
+        return Err(fail(ReadErrorKind::TooShort { size: file_size }));
+    };
+    let u32_at = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    if header[4..8] != EXEMPLAR_MAGIC
+        || u32_at(8) != EXEMPLAR_VERSION
+        || u32_at(12) as usize != RECORD_LEN
+    {
+        return Err(fail(ReadErrorKind::NotAnExemplarFile));
+    }
+    let used = u64::from(u32_at(0));
+    if used < EXEMPLAR_HEADER_LEN as u64 {
+        return Err(fail(ReadErrorKind::UsedTooSmall { used: used as i64 }));
+    }
+    if used > file_size {
+        return Err(fail(ReadErrorKind::UsedPastEnd {
+            used,
+            size: file_size,
+        }));
+    }
+    Ok(used as usize)
+}
+
+/// Parses an exemplar file's bytes (at least its used region).
+pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile, ParseError> {
+    let used = parse_exemplar_header(bytes, file_size)?;
+    let mut file = ExemplarFile::default();
+    let mut at = EXEMPLAR_HEADER_LEN;
+    while at < used {
+        let fail = |kind| ParseError::new(at as u64, kind);
+        let key_len = bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?;
+        if key_len == 0 || key_len > used {
+            return Err(fail(ReadErrorKind::BadKeyLength {
+                len: key_len as i64,
+            }));
+        }
+        let end = at + exemplar_entry_len(key_len);
+        if end > used {
+            return Err(fail(ReadErrorKind::EntryPastUsed {
+                end: end as u64,
+                used: used as u64,
+            }));
+        }
+        let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
+            .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
+        match decode_record(&bytes[end - RECORD_LEN..end]) {
+            Record::Empty => {}
+            Record::Unsettled => file.unsettled += 1,
+            Record::Whole(exemplar) => file.entries.push(ExemplarEntry {
+                raw_key: key.to_owned(),
+                offset: at as u64,
+                exemplar,
+            }),
+        }
+        at = end;
+    }
+    Ok(file)
+}
+
+/// Reads an exemplar file. Records being written are read again (a few
+/// times) and otherwise left out of this read, counted in
+/// [`ExemplarFile::unsettled`]; a damaged file is an error, as for `*.db`
+/// files, and so is one over [`MAX_EXEMPLAR_FILE_LEN`].
+pub fn read_exemplar_file(path: &Path) -> Result<ExemplarFile, ReadError> {
+    let (file, meta) = open_for_read(path)?;
+    let size = meta.len();
+    if size > MAX_EXEMPLAR_FILE_LEN {
+        return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
+    }
+    let mut buf = Vec::new();
+    let mut best = ExemplarFile::default();
+    for attempt in 0..READ_ATTEMPTS {
+        buf.clear();
+        let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+        read_at_most(&file, &mut buf, 0, EXEMPLAR_HEADER_LEN).map_err(io)?;
+        let used = parse_exemplar_header(&buf, size).map_err(|e| e.at(path))?;
+        read_at_most(
+            &file,
+            &mut buf,
+            EXEMPLAR_HEADER_LEN as u64,
+            used - EXEMPLAR_HEADER_LEN,
+        )
+        .map_err(io)?;
+        if buf.len() < used {
+            return Err(ReadError::new(
+                path,
+                0,
+                ReadErrorKind::Truncated {
+                    wanted: used as u64,
+                    got: buf.len() as u64,
+                },
+            ));
+        }
+        let parsed = parse_exemplar_file(&buf, size).map_err(|e| e.at(path))?;
+        let settled = parsed.unsettled == 0;
+        if attempt == 0 || parsed.unsettled < best.unsettled {
+            best = parsed;
+        }
+        if settled {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MetricKind;
+
+    #[test]
+    fn names_pair_with_db_files() {
+        let name = FileName::new(MetricKind::Histogram, "42").unwrap();
+        assert_eq!(exemplar_file_name(&name), "histogram_42.exemplars");
+        assert_eq!(
+            exemplar_path(Path::new("/m"), &name),
+            Path::new("/m/exemplars/histogram_42.exemplars")
+        );
+        assert_eq!(
+            db_name_of_exemplar_file("histogram_42.exemplars"),
+            Some(name)
+        );
+        assert_eq!(db_name_of_exemplar_file("histogram_42.db"), None);
+        assert_eq!(db_name_of_exemplar_file("app.exemplars"), None);
+    }
+
+    #[test]
+    fn foreign_and_damaged_headers_are_errors() {
+        let mut bytes = header_bytes(16).to_vec();
+        assert_eq!(
+            parse_exemplar_file(&bytes, 16).unwrap(),
+            ExemplarFile::default()
+        );
+        bytes[4] = b'X';
+        assert_eq!(
+            parse_exemplar_file(&bytes, 16).unwrap_err().kind,
+            ReadErrorKind::NotAnExemplarFile
+        );
+        let bytes = header_bytes(4000).to_vec();
+        assert!(matches!(
+            parse_exemplar_file(&bytes, 16).unwrap_err().kind,
+            ReadErrorKind::UsedPastEnd { .. }
+        ));
+        assert_eq!(
+            parse_exemplar_file(&[], 0).unwrap_err().kind,
+            ReadErrorKind::Empty
+        );
+    }
+}
