@@ -28,6 +28,7 @@ mod inspect;
 mod logging;
 mod name_filter;
 mod node_exporter;
+mod prometheus_exemplars;
 mod prometheus_server;
 mod python_package;
 mod run;

@@ -155,7 +155,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
 /// from this checkout by `pip install ./crates/python`. Built once per
 /// source hash; concurrent test processes race safely (each builds in its
 /// own directory and renames it into place).
-fn package_python() -> &'static Path {
+pub(crate) fn package_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let prefix = "py-venv-multiprom-";

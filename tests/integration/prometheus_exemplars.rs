@@ -1,0 +1,92 @@
+//! Exemplars across processes into a real Prometheus server: Debian's
+//! `prometheus` (installed when missing) with `--enable-feature=exemplar-storage`
+//! scrapes `multiprom run -- gunicorn -w 4`, whose app records exemplars
+//! through plain prometheus_client calls (`inc(exemplar=...)`,
+//! `observe(..., exemplar=...)`) with multiprom's value class installed by
+//! the start-up hook (`MULTIPROM_INSTALL=writer`) from the package built from
+//! this checkout. `/api/v1/query_exemplars` must return every trace id the
+//! workers wrote, on the counter and on the bucket each value fell in,
+//! before and after a worker is SIGKILLed and replaced
+//! (tests/python/prometheus_exemplars_check.py drives and checks).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use crate::gunicorn::{wait_for_app, StopGunicornOnDrop};
+use crate::harness::{ensure_tool, free_port, multiprom, python_script, temp_dir, workspace_root};
+use crate::python_package::package_python;
+use crate::spawned_server::Spawned;
+
+#[test]
+fn prometheus_stores_the_exemplars_gunicorn_workers_wrote_across_a_worker_kill() {
+    let prometheus = ensure_tool("prometheus", "prometheus");
+    let python = package_python();
+    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let app = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let app_dir = workspace_root().join("tests/python/exemplar_app");
+    let mut cmd = multiprom();
+    cmd.args(["run", "--listen"])
+        .arg(metrics.to_string())
+        .arg("--")
+        .arg(python)
+        .args(["-m", "gunicorn", "--chdir"])
+        .arg(&app_dir)
+        .args(["-w", "4", "-b"])
+        .arg(app.to_string())
+        .arg("app:app")
+        .env("MULTIPROM_INSTALL", "writer")
+        .env_remove("PROMETHEUS_MULTIPROC_DIR");
+    let run = StopGunicornOnDrop(Spawned::start(cmd));
+    wait_for_app(&run.0, app);
+
+    let work = temp_dir();
+    let config = work.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
+             scrape_configs:\n  - job_name: multiprom\n    static_configs:\n      \
+             - targets: ['{metrics}']\n"
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(prometheus);
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            work.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--enable-feature=exemplar-storage");
+    let prometheus = Spawned::start(cmd);
+
+    let check = Command::new(python)
+        .arg(python_script("prometheus_exemplars_check.py"))
+        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(format!("http://{app}"))
+        .arg(run.0.pid().to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{stdout}\n{}\nmultiprom run's log:\n{}\nPrometheus's log:\n{}",
+        String::from_utf8_lossy(&check.stderr),
+        run.0.stderr(),
+        prometheus.stderr()
+    );
+    let said: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    // The exemplars came through multiprom's value class, not Python's
+    // (which drops them): the app names the class that wrote.
+    let writers = said["writers"].as_array().unwrap();
+    assert!(
+        !writers.is_empty()
+            && writers
+                .iter()
+                .all(|w| w.as_str().unwrap().starts_with("multiprom")),
+        "{said}"
+    );
+    assert!(said["served_by_newcomer"].as_u64().unwrap() >= 2, "{said}");
+}
