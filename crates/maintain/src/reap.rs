@@ -198,7 +198,7 @@ impl Reaper {
             return pass;
         }
         let exemplar_pid = |path: &Path| exemplar_file_pid(path).map(|(_, pid)| pid);
-        let places: [(PathBuf, &dyn Fn(&Path) -> Option<u32>); 2] = [
+        let places: [(PathBuf, &PidOf<'_>); 2] = [
             (dir.to_owned(), &live_gauge_pid),
             (dir.join(EXEMPLAR_DIR), &exemplar_pid),
         ];
@@ -380,6 +380,9 @@ impl Reaper {
     }
 }
 
+/// The pid of a reaped file's name, if it is one this reaper removes.
+type PidOf<'a> = dyn Fn(&Path) -> Option<u32> + 'a;
+
 /// The leftovers of a killed reaper among `entries` of `place`: hidden
 /// `.<name>.reaping` files whose `<name>` `pid_of` takes for a reaped file,
 /// unchanged for [`LEFTOVER_AFTER`] at `now`: (name, pid, identity, hidden
@@ -387,7 +390,7 @@ impl Reaper {
 fn leftovers_in(
     place: &Path,
     entries: std::fs::ReadDir,
-    pid_of: &dyn Fn(&Path) -> Option<u32>,
+    pid_of: &PidOf<'_>,
     now: SystemTime,
 ) -> Vec<(PathBuf, u32, FileIdentity, PathBuf)> {
     let mut leftovers = Vec::new();
