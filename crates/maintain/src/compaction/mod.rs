@@ -31,6 +31,10 @@
 //!    has the journal's inode.
 //! 6. **Clean up**: delete the staged files, `fsync`, delete the journal.
 //!
+//! Exemplars ride along outside the journal (see `exemplars`): written into
+//! the compacted exemplar file before step 5, the folded files' exemplar
+//! files removed with them in step 6.
+//!
 //! [`Compactor::recover`] (run at open and before every pass) finishes or
 //! undoes whatever a killed pass left: with a journal whose inode the
 //! compacted name has, it deletes the staged files (their values are in the
