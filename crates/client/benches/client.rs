@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use multiprom_client::{GaugeMode, MultiprocessRegistry, DEFAULT_BUCKETS};
 use prometheus_client::metrics::counter::Counter as PcCounter;
+use prometheus_client::metrics::exemplar::{
+    CounterWithExemplar as PcCounterWithExemplar,
+    HistogramWithExemplars as PcHistogramWithExemplars,
+};
 use prometheus_client::metrics::family::Family as PcFamily;
 use prometheus_client::metrics::gauge::Gauge as PcGauge;
 use prometheus_client::metrics::histogram::Histogram as PcHistogram;
@@ -151,6 +155,48 @@ fn labelled_lookup_inc(c: &mut Criterion) {
     g.finish();
 }
 
+/// An update with an exemplar: the labels are checked, the timestamp read
+/// and the record written under its sequence number. prometheus-client
+/// keeps its exemplar behind a lock, in memory, and checks nothing.
+fn exemplar_updates(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = registry(&dir);
+    let counter = registry
+        .counter("requests_total", "Requests")
+        .expect("counter");
+    let histogram = registry
+        .histogram("latency_seconds", "Latency", &DEFAULT_BUCKETS)
+        .expect("histogram");
+    let labels = [("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736")];
+    let theirs_counter: PcCounterWithExemplar<Vec<(String, String)>> =
+        PcCounterWithExemplar::default();
+    let theirs_histogram: PcHistogramWithExemplars<Vec<(String, String)>> =
+        PcHistogramWithExemplars::new(DEFAULT_BUCKETS[..14].iter().copied());
+    let owned = || vec![(labels[0].0.to_owned(), labels[0].1.to_owned())];
+    let mut g = c.benchmark_group("exemplar_updates");
+    g.bench_function("multiprom_client_inc_with_exemplar", |b| {
+        b.iter(|| {
+            black_box(&counter)
+                .inc_with_exemplar(1.0, black_box(&labels))
+                .expect("valid labels")
+        })
+    });
+    g.bench_function("multiprom_client_observe_with_exemplar", |b| {
+        b.iter(|| {
+            black_box(&histogram)
+                .observe_with_exemplar(black_box(0.3), black_box(&labels))
+                .expect("valid labels")
+        })
+    });
+    g.bench_function("prometheus_client_inc_by_with_exemplar", |b| {
+        b.iter(|| black_box(&theirs_counter).inc_by(1, Some(owned())))
+    });
+    g.bench_function("prometheus_client_observe_with_exemplar", |b| {
+        b.iter(|| black_box(&theirs_histogram).observe(black_box(0.3), Some(owned())))
+    });
+    g.finish();
+}
+
 /// Why forks are detected with a `pthread_atfork` generation rather than by
 /// comparing the pid on every update, as Python does.
 fn fork_check(c: &mut Criterion) {
@@ -175,6 +221,7 @@ mod group {
         gauge_set,
         histogram_observe,
         labelled_lookup_inc,
+        exemplar_updates,
         fork_check
     );
 }

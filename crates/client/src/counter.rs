@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::error::ClientError;
 use crate::series::Series;
+use crate::validate;
 
 /// A counter (one child, or a plain counter without labels).
 ///
@@ -33,6 +34,35 @@ impl Counter {
             });
         }
         self.series.add(0, amount);
+        Ok(())
+    }
+
+    /// Adds `amount` and attaches an exemplar to the counter (the labels
+    /// of, say, the trace that caused it): `prometheus_client`'s
+    /// `Counter.inc(amount, exemplar)`. The exemplar holds `amount` and the
+    /// current time, and replaces the counter's previous one. An empty
+    /// `exemplar` stores none, as Python's empty dict.
+    ///
+    /// Errors, as in Python: a negative amount (nothing is counted), and
+    /// labels Python refuses (a name outside `[a-zA-Z_][a-zA-Z0-9_]*` or
+    /// starting with `__`, a name twice, names and values together over 128
+    /// code points): then the amount is still counted and only the exemplar
+    /// is refused.
+    ///
+    /// The exemplar goes into this process's exemplar file (see the crate
+    /// docs), opened on the first exemplar; a failure to store it is printed
+    /// once and never affects the count.
+    pub fn inc_with_exemplar(
+        &self,
+        amount: f64,
+        exemplar: &[(&str, &str)],
+    ) -> Result<(), ClientError> {
+        self.inc_by(amount)?;
+        if exemplar.is_empty() {
+            return Ok(());
+        }
+        validate::exemplar_labels(&self.series.definition().family, exemplar)?;
+        self.series.store_exemplar(0, exemplar, amount);
         Ok(())
     }
 

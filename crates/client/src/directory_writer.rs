@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use multiprom_format::fork::fork_generation;
-use multiprom_format::{FileName, FileWriter, MetricKind, ValueSlot};
+use multiprom_format::{ExemplarSlot, ExemplarWriter, FileName, FileWriter, MetricKind, ValueSlot};
 
 use crate::definition::Definition;
 use crate::error::ClientError;
@@ -53,6 +53,10 @@ struct FilesAndRegistrations {
     writers_generation: u64,
     process_id: String,
     writers: BTreeMap<MetricKind, FileWriter>,
+    /// Exemplar files of `writers_generation`, opened on the first exemplar
+    /// of their kind; `None` once opening failed (reported, not retried
+    /// until the next fork).
+    exemplar_writers: BTreeMap<MetricKind, Option<ExemplarWriter>>,
     /// Every key created, in creation order: after a fork the child re-creates
     /// all of them in its own files, as Python does.
     known: Vec<(MetricKind, Arc<str>)>,
@@ -70,6 +74,8 @@ pub(crate) struct DirectoryWriter {
     state: Mutex<FilesAndRegistrations>,
     /// Last fork generation for which a failure to re-create files was printed.
     reported_generation: AtomicU64,
+    /// Last fork generation for which a failure to store exemplars was printed.
+    reported_exemplar_generation: AtomicU64,
 }
 
 impl std::fmt::Debug for DirectoryWriter {
@@ -93,11 +99,13 @@ impl DirectoryWriter {
                 writers_generation: generation,
                 process_id,
                 writers: BTreeMap::new(),
+                exemplar_writers: BTreeMap::new(),
                 known: Vec::new(),
                 registered: HashMap::new(),
                 claimed: HashMap::new(),
             }),
             reported_generation: AtomicU64::new(u64::MAX),
+            reported_exemplar_generation: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -136,6 +144,7 @@ impl DirectoryWriter {
             // Dropping the inherited writers only unmaps and closes in this
             // process; the parent's files are untouched.
             state.writers.clear();
+            state.exemplar_writers.clear();
             state.process_id = self.id_source.id_for(generation, self.original_generation);
             state.writers_generation = generation;
         }
@@ -240,6 +249,56 @@ impl DirectoryWriter {
         if self.reported_generation.swap(generation, Ordering::Relaxed) != generation {
             eprintln!(
                 "multiprom-client: after fork(), cannot create this process's metric files in {}: {err}; updates are dropped until that succeeds",
+                self.dir.display()
+            );
+        }
+    }
+}
+
+impl DirectoryWriter {
+    /// The exemplar slot of `key` in this process's exemplar file of
+    /// `kind`, opening the file (and the `exemplars` subdirectory) on first
+    /// use. `None` when exemplars cannot be stored: the failure is printed
+    /// once per fork generation, and the caller drops the exemplar (its
+    /// value update is not affected).
+    pub(crate) fn exemplar_slot(&self, kind: MetricKind, key: &str) -> Option<ExemplarSlot> {
+        let mut state = self.lock();
+        let slot = self.sync_fork(&mut state).and_then(|()| {
+            let state = &mut *state;
+            if !state.exemplar_writers.contains_key(&kind) {
+                let opened = FileName::new(kind, state.process_id.clone())
+                    .map_err(ClientError::InvalidProcessId)
+                    .and_then(|name| Ok(ExemplarWriter::open(&self.dir, &name)?));
+                let (writer, result) = match opened {
+                    Ok(writer) => (Some(writer), Ok(())),
+                    Err(err) => (None, Err(err)),
+                };
+                state.exemplar_writers.insert(kind, writer);
+                result?;
+            }
+            match state.exemplar_writers.get_mut(&kind) {
+                Some(Some(writer)) => Ok(Some(writer.slot(key)?)),
+                // Failed earlier in this generation, already reported.
+                _ => Ok(None),
+            }
+        });
+        drop(state);
+        slot.unwrap_or_else(|err| {
+            self.report_exemplar_failure(&err);
+            None
+        })
+    }
+
+    /// Prints a failure to store exemplars, once per fork generation.
+    fn report_exemplar_failure(&self, err: &ClientError) {
+        let generation = fork_generation();
+        if self
+            .reported_exemplar_generation
+            .swap(generation, Ordering::Relaxed)
+            != generation
+        {
+            eprintln!(
+                "multiprom-client: cannot store exemplars in {}: {err}; exemplars are dropped, values are still counted",
                 self.dir.display()
             );
         }

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use multiprom_format::{EnvDirError, FileNameError, GaugeMode, WriteError};
+use multiprom_format::{EnvDirError, ExemplarError, FileNameError, GaugeMode, WriteError};
 
 /// Why histogram buckets were refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -26,8 +26,9 @@ pub enum BucketsError {
 /// Everything that can go wrong in this crate.
 ///
 /// Errors come from the calls that create a registry, a metric or a labelled
-/// child, and from [`crate::Counter::inc_by`] with a negative amount; value
-/// updates on existing handles never fail.
+/// child, from [`crate::Counter::inc_by`] with a negative amount, and from
+/// the `*_with_exemplar` updates with labels `prometheus_client` would
+/// refuse; value updates on existing handles never fail.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
@@ -151,6 +152,17 @@ pub enum ClientError {
         metric: String,
         /// The refused amount.
         amount: f64,
+    },
+    /// Exemplar labels that `prometheus_client` would refuse (bad label
+    /// names are [`ClientError::InvalidLabelName`],
+    /// [`ClientError::ReservedLabelName`] and
+    /// [`ClientError::DuplicateLabelName`]).
+    #[error("metric {metric}: exemplar refused: {reason}")]
+    InvalidExemplar {
+        /// The metric.
+        metric: String,
+        /// What is wrong with the labels.
+        reason: ExemplarError,
     },
     /// A file could not be created, opened, grown or written (directory
     /// missing, permission denied, disk full, a corrupt existing file).

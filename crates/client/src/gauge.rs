@@ -148,7 +148,7 @@ fn mode_of(series: &Series) -> GaugeMode {
 }
 
 /// Python's `time.time()`.
-fn unix_time() -> f64 {
+pub(crate) fn unix_time() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

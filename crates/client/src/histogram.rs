@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::error::ClientError;
 use crate::series::Series;
 use crate::timer::Timer;
+use crate::validate;
 
 /// Python's `Histogram.DEFAULT_BUCKETS`, `+Inf` included.
 pub const DEFAULT_BUCKETS: [f64; 15] = [
@@ -40,6 +42,44 @@ impl Histogram {
     /// bucket whose bound is `>=` it (none for NaN, as in Python).
     #[inline]
     pub fn observe(&self, amount: f64) {
+        self.count_in_bucket(amount);
+    }
+
+    /// Records one observation, as [`Histogram::observe`], and attaches an
+    /// exemplar to the bucket it fell in (the `_bucket` entry of the first
+    /// bound `>=` it): `prometheus_client`'s `Histogram.observe(amount,
+    /// exemplar)`. The exemplar holds `amount` and the current time, and
+    /// replaces that bucket's previous one. An empty `exemplar` stores
+    /// none, and neither does NaN (it falls in no bucket).
+    ///
+    /// Labels Python refuses (a name outside `[a-zA-Z_][a-zA-Z0-9_]*` or
+    /// starting with `__`, a name twice, names and values together over 128
+    /// code points) are an error; the observation is still recorded, as in
+    /// Python.
+    ///
+    /// The exemplar goes into this process's exemplar file (see the crate
+    /// docs), opened on the first exemplar; a failure to store it is printed
+    /// once and never affects the observation.
+    pub fn observe_with_exemplar(
+        &self,
+        amount: f64,
+        exemplar: &[(&str, &str)],
+    ) -> Result<(), ClientError> {
+        let bucket = self.count_in_bucket(amount);
+        if exemplar.is_empty() {
+            return Ok(());
+        }
+        validate::exemplar_labels(&self.series.definition().family, exemplar)?;
+        if let Some(bucket) = bucket {
+            self.series.store_exemplar(1 + bucket, exemplar, amount);
+        }
+        Ok(())
+    }
+
+    /// Adds `amount` to the sum and 1 to its bucket; returns the bucket's
+    /// index among the bounds (`None` for NaN).
+    #[inline]
+    fn count_in_bucket(&self, amount: f64) -> Option<usize> {
         let bounds = &self.series.definition().buckets;
         // First bound with amount <= bound; for NaN no bound qualifies.
         let index = bounds.partition_point(|&bound| bound < amount);
@@ -54,6 +94,7 @@ impl Histogram {
                 }
             }
         });
+        hit.then_some(index)
     }
 
     /// Starts a timer that observes the elapsed seconds when dropped (or

@@ -56,6 +56,66 @@
 //! [`MostRecentGauge`]s: they have `set` only (Python raises on `inc`/`dec`)
 //! and every `set` stores the wall-clock time, which the merge uses.
 //!
+//! # Exemplars
+//!
+//! [`Counter::inc_with_exemplar`] and [`Histogram::observe_with_exemplar`]
+//! attach an exemplar (the labels of, say, the trace behind an update) as
+//! `prometheus_client`'s `inc(amount, exemplar)` and
+//! `observe(amount, exemplar)` do: the labels, the amount and the current
+//! time, on the counter's `_total` entry or on the bucket the observation
+//! fell in. A series keeps its latest exemplar. Labels are checked as
+//! Python checks them (label names, at most 128 code points in names and
+//! values together); a refused exemplar is a [`ClientError`], and the amount
+//! is counted all the same.
+//!
+//! Python keeps exemplars in memory only, and not at all in multiprocess
+//! mode. Here they go into companion files that Python never opens,
+//! `exemplars/<kind>_<id>.exemplars` beside `<kind>_<id>.db` (layout:
+//! [`multiprom_format::exemplar_file`]), keyed by the `*.db` entry's key;
+//! multiprom's collector reads them. The file (and the `exemplars`
+//! directory) is created on the first exemplar, so a process that never
+//! records one leaves none behind. A series' first exemplar takes the
+//! registry's lock to find its record; later ones are lock-free stores, as
+//! value updates are. Storing an exemplar never fails the update: if the
+//! exemplar file cannot be created or grown, exemplars are dropped, the
+//! values are counted, and the failure is printed once on stderr. After
+//! `fork()` the child stores its exemplars in its own file, never the
+//! parent's.
+//!
+//! ```
+//! use multiprom_client::MultiprocessRegistry;
+//! use multiprom_format::{exemplar_file::exemplar_path, fork::run_in_forked_child, read_exemplar_file, read_file};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let registry = MultiprocessRegistry::new(dir.path())?;
+//! let jobs = registry.counter("jobs", "Jobs done")?;
+//! jobs.inc_with_exemplar(2.0, &[("trace_id", "4bf92f35")])?;
+//!
+//! let exemplars = |pid: u32| {
+//!     let name: multiprom_format::FileName = format!("counter_{pid}.db").parse()?;
+//!     let entries = read_file(&dir.path().join(name.to_string()))?.entries;
+//!     let exemplars = read_exemplar_file(&exemplar_path(dir.path(), &name))?.entries;
+//!     Ok::<_, Box<dyn std::error::Error>>((entries, exemplars))
+//! };
+//! let (entries, stored) = exemplars(std::process::id())?;
+//! assert_eq!(stored[0].raw_key, entries[0].raw_key, "on jobs_total");
+//! let exemplar = &stored[0].exemplar;
+//! assert_eq!(exemplar.labels, [("trace_id".to_string(), "4bf92f35".to_string())]);
+//! assert_eq!(exemplar.value, 2.0);
+//!
+//! // A forked child's exemplar goes into its own file.
+//! let child = run_in_forked_child(|| {
+//!     let stored = jobs.inc_with_exemplar(1.0, &[("trace_id", "child")]).is_ok();
+//!     i32::from(!stored)
+//! })?;
+//! assert!(child.success(), "{child:?}");
+//! let (_, in_child) = exemplars(child.pid)?;
+//! assert_eq!(in_child[0].exemplar.labels[0].1, "child");
+//! let (_, in_parent) = exemplars(std::process::id())?;
+//! assert_eq!(in_parent[0].exemplar.labels[0].1, "4bf92f35", "parent's file untouched");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Names and validation
 //!
 //! Metric names must match `[a-zA-Z_:][a-zA-Z0-9_:]*` and label names
@@ -82,7 +142,8 @@
 //! creates a metric or a child. Files are sized with real zero bytes before
 //! use, so a full disk never turns into a SIGBUS on a later update; handles
 //! stay valid while files grow. Updates never fail, except
-//! [`Counter::inc_by`] with a negative amount.
+//! [`Counter::inc_by`] with a negative amount and the `*_with_exemplar`
+//! updates with refused exemplar labels.
 //!
 //! # Files shared with other processes
 //!

@@ -2,16 +2,21 @@
 //! every update goes through.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use multiprom_format::fork::fork_generation;
-use multiprom_format::{MetricKind, ValueSlot};
+use multiprom_format::{ExemplarSlot, MetricKind, ValueSlot};
 
 use crate::definition::Definition;
 use crate::directory_writer::{DirectoryWriter, NewEntries};
+use crate::gauge::unix_time;
 
 /// Slots re-created in a forked child's own files.
 type Rebound = Option<(u64, Box<[ValueSlot]>)>;
+
+/// Exemplar slots in a forked child's own exemplar files, per key, made on
+/// the key's first exemplar there.
+type ReboundExemplars = Option<(u64, Box<[Option<ExemplarSlot>]>)>;
 
 /// The entries of one child, shared by all clones of its handle.
 pub struct Series {
@@ -27,6 +32,13 @@ pub struct Series {
     /// Used only in a process forked after the slots were made; a mutex is
     /// fine there (the fast path never takes it).
     rebound: Mutex<Rebound>,
+    /// Exemplar slots of `generation`, one cell per key in the order of
+    /// `keys`: the table is allocated on the series' first exemplar, a cell
+    /// filled on its key's first (most series never get one, and pay one
+    /// empty `OnceLock`).
+    exemplars: OnceLock<Box<[OnceLock<ExemplarSlot>]>>,
+    /// As `exemplars`, in a process forked after the series was made.
+    rebound_exemplars: Mutex<ReboundExemplars>,
 }
 
 impl Series {
@@ -51,6 +63,8 @@ impl Series {
             generation,
             slots,
             rebound: Mutex::new(None),
+            exemplars: OnceLock::new(),
+            rebound_exemplars: Mutex::new(None),
         }
     }
 
@@ -119,6 +133,75 @@ impl Series {
                 slot.set(value);
             }
         });
+    }
+}
+
+impl Series {
+    /// Stores an exemplar (labels already validated) for the entry at
+    /// `index`, stamped with the current time. Never fails: an exemplar
+    /// that cannot be stored is dropped (the failure is printed once).
+    pub(crate) fn store_exemplar(&self, index: usize, labels: &[(&str, &str)], value: f64) {
+        let timestamp = unix_time();
+        if fork_generation() != self.generation {
+            self.store_exemplar_rebound(index, labels, value, timestamp);
+            return;
+        }
+        let cells = self
+            .exemplars
+            .get_or_init(|| self.keys.iter().map(|_| OnceLock::new()).collect());
+        let (Some(cell), Some(key)) = (cells.get(index), self.keys.get(index)) else {
+            return;
+        };
+        let slot = match cell.get() {
+            Some(slot) => slot,
+            None => {
+                // Two threads may both get here: the writer hands both the
+                // same slot, and one of them is kept.
+                let Some(slot) = self.writer.exemplar_slot(self.kind(), key) else {
+                    return;
+                };
+                cell.get_or_init(|| slot)
+            }
+        };
+        // Labels were validated, so only `Busy` (another thread storing into
+        // this record this very moment) can come back: that exemplar is
+        // dropped, as a series keeps only the latest anyway.
+        let _ = slot.store(labels.iter().copied(), value, timestamp);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn store_exemplar_rebound(
+        &self,
+        index: usize,
+        labels: &[(&str, &str)],
+        value: f64,
+        timestamp: f64,
+    ) {
+        let generation = fork_generation();
+        let mut rebound = self
+            .rebound_exemplars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let cells = match &mut *rebound {
+            Some((g, cells)) if *g == generation => cells,
+            stale => {
+                // Slots of an earlier generation are in an ancestor's files.
+                let cells = &mut stale
+                    .insert((generation, self.keys.iter().map(|_| None).collect()))
+                    .1;
+                cells
+            }
+        };
+        let (Some(cell), Some(key)) = (cells.get_mut(index), self.keys.get(index)) else {
+            return;
+        };
+        if cell.is_none() {
+            *cell = self.writer.exemplar_slot(self.kind(), key);
+        }
+        if let Some(slot) = cell {
+            let _ = slot.store(labels.iter().copied(), value, timestamp);
+        }
     }
 }
 

@@ -537,3 +537,184 @@ fn handles_are_send_sync_and_cheap_to_clone() {
         std::mem::size_of::<Arc<()>>()
     );
 }
+
+/// An exemplar as the tests compare it: (entry key, labels, value).
+type Stored = (String, Vec<(String, String)>, f64);
+
+/// The exemplars of `dir/<file>` (a `*.db` name).
+fn exemplars(dir: &Path, file: &str) -> Vec<Stored> {
+    let name = file.parse().unwrap();
+    let path = multiprom_format::exemplar_file::exemplar_path(dir, &name);
+    let read = multiprom_format::read_exemplar_file(&path).unwrap();
+    assert_eq!(read.unsettled, 0);
+    read.entries
+        .into_iter()
+        .map(|e| (e.raw_key, e.exemplar.labels, e.exemplar.value))
+        .collect()
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|&(n, v)| (n.to_owned(), v.to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_counter_exemplar_is_stored_on_its_total_entry_with_the_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path());
+    let plain = r.counter("jobs_total", "Jobs").unwrap();
+    let family = r.counter_family("hits", "Hits", &["page"]).unwrap();
+    let a = family.labels(&["/a"]).unwrap();
+    let b = family.labels(&["/b"]).unwrap();
+    let before = gauge::unix_time();
+    b.inc_with_exemplar(2.0, &[("trace_id", "b1")]).unwrap();
+    plain.inc_with_exemplar(1.5, &[("trace_id", "p1")]).unwrap();
+    b.inc_with_exemplar(3.0, &[("trace_id", "b2"), ("span", "s")])
+        .unwrap();
+    let after = gauge::unix_time();
+    a.inc();
+    assert_eq!((b.get(), plain.get(), a.get()), (5.0, 1.5, 1.0));
+
+    let keys: Vec<String> = entries(dir.path(), "counter_t.db")
+        .into_iter()
+        .map(|e| e.raw_key)
+        .collect();
+    // Entries: jobs_total, hits_total{/a}, hits_total{/b}.
+    assert_eq!(
+        exemplars(dir.path(), "counter_t.db"),
+        [
+            (
+                keys[2].clone(),
+                labels(&[("trace_id", "b2"), ("span", "s")]),
+                3.0
+            ),
+            (keys[0].clone(), labels(&[("trace_id", "p1")]), 1.5),
+        ]
+    );
+    let path = dir.path().join("exemplars/counter_t.exemplars");
+    for e in multiprom_format::read_exemplar_file(&path).unwrap().entries {
+        let t = e.exemplar.timestamp;
+        assert!(before <= t && t <= after, "{t} not in {before}..{after}");
+    }
+}
+
+#[test]
+fn a_histogram_exemplar_is_stored_on_the_bucket_the_value_fell_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path());
+    let h = r.histogram("latency", "L", &[1.0, 2.0]).unwrap();
+    h.observe_with_exemplar(1.5, &[("trace_id", "x")]).unwrap();
+    h.observe_with_exemplar(0.5, &[("trace_id", "y")]).unwrap();
+    h.observe_with_exemplar(1.7, &[("trace_id", "z")]).unwrap();
+    // NaN falls in no bucket: counted in the sum only, no exemplar.
+    h.observe_with_exemplar(f64::NAN, &[("trace_id", "n")])
+        .unwrap();
+    assert_eq!(h.bucket_counts(), [1.0, 2.0, 0.0]);
+    let keys: Vec<String> = entries(dir.path(), "histogram_t.db")
+        .into_iter()
+        .map(|e| e.raw_key)
+        .collect();
+    assert!(keys[2].contains(r#""le": "2.0""#), "{}", keys[2]);
+    assert_eq!(
+        exemplars(dir.path(), "histogram_t.db"),
+        [
+            (keys[2].clone(), labels(&[("trace_id", "z")]), 1.7),
+            (keys[1].clone(), labels(&[("trace_id", "y")]), 0.5),
+        ]
+    );
+}
+
+#[test]
+fn without_exemplars_no_exemplar_directory_appears() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path());
+    let c = r.counter("c", "").unwrap();
+    c.inc();
+    c.inc_by(2.0).unwrap();
+    // An empty label set is no exemplar, as Python's empty dict.
+    c.inc_with_exemplar(1.0, &[]).unwrap();
+    let h = r.histogram("h", "", &DEFAULT_BUCKETS).unwrap();
+    h.observe(0.1);
+    h.observe_with_exemplar(0.2, &[]).unwrap();
+    assert_eq!(c.get(), 4.0);
+    assert_eq!(h.count(), 2.0);
+    assert!(!dir.path().join("exemplars").exists());
+    c.inc_with_exemplar(1.0, &[("a", "b")]).unwrap();
+    assert!(dir.path().join("exemplars").is_dir());
+}
+
+#[test]
+fn exemplar_labels_python_refuses_are_errors_and_the_value_still_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path());
+    let c = r.counter("c", "").unwrap();
+    let h = r.histogram("h", "", &[1.0]).unwrap();
+    let long = "x".repeat(121);
+    let check = |e: ClientError, want: &str| {
+        assert!(e.to_string().contains(want), "{e}");
+    };
+    check(
+        c.inc_with_exemplar(1.0, &[("trace id", "a")]).unwrap_err(),
+        "invalid label name \"trace id\"",
+    );
+    check(
+        c.inc_with_exemplar(1.0, &[("9a", "a")]).unwrap_err(),
+        "invalid label name",
+    );
+    check(
+        c.inc_with_exemplar(1.0, &[("__a", "a")]).unwrap_err(),
+        "reserved",
+    );
+    check(
+        c.inc_with_exemplar(1.0, &[("a", "1"), ("a", "2")])
+            .unwrap_err(),
+        "appears twice",
+    );
+    let e = h
+        .observe_with_exemplar(0.5, &[("trace_id", &long)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            ClientError::InvalidExemplar { metric, reason: multiprom_format::ExemplarError::TooLong { runes: 129 } }
+                if metric == "h"
+        ),
+        "{e:?}"
+    );
+    // Exactly 128 code points (multi-byte ones count once) pass.
+    let wide = "\u{e9}".repeat(128 - 8);
+    h.observe_with_exemplar(0.5, &[("trace_id", &wide)])
+        .unwrap();
+    // A negative amount is refused before anything is counted.
+    assert!(matches!(
+        c.inc_with_exemplar(-1.0, &[("a", "b")]).unwrap_err(),
+        ClientError::NegativeIncrement { .. }
+    ));
+    assert_eq!(c.get(), 4.0, "refused exemplars, counted amounts");
+    assert_eq!(h.count(), 2.0);
+    assert!(!dir.path().join("exemplars/counter_t.exemplars").exists());
+    assert_eq!(exemplars(dir.path(), "histogram_t.db").len(), 1);
+}
+
+#[test]
+fn exemplars_that_cannot_be_stored_never_fail_the_update() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the exemplar directory would be.
+    std::fs::write(dir.path().join("exemplars"), b"in the way").unwrap();
+    let r = registry(dir.path());
+    let c = r.counter("c", "").unwrap();
+    let h = r.histogram("h", "", &[1.0]).unwrap();
+    for _ in 0..3 {
+        c.inc_with_exemplar(1.0, &[("trace_id", "a")]).unwrap();
+        h.observe_with_exemplar(0.5, &[("trace_id", "a")]).unwrap();
+    }
+    assert_eq!(c.get(), 3.0);
+    assert_eq!(h.count(), 3.0);
+    assert_eq!(
+        keys_and_values(dir.path(), "counter_t.db")[0].1,
+        3.0,
+        "counted in the file"
+    );
+}

@@ -7,7 +7,7 @@
 //! accepts, Python accepts under either setting.
 
 use crate::error::{BucketsError, ClientError};
-use multiprom_format::MetricKind;
+use multiprom_format::{check_exemplar_labels, MetricKind};
 
 /// `[a-zA-Z_:][a-zA-Z0-9_:]*`
 pub(crate) fn metric_name(name: &str) -> Result<(), ClientError> {
@@ -25,6 +25,47 @@ pub(crate) fn metric_name(name: &str) -> Result<(), ClientError> {
     }
 }
 
+/// `[a-zA-Z_][a-zA-Z0-9_]*`
+fn is_label_name(label: &str) -> bool {
+    let mut chars = label.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// An exemplar's labels, as `prometheus_client` checks them: each name a
+/// label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not `__*`; Python's dict has no
+/// repeats, so neither may these), names and values together at most 128
+/// code points.
+pub(crate) fn exemplar_labels(metric: &str, labels: &[(&str, &str)]) -> Result<(), ClientError> {
+    for (at, &(label, _)) in labels.iter().enumerate() {
+        if !is_label_name(label) {
+            return Err(ClientError::InvalidLabelName {
+                metric: metric.to_owned(),
+                label: label.to_owned(),
+            });
+        }
+        if label.starts_with("__") {
+            return Err(ClientError::ReservedLabelName {
+                metric: metric.to_owned(),
+                label: label.to_owned(),
+                reason: "names starting with __ are reserved for Prometheus",
+            });
+        }
+        if labels[..at].iter().any(|&(seen, _)| seen == label) {
+            return Err(ClientError::DuplicateLabelName {
+                metric: metric.to_owned(),
+                label: label.to_owned(),
+            });
+        }
+    }
+    check_exemplar_labels(labels.iter().copied()).map_err(|reason| ClientError::InvalidExemplar {
+        metric: metric.to_owned(),
+        reason,
+    })
+}
+
 /// `[a-zA-Z_][a-zA-Z0-9_]*`, not `__*`, not reserved for the type, no repeats.
 pub(crate) fn label_names(
     metric: &str,
@@ -33,12 +74,7 @@ pub(crate) fn label_names(
 ) -> Result<Vec<String>, ClientError> {
     let mut out: Vec<String> = Vec::with_capacity(names.len());
     for &label in names {
-        let mut chars = label.chars();
-        let ok = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !ok {
+        if !is_label_name(label) {
             return Err(ClientError::InvalidLabelName {
                 metric: metric.to_owned(),
                 label: label.to_owned(),

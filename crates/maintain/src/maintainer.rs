@@ -10,7 +10,7 @@ use multiprom_collector::DirCollector;
 
 use crate::compaction::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
 use crate::config::MaintainConfig;
-use crate::reap::{remove_due, Reaper};
+use crate::reap::{remove_due, remove_orphan_exemplars, Reaper};
 use crate::status::{MaintenanceStatus, Totals};
 
 /// The shortest interval between two passes of one kind, whatever the
@@ -286,18 +286,21 @@ impl Maintainer {
             }
         };
         let due = lock(reaper).survey(&paths).due;
-        if due.is_empty() {
-            return;
+        if !due.is_empty() {
+            let removal = remove_due(due);
+            lock(reaper).forget(
+                removal
+                    .removed
+                    .iter()
+                    .map(|(path, _)| path)
+                    .chain(&removal.vanished),
+            );
+            self.log_removal(&removal.removed, &removal.failed);
         }
-        let removal = remove_due(due);
-        lock(reaper).forget(
-            removal
-                .removed
-                .iter()
-                .map(|(path, _)| path)
-                .chain(&removal.vanished),
-        );
-        self.log_removal(&removal.removed, &removal.failed);
+        // Compaction never runs meanwhile (the schedule is locked), so a
+        // `*.db` file being folded is seen in staging.
+        let orphans = remove_orphan_exemplars(&self.dir);
+        self.log_removal(&orphans.removed, &orphans.failed);
     }
 
     fn log_removal(&self, removed: &[(PathBuf, u32)], failed: &[(PathBuf, String)]) {

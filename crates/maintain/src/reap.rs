@@ -57,7 +57,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use multiprom_format::{FileIdentity, FileName, MetricKind};
+use multiprom_format::exemplar_file::{db_name_of_exemplar_file, exemplar_path, EXEMPLAR_DIR};
+use multiprom_format::{FileIdentity, FileName, MetricKind, STAGING_DIR};
 
 use crate::process::{holders, last_allocated_pid, process_state, PidWindow, ProcessState};
 use crate::set_aside::{move_no_replace, set_aside, Aside};
@@ -196,37 +197,17 @@ impl Reaper {
         if std::mem::replace(&mut self.recovered, true) {
             return pass;
         }
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return pass;
-        };
+        let exemplar_pid = |path: &Path| exemplar_file_pid(path).map(|(_, pid)| pid);
+        let places: [(PathBuf, &PidOf<'_>); 2] = [
+            (dir.to_owned(), &live_gauge_pid),
+            (dir.join(EXEMPLAR_DIR), &exemplar_pid),
+        ];
         let mut leftovers = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(original) = name
-                .to_str()
-                .and_then(|n| n.strip_prefix('.'))
-                .and_then(|n| n.strip_suffix(".reaping"))
-            else {
+        for (place, pid_of) in places {
+            let Ok(entries) = std::fs::read_dir(&place) else {
                 continue;
             };
-            let path = dir.join(original);
-            let Some(pid) = live_gauge_pid(&path) else {
-                continue;
-            };
-            let hidden = entry.path();
-            // The rename aside set the change time; a minute later no
-            // reaper is between its two looks at the file.
-            let Ok(meta) = std::fs::symlink_metadata(&hidden) else {
-                continue;
-            };
-            let changed = SystemTime::UNIX_EPOCH
-                + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(0));
-            let unchanged_for = now.duration_since(changed).unwrap_or_default();
-            if !meta.is_file() || unchanged_for < LEFTOVER_AFTER {
-                continue;
-            }
-            let id = FileIdentity::from_metadata(&meta);
-            leftovers.push((path, pid, id, hidden));
+            leftovers.extend(leftovers_in(&place, entries, pid_of, now));
         }
         if leftovers.is_empty() {
             return pass;
@@ -399,6 +380,51 @@ impl Reaper {
     }
 }
 
+/// The pid of a reaped file's name, if it is one this reaper removes.
+type PidOf<'a> = dyn Fn(&Path) -> Option<u32> + 'a;
+
+/// The leftovers of a killed reaper among `entries` of `place`: hidden
+/// `.<name>.reaping` files whose `<name>` `pid_of` takes for a reaped file,
+/// unchanged for [`LEFTOVER_AFTER`] at `now`: (name, pid, identity, hidden
+/// path).
+fn leftovers_in(
+    place: &Path,
+    entries: std::fs::ReadDir,
+    pid_of: &PidOf<'_>,
+    now: SystemTime,
+) -> Vec<(PathBuf, u32, FileIdentity, PathBuf)> {
+    let mut leftovers = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(original) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix('.'))
+            .and_then(|n| n.strip_suffix(".reaping"))
+        else {
+            continue;
+        };
+        let path = place.join(original);
+        let Some(pid) = pid_of(&path) else {
+            continue;
+        };
+        let hidden = entry.path();
+        // The rename aside set the change time; a minute later no
+        // reaper is between its two looks at the file.
+        let Ok(meta) = std::fs::symlink_metadata(&hidden) else {
+            continue;
+        };
+        let changed =
+            SystemTime::UNIX_EPOCH + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(0));
+        let unchanged_for = now.duration_since(changed).unwrap_or_default();
+        if !meta.is_file() || unchanged_for < LEFTOVER_AFTER {
+            continue;
+        }
+        let id = FileIdentity::from_metadata(&meta);
+        leftovers.push((path, pid, id, hidden));
+    }
+    leftovers
+}
+
 /// Removes the `due` files of a survey (the slow part of reaping: run it
 /// outside any scrape, with no lock held). Each file nobody holds is moved
 /// aside to a dot-name no scan lists and no writer opens, then, after a
@@ -450,12 +476,71 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
     }
     for (path, pid) in outcome.free {
         match std::fs::remove_file(hidden_name(&path)) {
-            Ok(()) => removal.removed.push((path, pid)),
+            Ok(()) => {
+                remove_companion_exemplars(&path, pid, &mut removal);
+                removal.removed.push((path, pid));
+            }
             Err(e) => removal.failed.push((path, e.to_string())),
         }
     }
     removal.removed.sort();
     removal
+}
+
+/// Removes the exemplar file of the `*.db` file at `path` (just removed), if
+/// it has one. It needs no settle of its own: only a process with `pid`
+/// opens it, and none has existed for the whole grace period (a writer
+/// opens its `*.db` file, which nobody held, before its exemplar file).
+fn remove_companion_exemplars(path: &Path, pid: u32, removal: &mut Removal) {
+    let (Some(dir), Some(name)) = (path.parent(), db_file_name(path)) else {
+        return;
+    };
+    let companion = exemplar_path(dir, &name);
+    match std::fs::remove_file(&companion) {
+        Ok(()) => removal.removed.push((companion, pid)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => removal.failed.push((companion, e.to_string())),
+    }
+}
+
+/// The exemplar files in `dir/exemplars` whose `*.db` file is gone (not in
+/// `dir`, not staged for compaction) and whose pid is gone, with the pid:
+/// left by a worker whose `*.db` files someone deleted, or by a reaper or
+/// compaction killed between removing a `*.db` file and its exemplar file.
+/// An exemplar file without its `*.db` file is never read (its keys belong
+/// to entries no longer there).
+pub(crate) fn orphan_exemplar_files(
+    dir: &Path,
+    view: &mut impl ProcessView,
+) -> Vec<(PathBuf, u32)> {
+    let Ok(entries) = std::fs::read_dir(dir.join(EXEMPLAR_DIR)) else {
+        return Vec::new();
+    };
+    let mut orphans = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some((db, pid)) = exemplar_file_pid(&path) else {
+            continue;
+        };
+        let db = db.to_string();
+        let present = |path: PathBuf| std::fs::symlink_metadata(path).is_ok();
+        // Staging first: compaction moves files there from `dir` and back.
+        if present(dir.join(STAGING_DIR).join(&db)) || present(dir.join(&db)) {
+            continue;
+        }
+        if view.state(pid) == ProcessState::Gone {
+            orphans.push((path, pid));
+        }
+    }
+    orphans.sort();
+    orphans
+}
+
+/// Removes [`orphan_exemplar_files`] as [`remove_due`] removes files: set
+/// aside, settled, and put back if a process holds one.
+pub(crate) fn remove_orphan_exemplars(dir: &Path) -> Removal {
+    let orphans = orphan_exemplar_files(dir, &mut SystemProcesses);
+    remove_due_with(orphans, &mut SystemProcesses)
 }
 
 /// Live-gauge files set aside under `.<name>.reaping`, beside their name.
@@ -485,17 +570,35 @@ fn hidden_name(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The `*.db` file name of `path`, if it is one.
+fn db_file_name(path: &Path) -> Option<FileName> {
+    FileName::parse(path.file_name()?.to_str()?).ok()
+}
+
 /// The pid of a `gauge_live*_<pid>.db` file, if `path` is one whose id is a
-/// plain decimal pid ("0042" or "+42" are not what `os.getpid()` writes, so
-/// they are someone's custom identifier and never reaped).
+/// plain decimal pid.
 fn live_gauge_pid(path: &Path) -> Option<u32> {
-    let name = FileName::parse(path.file_name()?.to_str()?).ok()?;
+    let name = db_file_name(path)?;
     let MetricKind::Gauge(mode) = name.kind() else {
         return None;
     };
     if !mode.is_live() {
         return None;
     }
+    plain_pid(&name)
+}
+
+/// The `*.db` name and pid of an exemplar file `exemplars/<kind>_<pid>.exemplars`
+/// whose id is a plain decimal pid.
+fn exemplar_file_pid(path: &Path) -> Option<(FileName, u32)> {
+    let name = db_name_of_exemplar_file(path.file_name()?.to_str()?)?;
+    let pid = plain_pid(&name)?;
+    Some((name, pid))
+}
+
+/// The id of `name` as a pid, if it is one as `os.getpid()` writes it
+/// ("0042" or "+42" are someone's custom identifier, never reaped).
+fn plain_pid(name: &FileName) -> Option<u32> {
     // Canonical decimal: digits, and no leading zero but in "0" itself.
     let id = name.id().as_bytes();
     let canonical = id.iter().all(u8::is_ascii_digit) && (id.len() == 1 || id[0] != b'0');
@@ -594,6 +697,131 @@ mod tests {
     }
 
     const GRACE: Duration = Duration::from_secs(300);
+
+    fn exemplar_names(dir: &Path) -> Vec<String> {
+        names(&dir.join(EXEMPLAR_DIR))
+    }
+
+    fn touch(dir: &Path, names: &[&str]) {
+        std::fs::create_dir_all(dir.join(EXEMPLAR_DIR)).unwrap();
+        for name in names {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+    }
+
+    #[test]
+    fn a_reaped_file_takes_its_exemplar_file_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "gauge_livesum_100.db",
+                "counter_100.db",
+                "exemplars/gauge_livesum_100.exemplars",
+                "exemplars/counter_100.exemplars",
+            ],
+        );
+        let mut fake = Fake::default();
+        fake.states.insert(100, ProcessState::Gone);
+        let mut reaper = Reaper::new(GRACE);
+        let t0 = Instant::now();
+        reaper.pass_with(&Arc::new(listing(dir.path())), t0, &mut fake);
+        let due = reaper.pass_with(&Arc::new(listing(dir.path())), t0 + GRACE, &mut fake);
+        assert_eq!(
+            due.removed,
+            [
+                (
+                    dir.path().join("exemplars/gauge_livesum_100.exemplars"),
+                    100
+                ),
+                (dir.path().join("gauge_livesum_100.db"), 100),
+            ]
+        );
+        assert_eq!(names(dir.path()), ["counter_100.db", "exemplars"]);
+        assert_eq!(exemplar_names(dir.path()), ["counter_100.exemplars"]);
+    }
+
+    #[test]
+    fn exemplar_files_without_their_db_file_go_once_their_process_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "counter_300.db",
+                "exemplars/counter_100.exemplars",
+                "exemplars/histogram_100.exemplars",
+                "exemplars/counter_200.exemplars",
+                "exemplars/counter_300.exemplars",
+                "exemplars/counter_400.exemplars",
+                "exemplars/counter_500.exemplars",
+                "exemplars/counter_0100.exemplars",
+                "exemplars/counter_worker.exemplars",
+                "exemplars/counter_compacted.exemplars",
+                "exemplars/notes.txt",
+            ],
+        );
+        std::fs::create_dir(dir.path().join(STAGING_DIR)).unwrap();
+        // Being folded by compaction: its exemplars are still to be read.
+        std::fs::write(dir.path().join(STAGING_DIR).join("counter_400.db"), b"x").unwrap();
+        let mut fake = Fake::default();
+        for pid in [100, 300, 400, 500] {
+            fake.states.insert(pid, ProcessState::Gone);
+        }
+        // A new process with pid 500 opened it just now.
+        let held = dir.path().join("exemplars/counter_500.exemplars");
+        fake.opened_meanwhile
+            .insert(FileIdentity::of(&held).unwrap());
+
+        let orphans = orphan_exemplar_files(dir.path(), &mut fake);
+        let removal = remove_due_with(orphans, &mut fake);
+        assert_eq!(
+            removal.removed,
+            [
+                (dir.path().join("exemplars/counter_100.exemplars"), 100),
+                (dir.path().join("exemplars/histogram_100.exemplars"), 100),
+            ]
+        );
+        assert!(removal.failed.is_empty(), "{:?}", removal.failed);
+        assert_eq!(
+            exemplar_names(dir.path()),
+            [
+                "counter_0100.exemplars",
+                "counter_200.exemplars",
+                "counter_300.exemplars",
+                "counter_400.exemplars",
+                "counter_500.exemplars",
+                "counter_compacted.exemplars",
+                "counter_worker.exemplars",
+                "notes.txt",
+            ]
+        );
+        // Without an exemplars directory there is nothing to do.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(orphan_exemplar_files(empty.path(), &mut fake).is_empty());
+    }
+
+    #[test]
+    fn a_killed_reapers_exemplar_leftovers_are_removed_once_a_minute_old() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "exemplars/.counter_100.exemplars.reaping",
+                "exemplars/.counter_worker.exemplars.reaping",
+            ],
+        );
+        let later = SystemTime::now() + Duration::from_secs(120);
+        let pass =
+            Reaper::new(GRACE).recover_leftovers_with(dir.path(), later, &mut Fake::default());
+        assert_eq!(
+            pass.removed,
+            [(dir.path().join("exemplars/counter_100.exemplars"), 100)]
+        );
+        assert_eq!(
+            exemplar_names(dir.path()),
+            [".counter_worker.exemplars.reaping"]
+        );
+    }
 
     #[test]
     fn leftovers_of_a_killed_reaper_are_removed_or_put_back_once_a_minute_old() {

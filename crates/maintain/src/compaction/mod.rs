@@ -31,6 +31,10 @@
 //!    has the journal's inode.
 //! 6. **Clean up**: delete the staged files, `fsync`, delete the journal.
 //!
+//! Exemplars ride along outside the journal (see `exemplars`): written into
+//! the compacted exemplar file before step 5, the folded files' exemplar
+//! files removed with them in step 6.
+//!
 //! [`Compactor::recover`] (run at open and before every pass) finishes or
 //! undoes whatever a killed pass left: with a journal whose inode the
 //! compacted name has, it deletes the staged files (their values are in the
@@ -39,6 +43,7 @@
 //! `docs/architecture.md` has the argument step by step.
 
 mod error;
+mod exemplars;
 mod fold;
 mod journal;
 mod staging;
@@ -56,6 +61,7 @@ use std::time::{Duration, Instant};
 use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_ID};
 
 pub use error::{CompactError, JournalError};
+use exemplars::{fold_exemplars, remove_folded_exemplars};
 use fold::{Fold, FoldRule};
 use journal::Journal;
 use staging::Staging;
@@ -184,6 +190,7 @@ impl Compactor {
                     self.staging.remove(&name.to_string())?;
                     observer(&Step::Removed(name.clone()));
                 }
+                self.remove_exemplar_files(&journal.folded);
                 recovery.completed = Some(journal.target.clone());
             } else {
                 // Not committed: the old compacted file is untouched; the
@@ -213,6 +220,18 @@ impl Compactor {
             self.staging.sync()?;
         }
         Ok(recovery)
+    }
+
+    /// Removes the exemplar files of folded files (their exemplars are in
+    /// the compacted file's). A failure leaves them for reaping, which
+    /// removes exemplar files without a `*.db` file once their process is
+    /// gone.
+    fn remove_exemplar_files(&self, folded: &[FileName]) {
+        for name in folded {
+            if let Err(e) = remove_folded_exemplars(self.dir(), name) {
+                tracing::warn!("compaction: cannot remove the exemplar file of folded {name}: {e}");
+            }
+        }
     }
 
     fn discard_unjournaled_new_files(&self) -> Result<(), CompactError> {
@@ -371,6 +390,13 @@ impl Compactor {
         if folded.is_empty() {
             return Ok(());
         }
+        // Before the commit: a crash from here on leaves exemplars twice at
+        // worst, never lost (see `exemplars`).
+        if let Err(why) = fold_exemplars(self.dir(), &target, &folded) {
+            tracing::warn!(
+                "compaction: some exemplars of the files folded into {target} are lost: {why}"
+            );
+        }
 
         let new_name = format!("{}{target}", staging::NEW_PREFIX);
         let new_path = self.staging.path().join(&new_name);
@@ -406,6 +432,8 @@ impl Compactor {
             self.staging.remove(&name.to_string())?;
             observer(&Step::Removed(name.clone()));
         }
+        // While the journal is there, so recovery finishes it if need be.
+        self.remove_exemplar_files(&folded);
         // The deletions must be on disk before the journal goes: staged
         // files that came back without it would be put back and counted
         // twice.

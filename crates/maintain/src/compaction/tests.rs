@@ -382,3 +382,108 @@ fn only_plain_decimal_pids_count_as_exited_writers() {
         assert_eq!(exited_writer_pid(id), None, "{id}");
     }
 }
+
+/// Stores exemplars (key label, trace id, timestamp) in `kind`'s exemplar
+/// file for `id`, on the keys `write` uses.
+fn write_exemplars(dir: &Path, kind: MetricKind, id: &str, exemplars: &[(&str, &str, f64)]) {
+    let name = FileName::new(kind, id).unwrap();
+    let mut writer = multiprom_format::ExemplarWriter::open(dir, &name).unwrap();
+    for &(label, trace, ts) in exemplars {
+        let key = encode_key("requests", "requests_total", [("route", label)], "help");
+        writer
+            .slot(&key)
+            .unwrap()
+            .store([("trace_id", trace)], 1.0, ts)
+            .unwrap();
+    }
+}
+
+/// The exemplars of `name`'s exemplar file as (route label, trace id).
+fn traces(dir: &Path, name: &str) -> BTreeSet<(String, String)> {
+    let path = dir.join("exemplars").join(name);
+    multiprom_format::read_exemplar_file(&path)
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| {
+            let key = multiprom_format::Key::decode(e.raw_key.as_bytes()).unwrap();
+            let route = key.labels[0].1.clone();
+            (route, e.exemplar.labels[0].1.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_fold_keeps_the_latest_exemplar_of_each_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = MetricKind::Counter;
+    let (p1, p2) = (dead_pid().to_string(), dead_pid().to_string());
+    for pid in [&p1, &p2] {
+        write(
+            dir.path(),
+            counter,
+            pid,
+            &[("a", 1.0, 0.0), ("b", 1.0, 0.0)],
+        );
+    }
+    write(dir.path(), counter, "compacted", &[("a", 5.0, 0.0)]);
+    write_exemplars(
+        dir.path(),
+        counter,
+        &p1,
+        &[("a", "p1-a", 20.0), ("b", "p1-b", 10.0)],
+    );
+    write_exemplars(
+        dir.path(),
+        counter,
+        &p2,
+        &[("a", "p2-a", 15.0), ("b", "p2-b", 30.0)],
+    );
+    // The compacted file's own: newer than both for "c", older for "a".
+    write_exemplars(
+        dir.path(),
+        counter,
+        "compacted",
+        &[("a", "old-a", 5.0), ("c", "kept-c", 50.0)],
+    );
+    // A live writer's exemplar file stays as it is.
+    let me = std::process::id().to_string();
+    write(dir.path(), counter, &me, &[("a", 1.0, 0.0)]);
+    write_exemplars(dir.path(), counter, &me, &[("a", "live", 99.0)]);
+
+    let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let pass = compactor.pass(&mut |_| {}).unwrap();
+    assert_eq!(pass.files_folded(), 2);
+    let pairs = |v: &[(&str, &str)]| -> BTreeSet<(String, String)> {
+        v.iter()
+            .map(|&(a, b)| (a.to_owned(), b.to_owned()))
+            .collect()
+    };
+    assert_eq!(
+        traces(dir.path(), "counter_compacted.exemplars"),
+        pairs(&[("a", "p1-a"), ("b", "p2-b"), ("c", "kept-c")])
+    );
+    let left: BTreeSet<String> = std::fs::read_dir(dir.path().join("exemplars"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let expected = [
+        "counter_compacted.exemplars".to_owned(),
+        format!("counter_{me}.exemplars"),
+    ];
+    assert_eq!(left, expected.into_iter().collect());
+    assert_eq!(
+        traces(dir.path(), &format!("counter_{me}.exemplars")),
+        pairs(&[("a", "live")])
+    );
+}
+
+#[test]
+fn a_fold_without_exemplars_makes_no_exemplar_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    populate(dir.path());
+    let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    compactor.pass(&mut |_| {}).unwrap();
+    assert_compacted(dir.path());
+    assert!(!dir.path().join("exemplars").exists());
+}
