@@ -56,6 +56,17 @@ bench-python dir="target/python-bench":
     PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
     target/py-venv-bench/bin/python tests/python/bench_python_package.py {{dir}}
 
+# The Python writer (docs/benchmarks.md, "Python writer"): Counter.inc(),
+# Gauge.set() and Histogram.observe() through prometheus_client's API with
+# its own multiprocess value class and with multiprom's (built from this
+# checkout), on 1 and 8 threads, in one run; files under `dir` (tmpfs).
+bench-writer dir="/dev/shm/multiprom-bench-writer":
+    python3 -m venv target/py-venv-bench
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0 maturin==1.16.0
+    PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
+    target/py-venv-bench/bin/python tests/python/bench_writer.py {{dir}}
+    rm -rf {{dir}}
+
 # Compaction under worker churn (docs/benchmarks.md, last section): 100,000
 # simulated worker lifetimes through one directory, `batch` workers between
 # two scrapes, with and without compaction.

@@ -6,7 +6,9 @@
 //! * prometheus_client's own `tests/test_multiprocess.py`, taken from the
 //!   release's source distribution as the package registry serves it (pinned
 //!   by SHA-256, never copied into this repository), run with the drop-in
-//!   installed;
+//!   installed, and again with the writer too (`install(writer=True)`);
+//! * multiprom's value class writes prometheus_client's files byte for byte
+//!   (`tests/python/python_writer_identity.py`);
 //! * random directories written by real forked processes
 //!   (`tests/python/collector_diff.py`): `collect()` and `merge()` objects and
 //!   `generate_latest` bytes equal Python's (`tests/python/python_package_diff.py`);
@@ -279,16 +281,43 @@ fn upstream_sdist() -> PathBuf {
 
 #[test]
 fn upstream_test_multiprocess_passes_with_the_drop_in() {
+    let report = upstream_with_drop_in(false);
+    assert_eq!(
+        report["calls"]["values"], 0,
+        "without the writer, prometheus_client's value class writes"
+    );
+}
+
+#[test]
+fn upstream_test_multiprocess_passes_with_the_writer() {
+    let report = upstream_with_drop_in(true);
+    assert_eq!(
+        report["value_factory"], "multiprom._values.MultiProcessValue",
+        "the upstream module must import multiprom's MultiProcessValue"
+    );
+    // Every test that makes a metric made it with multiprom's class.
+    assert!(
+        report["calls"]["values"].as_u64().unwrap() >= 100,
+        "{}",
+        report["calls"]
+    );
+}
+
+/// Runs upstream `tests/test_multiprocess.py` with `multiprom.install()`
+/// (`writer`: `install(writer=True)`); asserts that every test passed and
+/// went through multiprom's collector, and returns the report.
+fn upstream_with_drop_in(writer: bool) -> Value {
     let work = temp_dir();
     let sdist = upstream_sdist();
-    let out = run_script(
-        "upstream_with_drop_in.py",
-        &[
-            sdist.to_str().unwrap(),
-            SDIST_SHA256,
-            work.path().to_str().unwrap(),
-        ],
-    );
+    let mut args = vec![
+        sdist.to_str().unwrap(),
+        SDIST_SHA256,
+        work.path().to_str().unwrap(),
+    ];
+    if writer {
+        args.push("--writer");
+    }
+    let out = run_script("upstream_with_drop_in.py", &args);
     assert_success("upstream_with_drop_in.py", &out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let report: Value = serde_json::from_slice(&out.stdout)
@@ -328,6 +357,37 @@ fn upstream_test_multiprocess_passes_with_the_drop_in() {
         "{}",
         report["calls"]
     );
+    report
+}
+
+#[test]
+fn writer_files_equal_pythons_byte_for_byte() {
+    let work = temp_dir();
+    let out = run_script(
+        "python_writer_identity.py",
+        &[work.path().to_str().unwrap()],
+    );
+    assert_success("python_writer_identity.py", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let scenarios: Vec<&str> = stdout
+        .lines()
+        .map(|line| line.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        scenarios,
+        [
+            "counters",
+            "gauges",
+            "histograms_and_summaries",
+            "growth",
+            "adopted",
+            "changing_identifier",
+            "forked",
+        ],
+        "{stdout}"
+    );
+    // Growth went past the first 64 KiB.
+    assert!(stdout.contains("counter_14.db 524288"), "{stdout}");
 }
 
 #[test]

@@ -6,7 +6,9 @@ What prometheus_client's tests cannot show: bad files are skipped and
 logged once instead of failing the scrape, the serving helpers work
 unchanged on the drop-in, install() and the MULTIPROM_INSTALL start-up hook
 swap it in without importing prometheus_client early, and concurrent
-scrapes agree.
+scrapes agree; install(writer=True) and the hook's `writer` feature put
+multiprom's value class in, or keep prometheus_client's (with a warning)
+when it has made values already.
 """
 
 import asyncio
@@ -808,6 +810,208 @@ class InstallTest(unittest.TestCase):
             self.assertIn('broken on purpose', stderr)
         finally:
             shutil.rmtree(shadow)
+
+
+SHOW_WRITER = ('import os, sys; from prometheus_client import values, Counter; '
+               'from prometheus_client.multiprocess import MultiProcessCollector as C; '
+               'from multiprom import _native; '
+               'print(issubclass(values.ValueClass, _native.Value), '
+               'values.MultiProcessValue.__module__, C.__module__); '
+               'Counter("c", "C.").inc(2); '
+               'd = os.environ.get("PROMETHEUS_MULTIPROC_DIR"); '
+               'print(sorted(os.listdir(d)) if d else None)')
+
+
+class WriterInstallTest(unittest.TestCase):
+    """install(writer=True) and MULTIPROM_INSTALL's writer feature."""
+
+    def setUp(self):
+        self.directory = tempfile.mkdtemp(prefix='multiprom-writer-')
+
+    def tearDown(self):
+        shutil.rmtree(self.directory)
+
+    def test_install_before_import(self):
+        lines, stderr = run_python(
+            'import os, sys, multiprom; multiprom.install(writer=True); '
+            'print("prometheus_client" in sys.modules); ' + SHOW_WRITER,
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
+        out = lines.splitlines()
+        self.assertEqual(out[0], 'False')
+        self.assertEqual(out[1], 'True multiprom._values multiprom')
+        self.assertRegex(out[2], r"^\['counter_\d+\.db'\]$")
+        self.assertNotIn('Warning', stderr)
+
+    def test_install_before_the_directory_is_set(self):
+        # The variable set after install(), before prometheus_client is
+        # imported: values decides then, and gets multiprom's class.
+        lines, _ = run_python(
+            'import os, multiprom; multiprom.install(writer=True); '
+            f'os.environ["PROMETHEUS_MULTIPROC_DIR"] = {self.directory!r}; ' + SHOW_WRITER,
+            split=False)
+        out = lines.splitlines()
+        self.assertEqual(out[0], 'True multiprom._values multiprom')
+        self.assertRegex(out[1], r"^\['counter_\d+\.db'\]$")
+        # Python's collector reads what multiprom's writer wrote.
+        lines, _ = run_python(
+            'from prometheus_client import CollectorRegistry; '
+            'from prometheus_client.multiprocess import MultiProcessCollector; '
+            'r = CollectorRegistry(); MultiProcessCollector(r); '
+            'print(r.get_sample_value("c_total"))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['2.0'])
+
+    def test_writer_alone_leaves_the_collector(self):
+        lines, _ = run_python('import multiprom; multiprom.install(writer=True, collector=False); '
+                              + SHOW_WRITER, {'PROMETHEUS_MULTIPROC_DIR': self.directory},
+                              split=False)
+        self.assertEqual(lines.splitlines()[0],
+                         'True multiprom._values prometheus_client.multiprocess')
+
+    def test_install_without_writer_leaves_the_value_class(self):
+        lines, _ = run_python('import multiprom; multiprom.install(); ' + SHOW_WRITER,
+                              {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
+        self.assertEqual(lines.splitlines()[0], 'False prometheus_client.values multiprom')
+
+    def test_single_process_mode_stays(self):
+        lines, _ = run_python('import multiprom; multiprom.install(writer=True); '
+                              'from prometheus_client import values; '
+                              'print(values.ValueClass.__name__, values.MultiProcessValue.__module__)')
+        self.assertEqual(lines, ['MutexValue', 'multiprom._values'])
+
+    def test_install_after_import_replaces_an_unused_class(self):
+        lines, stderr = run_python(
+            'import prometheus_client, multiprom; multiprom.install(writer=True); ' + SHOW_WRITER,
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
+        self.assertEqual(lines.splitlines()[0], 'True multiprom._values multiprom')
+        self.assertNotIn('Warning', stderr)
+
+    def test_install_keeps_the_process_identifier(self):
+        lines, _ = run_python(
+            'from prometheus_client import values, Counter; import multiprom, os; '
+            'values.ValueClass = values.MultiProcessValue(lambda: 77); '
+            'multiprom.install(writer=True); '
+            'from multiprom import _native; '
+            'print(issubclass(values.ValueClass, _native.Value)); '
+            'Counter("c", "C.").inc(); print(os.listdir(os.environ["PROMETHEUS_MULTIPROC_DIR"]))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['True', "['counter_77.db']"])
+
+    def test_late_install_keeps_pythons_class_and_warns(self):
+        # Metrics made by prometheus_client's class already: replacing it
+        # would put two writers on one file.
+        lines, stderr = run_python(
+            'import warnings; warnings.simplefilter("always"); '
+            'from prometheus_client import values, Counter; import multiprom; '
+            'Counter("early", "Made first.").inc(); '
+            'multiprom.install(writer=True); ' + SHOW_WRITER,
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
+        self.assertEqual(lines.splitlines()[0], 'False multiprom._values multiprom')
+        self.assertIn('RuntimeWarning', stderr)
+        self.assertIn('has made 1 values in this process already', stderr)
+
+    def test_values_made_counts_pythons_values(self):
+        from multiprom._writer_install import values_made
+        os.environ['PROMETHEUS_MULTIPROC_DIR'] = self.directory
+        try:
+            # prometheus_client's own factory (nothing installed the writer
+            # in this process).
+            self.assertEqual(values.MultiProcessValue.__module__, 'prometheus_client.values')
+            cls = values.MultiProcessValue(lambda: 5)
+            self.assertEqual(values_made(cls), 0)
+            cls('counter', 'a', 'a_total', (), (), 'h')
+            cls('gauge', 'b', 'b', ('x',), ('1',), 'h', multiprocess_mode='max')
+            self.assertEqual(values_made(cls), 2)
+            cls.close_all_files()
+            self.assertEqual(values_made(cls), 0)
+            self.assertIsNone(values_made(values.MutexValue))
+            self.assertIsNone(values_made(multiprom.MultiProcessValue(lambda: 6)))
+        finally:
+            values.close_all_multiprocess_files()
+            del os.environ['PROMETHEUS_MULTIPROC_DIR']
+
+    def test_close_all_multiprocess_files_closes_multiprom_files(self):
+        os.environ['PROMETHEUS_MULTIPROC_DIR'] = self.directory
+        try:
+            cls = multiprom.MultiProcessValue(lambda: 8)
+            first = cls('counter', 'a', 'a_total', (), (), 'h')
+            first.inc(3)
+            values.close_all_multiprocess_files()
+            # Still readable, no longer writable (Python's raises too).
+            self.assertEqual(first.get(), 3.0)
+            with self.assertRaises(ValueError):
+                first.inc(1)
+            # A new value opens the file again and continues it.
+            again = cls('counter', 'a', 'a_total', (), (), 'h')
+            self.assertEqual(again.get(), 3.0)
+            again.inc(1)
+            self.assertEqual(again.get(), 4.0)
+        finally:
+            values.close_all_multiprocess_files()
+            del os.environ['PROMETHEUS_MULTIPROC_DIR']
+
+    def test_constructor_errors_are_pythons(self):
+        missing = os.path.join(self.directory, 'missing')
+        for env in ({'PROMETHEUS_MULTIPROC_DIR': missing}, {}):
+            kinds = []
+            for factory in (values.MultiProcessValue, multiprom.MultiProcessValue):
+                saved = os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None)
+                os.environ.update(env)
+                try:
+                    cls = factory(lambda: 9)
+                    cls('counter', 'a', 'a_total', (), (), 'h')
+                    kinds.append(None)
+                except Exception as error:  # the class of error is the point
+                    kinds.append(type(error))
+                finally:
+                    values.close_all_multiprocess_files()
+                    os.environ.pop('PROMETHEUS_MULTIPROC_DIR', None)
+                    if saved is not None:
+                        os.environ['PROMETHEUS_MULTIPROC_DIR'] = saved
+            self.assertIsNotNone(kinds[0], env)
+            self.assertEqual(kinds[0], kinds[1], env)
+
+    def test_startup_features(self):
+        from multiprom._startup import features
+        cases = {
+            '1': ({'collector'}, []),
+            'TRUE': ({'collector'}, []),
+            'yes': ({'collector'}, []),
+            '0': (set(), []),
+            'off': (set(), []),
+            'collector': ({'collector'}, []),
+            'writer': ({'writer'}, []),
+            'collector,writer': ({'collector', 'writer'}, []),
+            ' Writer , collector ,': ({'collector', 'writer'}, []),
+            'writer,bogus,Other': ({'writer'}, ['bogus', 'other']),
+            'bogus': (set(), ['bogus']),
+        }
+        for setting, expected in cases.items():
+            self.assertEqual(features(setting), expected, setting)
+
+    def test_startup_hook_installs_the_writer(self):
+        env = {'PROMETHEUS_MULTIPROC_DIR': self.directory}
+        expected = {
+            'collector,writer': 'True multiprom._values multiprom',
+            'writer': 'True multiprom._values prometheus_client.multiprocess',
+            'collector': 'False prometheus_client.values multiprom',
+            '1': 'False prometheus_client.values multiprom',
+        }
+        for setting, first_line in expected.items():
+            lines, stderr = run_python(SHOW_WRITER, dict(env, MULTIPROM_INSTALL=setting),
+                                       split=False)
+            self.assertEqual(lines.splitlines()[0], first_line, setting)
+            self.assertNotIn('Warning', stderr, setting)
+
+    def test_startup_hook_warns_of_unknown_features(self):
+        lines, stderr = run_python(SHOW_WRITER, {'PROMETHEUS_MULTIPROC_DIR': self.directory,
+                                                 'MULTIPROM_INSTALL': 'writer,colector'},
+                                   split=False)
+        # The known one installed, the application started.
+        self.assertEqual(lines.splitlines()[0],
+                         'True multiprom._values prometheus_client.multiprocess')
+        self.assertIn('RuntimeWarning', stderr)
+        self.assertIn("'colector'", stderr)
 
 
 if __name__ == '__main__':

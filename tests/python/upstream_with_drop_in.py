@@ -1,17 +1,21 @@
 """prometheus_client's own tests/test_multiprocess.py, run with multiprom's
 drop-in installed (tests/integration/python_package.rs).
 
-usage: upstream_with_drop_in.py SDIST SHA256 WORKDIR
+usage: upstream_with_drop_in.py SDIST SHA256 WORKDIR [--writer]
 
 SDIST is prometheus_client's source distribution as the package registry
 serves it (fetched by the Rust side with `pip download --no-binary :all:`);
 its SHA-256 must be SHA256. The test module is extracted from it into
 WORKDIR (never kept in this repository), `multiprom.install()` runs before
 the module is imported, so the `MultiProcessCollector` the module imports is
-multiprom's, and every test in it runs with unittest.
+multiprom's, and every test in it runs with unittest. With `--writer`,
+`multiprom.install(writer=True)`: the `MultiProcessValue` the module imports
+from `prometheus_client.values` (and every value class its tests make) is
+multiprom's too.
 
-Prints one JSON object: the collector class the module got, the tests by
-outcome, and how often multiprom's collect() and merge() ran. Exits 0 even
+Prints one JSON object: the collector class and value factory the module
+got, the tests by outcome, how often multiprom's collect() and merge() ran
+and how many values multiprom's value classes made. Exits 0 even
 if tests fail: the Rust side judges.
 """
 
@@ -23,9 +27,32 @@ import sys
 import tarfile
 import unittest
 
-import multiprom
+import functools
 
-multiprom.install()
+import multiprom
+from multiprom import _values, _writer_install
+
+# Count the values multiprom's value classes make, to show the tests use
+# them: every class install(writer=True) hands out counts in its __new__.
+calls = {'collect': 0, 'merge': 0, 'values': 0}
+
+
+@functools.wraps(_values.MultiProcessValue)
+def counting_factory(*args, **kwargs):
+    cls = _values.MultiProcessValue(*args, **kwargs)
+    real_new = cls.__new__
+
+    def counting_new(cls, *args, **kwargs):
+        calls['values'] += 1
+        return real_new(cls, *args, **kwargs)
+
+    cls.__new__ = staticmethod(counting_new)
+    return cls
+
+
+_writer_install.MultiProcessValue = counting_factory
+writer = sys.argv[4:] == ['--writer']
+multiprom.install(writer=writer)
 
 sdist, sha256, workdir = sys.argv[1:4]
 with open(sdist, 'rb') as f:
@@ -42,7 +69,6 @@ with open(path, 'wb') as f:
     f.write(source)
 
 # Count the drop-in's work, to show the tests exercise it.
-calls = {'collect': 0, 'merge': 0}
 real_collect = multiprom.MultiProcessCollector.collect
 real_merge = multiprom.MultiProcessCollector.merge
 
@@ -64,6 +90,8 @@ spec = importlib.util.spec_from_file_location('test_multiprocess', path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 collector = module.MultiProcessCollector
+# The factory the module imported (unwrapped from the counting one).
+value_factory = getattr(module.MultiProcessValue, '__wrapped__', module.MultiProcessValue)
 
 
 class Result(unittest.TextTestResult):
@@ -84,6 +112,7 @@ suite = unittest.TestLoader().loadTestsFromModule(module)
 result = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=Result).run(suite)
 json.dump({
     'collector': f'{collector.__module__}.{collector.__qualname__}',
+    'value_factory': f'{value_factory.__module__}.{value_factory.__qualname__}',
     'passed': sorted(name(t) for t in result.passed),
     'failed': sorted(f'{name(t)}: {tb}' for t, tb in result.failures),
     'errors': sorted(f'{name(t)}: {tb}' for t, tb in result.errors),

@@ -12,6 +12,9 @@
 //! scrape must not fail because of one file.
 
 mod metrics;
+mod value;
+mod value_core;
+mod value_files;
 
 use std::ffi::OsString;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -228,6 +231,8 @@ fn dir_from_env() -> (Option<&'static str>, Option<OsString>) {
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDirCollector>()?;
+    module.add_class::<value::Value>()?;
+    module.add_class::<value_files::ValueFiles>()?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     Ok(())

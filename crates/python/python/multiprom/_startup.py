@@ -1,28 +1,58 @@
 """``multiprom.install()`` at interpreter start, for applications you cannot
 edit: imported by the wheel's ``multiprom.pth`` when ``MULTIPROM_INSTALL`` is
-set to anything but ``""``, ``0``, ``false``, ``no`` or ``off``.
+set.
 
-It must never stop the application from starting: any failure becomes a
-``RuntimeWarning`` and ``prometheus_client``'s own collector stays in use.
+``MULTIPROM_INSTALL`` is a comma-separated list of features: ``collector``
+(``prometheus_client``'s ``MultiProcessCollector`` becomes multiprom's) and
+``writer`` (``prometheus_client``'s metrics write their files through
+multiprom), e.g. ``collector,writer``. ``1``, ``true``, ``yes`` and ``on``
+mean ``collector``; ``""``, ``0``, ``false``, ``no`` and ``off`` mean
+nothing.
+
+It must never stop the application from starting: an unknown feature name
+or any failure becomes a ``RuntimeWarning``; what is not installed stays
+``prometheus_client``'s own.
 """
 
 import os
 import warnings
 
 _OFF = ("", "0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+FEATURES = ("collector", "writer")
+
+
+def features(setting):
+    """``(features, unknown)``: the known features ``setting`` (the
+    variable's value) asks for, and the names it has that are none."""
+    setting = setting.strip().lower()
+    if setting in _OFF:
+        return set(), []
+    if setting in _ON:
+        return {"collector"}, []
+    names = [name.strip() for name in setting.split(",") if name.strip()]
+    return {n for n in names if n in FEATURES}, [n for n in names if n not in FEATURES]
 
 
 def _run():
-    if os.environ.get("MULTIPROM_INSTALL", "").strip().lower() in _OFF:
-        return
     try:
+        wanted, unknown = features(os.environ.get("MULTIPROM_INSTALL", ""))
+        if unknown:
+            warnings.warn(
+                f"multiprom: MULTIPROM_INSTALL names unknown features {', '.join(map(repr, unknown))} "
+                f"(known: {', '.join(FEATURES)}); "
+                + (f"installing {', '.join(sorted(wanted))}" if wanted else "installing nothing"),
+                RuntimeWarning,
+            )
+        if not wanted:
+            return
         import multiprom
 
-        multiprom.install()
+        multiprom.install(collector="collector" in wanted, writer="writer" in wanted)
     except BaseException as error:  # noqa: B036 -- start-up must go on
         warnings.warn(
-            f"multiprom: MULTIPROM_INSTALL is set but the drop-in could not be installed "
-            f"({error!r}); prometheus_client's MultiProcessCollector stays in use",
+            f"multiprom: MULTIPROM_INSTALL is set but multiprom could not be installed "
+            f"({error!r}); prometheus_client's own MultiProcessCollector and value class stay in use",
             RuntimeWarning,
         )
 

@@ -1,0 +1,101 @@
+//! `multiprom._native.Value`: the base of the class
+//! `multiprom.MultiProcessValue()` returns, `prometheus_client`'s
+//! `MmapedValue` on multiprom's writer.
+//!
+//! Each value writes its entry through its own slot, without a lock;
+//! before each operation it asks its [`ValueFiles`] whether the process
+//! identifier changed, as Python's class does (with `os.getpid`, one
+//! atomic load).
+
+use std::sync::Arc;
+
+use multiprom_format::encode_key;
+use pyo3::prelude::*;
+use pyo3::types::PyFloat;
+
+use crate::value_core::ValueCore;
+use crate::value_files::{metric_kind, ValueFiles};
+
+/// One sample's value, written to its entry in this process's file.
+#[pyclass(frozen, subclass, module = "multiprom._native", name = "Value")]
+pub(crate) struct Value {
+    files: Py<ValueFiles>,
+    core: Arc<ValueCore>,
+}
+
+#[pymethods]
+impl Value {
+    /// Creates the value's entry (value 0.0) unless its file has it, as
+    /// `MmapedValue(typ, metric_name, name, labelnames, labelvalues,
+    /// help_text, multiprocess_mode)` does.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (files, typ, metric_name, name, labelnames, labelvalues, help_text, multiprocess_mode = ""))]
+    fn new(
+        py: Python<'_>,
+        files: Py<ValueFiles>,
+        typ: &str,
+        metric_name: &str,
+        name: &str,
+        labelnames: Vec<String>,
+        labelvalues: Vec<String>,
+        help_text: &str,
+        multiprocess_mode: &str,
+    ) -> PyResult<Self> {
+        let kind = metric_kind(typ, multiprocess_mode)?;
+        // `dict(zip(labelnames, labelvalues))`: the shorter one decides.
+        let labels = labelnames
+            .iter()
+            .zip(&labelvalues)
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        let key = encode_key(metric_name, name, labels, help_text);
+        let core = files.get().make_value(py, kind, key)?;
+        Ok(Value { files, core })
+    }
+
+    /// `value += amount`; the timestamp is written 0.0, as Python does.
+    fn inc(&self, py: Python<'_>, amount: f64) -> PyResult<()> {
+        self.files.get().check_identifier(py)?;
+        self.core.inc(amount)
+    }
+
+    /// `value = value`, with `timestamp or 0.0` as the timestamp.
+    #[pyo3(signature = (value, timestamp = None))]
+    fn set(
+        &self,
+        py: Python<'_>,
+        value: f64,
+        timestamp: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let timestamp = match timestamp {
+            None => 0.0,
+            Some(timestamp) => match timestamp.cast::<PyFloat>() {
+                Ok(float) => float.value(),
+                // Python's `timestamp or 0.0`: a falsy timestamp is 0.0.
+                Err(_) if !timestamp.is_truthy()? => 0.0,
+                Err(_) => timestamp.extract()?,
+            },
+        };
+        // `-0.0 or 0.0` is 0.0 too.
+        let timestamp = if timestamp == 0.0 { 0.0 } else { timestamp };
+        self.files.get().check_identifier(py)?;
+        self.core.set(value, timestamp)
+    }
+
+    /// The value, as its entry holds it.
+    fn get(&self, py: Python<'_>) -> PyResult<f64> {
+        self.files.get().check_identifier(py)?;
+        Ok(self.core.get())
+    }
+
+    /// Exemplars are not kept in multiprocess mode (as in
+    /// `prometheus_client`); they will be stored beside the value here.
+    #[allow(clippy::unused_self)]
+    fn set_exemplar(&self, _exemplar: &Bound<'_, PyAny>) {}
+
+    /// `None`: see `set_exemplar`.
+    #[allow(clippy::unused_self)]
+    fn get_exemplar(&self) -> Option<Py<PyAny>> {
+        None
+    }
+}
