@@ -361,6 +361,15 @@ fn upstream_with_drop_in(writer: bool) -> Value {
 }
 
 #[test]
+fn writer_keeps_exemplars_that_only_multiprom_serves() {
+    let work = temp_dir();
+    let out = run_script("writer_exemplars.py", &[work.path().to_str().unwrap()]);
+    assert_success("writer_exemplars.py", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 16, "{stdout}");
+}
+
+#[test]
 fn writer_files_equal_pythons_byte_for_byte() {
     let work = temp_dir();
     let out = run_script(

@@ -10,11 +10,15 @@
 use std::sync::Arc;
 
 use multiprom_format::encode_key;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyFloat;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyFloat, PyType};
 
 use crate::value_core::ValueCore;
-use crate::value_files::{metric_kind, ValueFiles};
+use crate::value_files::{metric_kind, report, ValueFiles};
+
+static EXEMPLAR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// One sample's value, written to its entry in this process's file.
 #[pyclass(frozen, subclass, module = "multiprom._native", name = "Value")]
@@ -88,14 +92,50 @@ impl Value {
         Ok(self.core.get())
     }
 
-    /// Exemplars are not kept in multiprocess mode (as in
-    /// `prometheus_client`); they will be stored beside the value here.
-    #[allow(clippy::unused_self)]
-    fn set_exemplar(&self, _exemplar: &Bound<'_, PyAny>) {}
+    /// Keeps `exemplar` (a `prometheus_client.samples.Exemplar`) as this
+    /// entry's exemplar, in the process's exemplar file, where multiprom's
+    /// collector finds it (prometheus_client's own multiprocess class drops
+    /// it). Never raises for what the storage cannot take: a label set
+    /// over OpenMetrics' limit, or a file that cannot be opened, loses the
+    /// exemplar and is logged, the value is untouched.
+    fn set_exemplar(&self, py: Python<'_>, exemplar: &Bound<'_, PyAny>) -> PyResult<()> {
+        let labels: Vec<(String, String)> = exemplar
+            .getattr(intern!(py, "labels"))?
+            .call_method0(intern!(py, "items"))?
+            .try_iter()?
+            .map(|item| item?.extract::<(String, String)>())
+            .collect::<PyResult<_>>()?;
+        let value: f64 = exemplar.getattr(intern!(py, "value"))?.extract()?;
+        // No timestamp (an `Exemplar` made without one) is kept as NaN and
+        // printed without one, as prometheus_client prints it.
+        let timestamp: Option<f64> = exemplar.getattr(intern!(py, "timestamp"))?.extract()?;
+        let files = self.files.get();
+        files.check_identifier(py)?;
+        let Some(slot) = self
+            .core
+            .exemplar_slot(|| files.exemplar_slot(py, &self.core))
+        else {
+            return Ok(());
+        };
+        let pairs = labels.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        if let Err(error) = slot.store(pairs, value, timestamp.unwrap_or(f64::NAN)) {
+            report(py, &format!("exemplar dropped: {error}"));
+        }
+        Ok(())
+    }
 
-    /// `None`: see `set_exemplar`.
-    #[allow(clippy::unused_self)]
-    fn get_exemplar(&self) -> Option<Py<PyAny>> {
-        None
+    /// The exemplar this process stored last for this entry, as a
+    /// `prometheus_client.samples.Exemplar`, or `None`.
+    fn get_exemplar<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(exemplar) = self.core.exemplar() else {
+            return Ok(None);
+        };
+        let labels = PyDict::new(py);
+        for (name, value) in &exemplar.labels {
+            labels.set_item(name, value)?;
+        }
+        let timestamp = (!exemplar.timestamp.is_nan()).then_some(exemplar.timestamp);
+        let class = EXEMPLAR.import(py, "prometheus_client.samples", "Exemplar")?;
+        class.call1((labels, exemplar.value, timestamp)).map(Some)
     }
 }

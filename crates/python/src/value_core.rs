@@ -3,8 +3,10 @@
 //! changes (the entry is re-created in the new identifier's file) and made
 //! read-only when the files are closed.
 
+use std::sync::OnceLock;
+
 use arc_swap::ArcSwap;
-use multiprom_format::{MetricKind, ValueSlot};
+use multiprom_format::{Exemplar, ExemplarSlot, MetricKind, ValueSlot};
 use pyo3::exceptions::PyValueError;
 use pyo3::PyErr;
 
@@ -24,6 +26,21 @@ struct Binding {
     /// a new identifier): the slot is then only read, by `get()`, as
     /// Python's value still answers `get()` from what it last wrote.
     writable: bool,
+    /// The entry's exemplar record, made on the first exemplar (`None` if
+    /// the exemplar file could not be opened: reported once, then
+    /// exemplars of this value are dropped). A new binding (a new
+    /// identifier's files) starts without one.
+    exemplar: OnceLock<Option<ExemplarSlot>>,
+}
+
+impl Binding {
+    fn new(slot: ValueSlot, writable: bool) -> Binding {
+        Binding {
+            slot,
+            writable,
+            exemplar: OnceLock::new(),
+        }
+    }
 }
 
 impl ValueCore {
@@ -31,10 +48,7 @@ impl ValueCore {
         ValueCore {
             kind,
             key: key.into_boxed_str(),
-            binding: ArcSwap::from_pointee(Binding {
-                slot,
-                writable: true,
-            }),
+            binding: ArcSwap::from_pointee(Binding::new(slot, true)),
         }
     }
 
@@ -48,25 +62,13 @@ impl ValueCore {
 
     /// Writes go to `slot` from now on.
     pub(crate) fn bind(&self, slot: ValueSlot) {
-        self.binding.store(
-            Binding {
-                slot,
-                writable: true,
-            }
-            .into(),
-        );
+        self.binding.store(Binding::new(slot, true).into());
     }
 
     /// No more writes: the value's file was closed.
     pub(crate) fn close(&self) {
         let slot = self.binding.load().slot.clone();
-        self.binding.store(
-            Binding {
-                slot,
-                writable: false,
-            }
-            .into(),
-        );
+        self.binding.store(Binding::new(slot, false).into());
     }
 
     /// `value += amount`, timestamp 0.0.
@@ -98,6 +100,32 @@ impl ValueCore {
         }
         binding.slot.set_with_timestamp(value, timestamp);
         Ok(())
+    }
+
+    /// The exemplar record of the entry, made by `make` the first time
+    /// (`make` may run Python code, so it runs outside the cell's own
+    /// initialisation: a second thread waiting in there while holding the
+    /// GIL would deadlock with it). `None` once the files were closed.
+    pub(crate) fn exemplar_slot(
+        &self,
+        make: impl FnOnce() -> Option<ExemplarSlot>,
+    ) -> Option<ExemplarSlot> {
+        let binding = self.binding.load();
+        if !binding.writable {
+            return None;
+        }
+        if let Some(made) = binding.exemplar.get() {
+            return made.clone();
+        }
+        // Two threads may both make it: the writer hands both the same
+        // record, and the first one kept wins.
+        let _ = binding.exemplar.set(make());
+        binding.exemplar.get().cloned().flatten()
+    }
+
+    /// The exemplar stored last for this entry by this process.
+    pub(crate) fn exemplar(&self) -> Option<Exemplar> {
+        self.binding.load().exemplar.get()?.as_ref()?.load()
     }
 
     /// What the entry holds.

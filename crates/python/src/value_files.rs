@@ -16,7 +16,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use multiprom_format::fork::{fork_generation, watch_forks};
-use multiprom_format::{FileName, FileWriter, GaugeMode, MetricKind, ValueSlot, WriteError};
+use multiprom_format::{
+    ExemplarSlot, ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, ValueSlot,
+    WriteError,
+};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
@@ -59,6 +62,10 @@ struct State {
     /// Every value made since the files were last closed, in creation
     /// order: a new identifier re-creates their entries in this order.
     values: Vec<Arc<ValueCore>>,
+    /// Exemplar files by file prefix, opened on the first exemplar; `None`
+    /// for one that could not be opened (reported once, then its
+    /// exemplars are dropped: they must never fail an update).
+    exemplar_files: HashMap<MetricKind, Option<ExemplarWriter>>,
 }
 
 #[pymethods]
@@ -140,7 +147,9 @@ impl ValueFiles {
         let (result, closed) = {
             let mut state = self.lock(py);
             let closed = std::mem::take(&mut state.files);
-            let State { files, values } = &mut *state;
+            // The new identifier's exemplars go to its own exemplar files.
+            state.exemplar_files.clear();
+            let State { files, values, .. } = &mut *state;
             let mut result = Ok(());
             for (i, value) in values.iter().enumerate() {
                 match open_slot(files, dir.as_ref(), &text, value.kind(), value.key()) {
@@ -186,6 +195,63 @@ impl ValueFiles {
             }
         }
     }
+}
+
+impl ValueFiles {
+    /// The exemplar record of `value`'s entry in the current identifier's
+    /// exemplar file, opening that file on first use. A failure is logged
+    /// (once per file, or once per value for a full file) and gives `None`.
+    pub(crate) fn exemplar_slot(&self, py: Python<'_>, value: &ValueCore) -> Option<ExemplarSlot> {
+        let dir = match dir_from_environ(py) {
+            Ok(Some(dir)) => dir,
+            // The value itself was made, so the directory was there; a
+            // program that unset the variable since loses its exemplars.
+            Ok(None) | Err(_) => return None,
+        };
+        let current = self.current.load_full();
+        let (slot, failure) = {
+            let mut state = self.lock(py);
+            let writer = match state.exemplar_files.entry(value.kind()) {
+                Entry::Occupied(open) => open.into_mut().as_mut(),
+                Entry::Vacant(vacant) => {
+                    let opened = FileName::new(value.kind(), current.text.as_str())
+                        .map_err(|e| e.to_string())
+                        .and_then(|name| {
+                            ExemplarWriter::open(&dir, &name).map_err(|e| e.to_string())
+                        });
+                    match opened {
+                        Ok(writer) => vacant.insert(Some(writer)).as_mut(),
+                        Err(error) => {
+                            vacant.insert(None);
+                            drop(state);
+                            report(py, &format!("cannot keep exemplars: {error}; exemplars of this process's {} metrics are dropped, their values are not", value.kind()));
+                            return None;
+                        }
+                    }
+                }
+            };
+            match writer.map(|writer| writer.slot(value.key())) {
+                Some(Ok(slot)) => (Some(slot), None),
+                Some(Err(error)) => (None, Some(error.to_string())),
+                None => (None, None),
+            }
+        };
+        if let Some(error) = failure {
+            report(py, &format!("cannot keep an exemplar: {error}"));
+        }
+        slot
+    }
+}
+
+/// Logs `message` to the `multiprom` logger, where the package reports
+/// what it skipped; a failure to log is ignored (it must not fail an
+/// update either).
+pub(crate) fn report(py: Python<'_>, message: &str) {
+    let _ = py.import("logging").and_then(|logging| {
+        logging
+            .call_method1("getLogger", ("multiprom",))?
+            .call_method1("warning", ("%s", message))
+    });
 }
 
 /// Why a value's entry could not be made: turned into a Python exception
