@@ -23,6 +23,7 @@ use listing::changed_listing;
 use state::{CollectorState, Pass};
 
 mod collection;
+mod exemplars;
 mod file_entry;
 mod file_table;
 mod gather;

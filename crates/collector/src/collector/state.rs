@@ -15,6 +15,7 @@ use crate::tracked::KeyHints;
 use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
+use super::exemplars::ExemplarReports;
 use super::file_entry::{FileEntry, PathKey};
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
@@ -66,6 +67,8 @@ pub(super) struct CollectorState {
     pub(super) values: Vec<(f64, f64)>,
     pub(super) scratch: Vec<u8>,
     pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
+    /// The exemplar files last reported bad.
+    pub(super) exemplar_reports: ExemplarReports,
     pub(super) maps: usize,
     /// Whether each file of the collection under way may be mapped (see
     /// `decide_maps`), kept to reuse its allocation.
