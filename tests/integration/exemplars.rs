@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::harness::{multiprom, run_python, temp_dir};
 use crate::http_client::get;
+use crate::python_package::{assert_success, run_script};
 use crate::serve::serve;
 
 /// One worker's file: values by key, and exemplars (key, labels, value,
@@ -208,4 +209,32 @@ fn scrape_and_serve_print_exemplars_as_python_does_in_openmetrics_only() {
     assert!(body.starts_with(python_body), "{body}\n---\n{python}");
     let text = get(addr, "/metrics", &[]).text();
     assert!(!text.contains(" # {"), "{text}");
+
+    // The status page shows each family's latest exemplar.
+    let page = get(addr, "/", &[]).text();
+    for cell in [
+        "<code>{}</code> 1.45, ",
+        "<code>{user=&quot;x\\&quot;y\\\\z\\n&quot;,id=&quot;7&quot;}</code> 0.5, in the future",
+    ] {
+        assert!(page.contains(cell), "{cell} not in\n{page}");
+    }
+}
+
+/// The Python package's collector: its `Sample` objects carry the
+/// exemplars, and both its ways to OpenMetrics (the engine's encoding, and
+/// prometheus_client's own code on its `Metric` objects from `collect()`
+/// and `merge()`) print what prometheus_client prints.
+#[test]
+fn the_python_package_carries_exemplars_on_its_samples() {
+    let dir = temp_dir();
+    let spec = write_workers(dir.path());
+    let reference_dir = temp_dir();
+    let reference = reference_dir.path().join("reference.txt");
+    std::fs::write(&reference, python_openmetrics(dir.path(), &spec)).unwrap();
+    let out = run_script(
+        "python_package_exemplars.py",
+        &[dir.path().to_str().unwrap(), reference.to_str().unwrap()],
+    );
+    assert_success("python_package_exemplars.py", &out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
 }

@@ -155,7 +155,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
 /// from this checkout by `pip install ./crates/python`. Built once per
 /// source hash; concurrent test processes race safely (each builds in its
 /// own directory and renames it into place).
-fn package_python() -> &'static Path {
+pub(crate) fn package_python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let prefix = "py-venv-multiprom-";
@@ -228,7 +228,7 @@ fn package_python() -> &'static Path {
 }
 
 /// Runs `tests/python/<script>` with the package venv's Python.
-fn run_script(script: &str, args: &[&str]) -> Output {
+pub(crate) fn run_script(script: &str, args: &[&str]) -> Output {
     let mut cmd = Command::new(package_python());
     cmd.arg(python_script(script))
         .args(args)
@@ -239,7 +239,7 @@ fn run_script(script: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"))
 }
 
-fn assert_success(script: &str, out: &Output) {
+pub(crate) fn assert_success(script: &str, out: &Output) {
     assert!(
         out.status.success(),
         "{script} failed: {}\n--- stdout\n{}\n--- stderr\n{}",
