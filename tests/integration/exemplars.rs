@@ -15,13 +15,15 @@ use crate::http_client::get;
 use crate::python_package::{assert_success, run_script};
 use crate::serve::serve;
 
-/// One worker's file: values by key, and exemplars (key, labels, value,
-/// timestamp).
+/// An exemplar to store: the entry's key, labels, value, timestamp.
+type Stored<'a> = (String, Vec<(&'a str, &'a str)>, f64, f64);
+
+/// One worker's file: values by key, and exemplars.
 struct Worker<'a> {
     kind: MetricKind,
     pid: &'a str,
     values: Vec<(String, f64)>,
-    exemplars: Vec<(String, Vec<(&'a str, &'a str)>, f64, f64)>,
+    exemplars: Vec<Stored<'a>>,
 }
 
 fn write(dir: &Path, worker: &Worker<'_>) {
