@@ -21,7 +21,7 @@ use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::parse::parse_python_float;
 use crate::problem::Warning;
 
-use super::file_entry::FileEntry;
+use super::file_entry::{path_bytes, FileEntry};
 
 /// Labels sorted by name.
 type SortedLabels = Vec<(String, String)>;
@@ -115,7 +115,9 @@ pub(super) fn attach_exemplars(
     if !wanted {
         return;
     }
-    let mut listed: HashMap<PathBuf, Option<HashSet<OsString>>> = HashMap::new();
+    // Each directory's exemplar files, listed once: a listing's files share
+    // one directory, so this is looked up by a byte comparison per file.
+    let mut listed: Vec<(&Path, Option<HashSet<OsString>>)> = Vec::new();
     let mut latest = Latest::default();
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     for &index in order {
@@ -126,10 +128,17 @@ pub(super) fn attach_exemplars(
             continue;
         };
         let dir = entry.path.parent().unwrap_or(Path::new(""));
-        let names = listed
-            .entry(dir.to_path_buf())
-            .or_insert_with(|| list_exemplar_dir(dir));
-        let Some(names) = names else {
+        let at = match listed
+            .iter()
+            .rposition(|(seen, _)| path_bytes(seen) == path_bytes(dir))
+        {
+            Some(at) => at,
+            None => {
+                listed.push((dir, list_exemplar_dir(dir)));
+                listed.len() - 1
+            }
+        };
+        let Some(names) = &listed[at].1 else {
             continue;
         };
         let path = exemplar_path(dir, &file.name);
