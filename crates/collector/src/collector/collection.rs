@@ -46,6 +46,7 @@ pub(super) fn collect_paths(
     attach_exemplars(
         &state.known,
         &order,
+        pass.dir,
         &mut families,
         &mut state.exemplar_reports,
         &mut warnings,

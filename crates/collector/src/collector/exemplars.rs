@@ -98,10 +98,12 @@ fn may_carry(family_type: FamilyType, sample: &MergedSample) -> bool {
 
 /// Reads the exemplar files of the good files of `order` (in `known`) and
 /// attaches the latest exemplar of each series to its sample in `families`.
-/// A bad exemplar file is skipped and reported in `warnings` once.
+/// A bad exemplar file is skipped and reported in `warnings` once. `dir`:
+/// the directory all the files are in, if they are in one.
 pub(super) fn attach_exemplars(
     known: &[Option<FileEntry>],
     order: &[usize],
+    dir: Option<&Path>,
     families: &mut [MergedFamily],
     reports: &mut ExemplarReports,
     warnings: &mut Vec<Warning>,
@@ -118,6 +120,16 @@ pub(super) fn attach_exemplars(
     // Each directory's exemplar files, listed once: a listing's files share
     // one directory, so this is looked up by a byte comparison per file.
     let mut listed: Vec<(&Path, Option<HashSet<OsString>>)> = Vec::new();
+    if let Some(dir) = dir {
+        // One look: most directories have no exemplars, and their
+        // collections should not pay a step per file for them.
+        let names = list_exemplar_dir(dir);
+        if names.is_none() {
+            reports.reported.clear();
+            return;
+        }
+        listed.push((dir, names));
+    }
     let mut latest = Latest::default();
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     for &index in order {
@@ -127,7 +139,10 @@ pub(super) fn attach_exemplars(
         let Some(file) = entry.file.as_ref().filter(|_| entry.problem.is_none()) else {
             continue;
         };
-        let dir = entry.path.parent().unwrap_or(Path::new(""));
+        let dir = match dir {
+            Some(dir) => dir,
+            None => entry.path.parent().unwrap_or(Path::new("")),
+        };
         let at = match listed
             .iter()
             .rposition(|(seen, _)| path_bytes(seen) == path_bytes(dir))

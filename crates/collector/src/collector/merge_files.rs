@@ -111,6 +111,7 @@ pub(super) fn merge_with_duplicates(
         attach_exemplars(
             &state.known,
             &order,
+            None,
             &mut scrape.families,
             &mut state.exemplar_reports,
             &mut Vec::new(),

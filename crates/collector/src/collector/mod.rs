@@ -364,6 +364,7 @@ impl DirCollector {
             start,
             filter,
             exited: self.exited.as_ref().filter(|_| settle),
+            dir: Some(&self.dir),
         };
         let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;

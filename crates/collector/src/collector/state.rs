@@ -1,7 +1,7 @@
 //! What a collector keeps between collections, and how one collection runs.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -108,6 +108,10 @@ pub(super) struct Pass<'a> {
     pub(super) filter: Option<&'a NameFilter>,
     /// Settle files whose writer this says is gone (`None`: settle none).
     pub(super) exited: Option<&'a ExitedWriters>,
+    /// The directory every file is in, when they all are in one (a
+    /// directory's listing): its exemplar files are looked for once, not
+    /// per file.
+    pub(super) dir: Option<&'a Path>,
 }
 
 impl Pass<'_> {
@@ -119,6 +123,7 @@ impl Pass<'_> {
             start,
             filter: None,
             exited: None,
+            dir: None,
         }
     }
 }
