@@ -19,6 +19,7 @@ mod compat;
 mod completions;
 mod container;
 mod demo;
+mod exemplars;
 mod faults;
 mod format_interop;
 mod gunicorn;

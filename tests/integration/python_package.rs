@@ -230,7 +230,7 @@ pub(crate) fn package_python() -> &'static Path {
 }
 
 /// Runs `tests/python/<script>` with the package venv's Python.
-fn run_script(script: &str, args: &[&str]) -> Output {
+pub(crate) fn run_script(script: &str, args: &[&str]) -> Output {
     let mut cmd = Command::new(package_python());
     cmd.arg(python_script(script))
         .args(args)
@@ -241,7 +241,7 @@ fn run_script(script: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"))
 }
 
-fn assert_success(script: &str, out: &Output) {
+pub(crate) fn assert_success(script: &str, out: &Output) {
     assert!(
         out.status.success(),
         "{script} failed: {}\n--- stdout\n{}\n--- stderr\n{}",

@@ -110,7 +110,7 @@ fn thousands_of_files_summary_first_and_paged() {
         .unwrap();
     assert_eq!(
         first,
-        "<tr><td><code>g_all</code></td><td>gauge</td><td class=\"n\">486</td></tr>"
+        "<tr><td><code>g_all</code></td><td>gauge</td><td class=\"n\">486</td><td></td></tr>"
     );
     assert!(html.contains("<svg id=\"chart\""), "chart after 3 scrapes");
     assert!(html.contains("polyline"), "chart lines");

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use multiprom_format::GaugeMode;
+use multiprom_format::{Exemplar, GaugeMode};
 
 /// A metric type as it appears in `# TYPE` lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -50,6 +50,10 @@ pub struct MergedSample {
     pub labels: LabelSet,
     /// The merged value.
     pub value: f64,
+    /// The exemplar with the latest timestamp among the files merged into
+    /// this sample, for a counter's `_total` and a histogram's `_bucket`
+    /// samples (where OpenMetrics allows one). Only OpenMetrics prints it.
+    pub exemplar: Option<Arc<Exemplar>>,
 }
 
 /// One merged metric family, ready to encode.

@@ -22,6 +22,7 @@ use crate::family::MergedFamily;
 ///     name: name.into(),
 ///     labels: Arc::from([("le".into(), le.into())]),
 ///     value,
+///     exemplar: None,
 /// };
 /// let latency = MergedFamily {
 ///     name: "latency".into(),
@@ -99,6 +100,7 @@ mod tests {
                     name: (*s).into(),
                     labels: Arc::from([]),
                     value: 1.0,
+                    exemplar: None,
                 })
                 .collect(),
         }

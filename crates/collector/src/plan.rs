@@ -357,6 +357,7 @@ impl Accumulators {
                             name: Arc::clone(&s.name),
                             labels: Arc::clone(&s.labels),
                             value: value(s.source),
+                            exemplar: None,
                         })
                         .collect()
                 } else {
@@ -399,6 +400,7 @@ impl Accumulators {
                 name: Arc::clone(&sample.name),
                 labels: Arc::clone(&sample.labels),
                 value,
+                exemplar: None,
             })
             .collect()
     }

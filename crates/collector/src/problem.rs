@@ -59,6 +59,10 @@ pub enum Warning {
     /// A file was skipped.
     #[error("skipped {0}")]
     File(#[from] ReadError),
+    /// An exemplar file was skipped: its `*.db` file's samples are merged
+    /// as always, without its exemplars.
+    #[error("skipped exemplars in {0}")]
+    Exemplars(ReadError),
     /// Files disagree about a family.
     #[error("{0}")]
     Conflict(#[from] Conflict),

@@ -34,6 +34,7 @@
 
 mod connections;
 mod endpoint;
+mod latest_exemplar;
 mod listability;
 mod metrics_path;
 pub mod negotiate;

@@ -264,6 +264,7 @@ pub(crate) fn sample(name: &str, labels: LabelSet, value: f64) -> MergedSample {
         name: name.into(),
         labels,
         value,
+        exemplar: None,
     }
 }
 

@@ -2,19 +2,22 @@
 //! that answers an operator's questions in order: is anything wrong (summary
 //! and problems first), what is in the directory (processes, files by type
 //! and state), which families are how big (series per family: the
-//! cardinality question), how scrapes have gone lately (a small chart), and
+//! cardinality question; with the latest exemplar of each, a way into a
+//! trace), how scrapes have gone lately (a small chart), and
 //! only then the files themselves, a page of rows at a time so a directory
 //! of many thousands of files stays a page a browser renders at once.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use multiprom_collector::{FileState, Scrape};
+use multiprom_format::Exemplar;
 
 use multiprom_maintain::{CompactionStatus, MaintenanceStatus, ProcessState};
 
+use crate::latest_exemplar::{exemplar_cell, latest_exemplar};
 use crate::metrics_path::DEFAULT_METRICS_PATH;
 
 /// File rows per page of the file table.
@@ -236,24 +239,30 @@ fn push_files_by_type(html: &mut String, scrape: &Scrape) {
 }
 
 fn push_families(html: &mut String, scrape: &Scrape) {
-    let mut families: Vec<(&str, &str, usize)> = scrape
+    let mut families: Vec<(&str, &str, usize, Option<&Exemplar>)> = scrape
         .families
         .iter()
-        .map(|f| (&*f.name, f.family_type.as_str(), f.samples.len()))
+        .map(|f| {
+            let latest = latest_exemplar(f);
+            (&*f.name, f.family_type.as_str(), f.samples.len(), latest)
+        })
         .collect();
     // Biggest first: the families that drive cardinality.
     families.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let now = SystemTime::now();
     let _ = writeln!(
         html,
         "<h2>Metric families</h2>\n<p>{} families, {} series (sample lines), biggest first.</p>\n\
-<table id=\"families\"><thead><tr><th>family</th><th>type</th><th>series</th></tr></thead><tbody>",
+<table id=\"families\"><thead><tr><th>family</th><th>type</th><th>series</th>\
+<th>latest exemplar</th></tr></thead><tbody>",
         families.len(),
         scrape.stats.series
     );
-    for (name, kind, series) in families {
+    for (name, kind, series, latest) in families {
+        let exemplar = latest.map_or_else(|| "<td></td>".to_owned(), |e| exemplar_cell(e, now));
         let _ = writeln!(
             html,
-            "<tr><td><code>{}</code></td><td>{kind}</td><td class=\"n\">{series}</td></tr>",
+            "<tr><td><code>{}</code></td><td>{kind}</td><td class=\"n\">{series}</td>{exemplar}</tr>",
             html_escape(name)
         );
     }

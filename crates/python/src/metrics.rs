@@ -5,12 +5,17 @@
 //! `_multiprocess_mode` for gauges) and each sample as
 //! `Sample(name, dict(labels), value)`, so timestamp, exemplar and native
 //! histogram are `None`. The objects made here are the same: the same class,
-//! the same attributes, equal samples, in the same order.
+//! the same attributes, equal samples, in the same order; except that a
+//! counter's `_total` or a histogram's `_bucket` sample carries the
+//! exemplar multiprom's writers stored for it (the latest of all files),
+//! as a `prometheus_client.samples.Exemplar`, which Python's collector
+//! never reads.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use multiprom_collector::{FamilyType, MergedFamily, MergedSample};
+use multiprom_format::Exemplar;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple, PyType};
@@ -18,6 +23,7 @@ use pyo3::{intern, PyTypeInfo};
 
 static METRIC: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static SAMPLE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static EXEMPLAR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// Python strings for the engine's shared strings, keyed by address: the
 /// engine hands out one `Arc<str>` per distinct name, label and help text, so
@@ -42,6 +48,8 @@ impl<'py> Strings<'py> {
 struct Classes<'py> {
     metric: Bound<'py, PyType>,
     sample: Bound<'py, PyType>,
+    /// `prometheus_client.samples.Exemplar`.
+    exemplar: Bound<'py, PyType>,
     /// `tuple.__new__`: builds a `Sample` (a `NamedTuple`) from its fields
     /// without running the Python-level `Sample.__new__`.
     tuple_new: Bound<'py, PyAny>,
@@ -65,6 +73,9 @@ impl<'py> Classes<'py> {
                 .import(py, "prometheus_client.metrics_core", "Metric")?
                 .clone(),
             sample,
+            exemplar: EXEMPLAR
+                .import(py, "prometheus_client.samples", "Exemplar")?
+                .clone(),
             tuple_new: PyTuple::type_object(py).getattr(intern!(py, "__new__"))?,
             optional_fields,
         })
@@ -177,9 +188,17 @@ fn sample_to_python<'py>(
     }
     let name = strings.get(py, &sample.name);
     let value = PyFloat::new(py, sample.value);
+    let exemplar = match &sample.exemplar {
+        Some(exemplar) => Some(exemplar_to_python(py, classes, exemplar)?),
+        None => None,
+    };
     if classes.optional_fields > 3 {
         // A newer `Sample` than this code knows: let it fill in its defaults.
-        return classes.sample.call1((name, labels, value));
+        let kwargs = PyDict::new(py);
+        if let Some(exemplar) = exemplar {
+            kwargs.set_item(intern!(py, "exemplar"), exemplar)?;
+        }
+        return classes.sample.call((name, labels, value), Some(&kwargs));
     }
     let none = py.None().into_bound(py);
     let fields = [
@@ -187,9 +206,27 @@ fn sample_to_python<'py>(
         labels.into_any(),
         value.into_any(),
         none.clone(),
-        none.clone(),
+        exemplar.unwrap_or_else(|| none.clone()),
         none,
     ];
     let fields = PyTuple::new(py, &fields[..3 + classes.optional_fields])?;
     classes.tuple_new.call1((&classes.sample, fields))
+}
+
+/// `Exemplar(labels, value, timestamp)`, labels in the order they were
+/// stored (as the `dict` given to `inc` or `observe`).
+fn exemplar_to_python<'py>(
+    py: Python<'py>,
+    classes: &Classes<'py>,
+    exemplar: &Exemplar,
+) -> PyResult<Bound<'py, PyAny>> {
+    let labels = PyDict::new(py);
+    for (name, value) in &exemplar.labels {
+        labels.set_item(name, value)?;
+    }
+    classes.exemplar.call1((
+        labels,
+        PyFloat::new(py, exemplar.value),
+        PyFloat::new(py, exemplar.timestamp),
+    ))
 }

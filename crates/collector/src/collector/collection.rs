@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
+use super::exemplars::attach_exemplars;
 use super::file_table::index_paths;
 use super::merge::merge_order;
 use super::quiet::Unsettled;
@@ -33,7 +34,7 @@ pub(super) fn collect_paths(
         pass,
         &mut warnings,
     );
-    let families = merge_order(
+    let mut families = merge_order(
         state,
         &order,
         unsettled.as_ref(),
@@ -42,6 +43,14 @@ pub(super) fn collect_paths(
         &mut warnings,
     );
     report_new_conflicts(state, &mut warnings);
+    attach_exemplars(
+        &state.known,
+        &order,
+        pass.dir,
+        &mut families,
+        &mut state.exemplar_reports,
+        &mut warnings,
+    );
     let quiet = unsettled
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.plan_generation);

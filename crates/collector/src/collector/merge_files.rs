@@ -8,6 +8,7 @@ use std::time::Instant;
 use crate::plan::{Accumulators, Plan, PlanInput};
 
 use super::collection::collect_paths;
+use super::exemplars::attach_exemplars;
 use super::file_entry::path_bytes;
 use super::merge::apply;
 use super::scrape::{CollectOptions, Scrape};
@@ -105,6 +106,16 @@ pub(super) fn merge_with_duplicates(
     .is_ok()
     {
         scrape.families = accumulators.finish(&plan);
+        // The distinct files' exemplars were read (and any problem reported)
+        // by the collection above.
+        attach_exemplars(
+            &state.known,
+            &order,
+            None,
+            &mut scrape.families,
+            &mut state.exemplar_reports,
+            &mut Vec::new(),
+        );
         scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();
     }
     scrape

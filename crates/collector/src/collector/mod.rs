@@ -23,6 +23,7 @@ use listing::changed_listing;
 use state::{CollectorState, Pass};
 
 mod collection;
+mod exemplars;
 mod file_entry;
 mod file_table;
 mod gather;
@@ -363,6 +364,7 @@ impl DirCollector {
             start,
             filter,
             exited: self.exited.as_ref().filter(|_| settle),
+            dir: Some(&self.dir),
         };
         let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;

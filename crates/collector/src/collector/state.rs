@@ -1,7 +1,7 @@
 //! What a collector keeps between collections, and how one collection runs.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,6 +15,7 @@ use crate::tracked::KeyHints;
 use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
+use super::exemplars::ExemplarReports;
 use super::file_entry::{FileEntry, PathKey};
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
@@ -66,6 +67,8 @@ pub(super) struct CollectorState {
     pub(super) values: Vec<(f64, f64)>,
     pub(super) scratch: Vec<u8>,
     pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
+    /// The exemplar files last reported bad.
+    pub(super) exemplar_reports: ExemplarReports,
     pub(super) maps: usize,
     /// Whether each file of the collection under way may be mapped (see
     /// `decide_maps`), kept to reuse its allocation.
@@ -105,6 +108,10 @@ pub(super) struct Pass<'a> {
     pub(super) filter: Option<&'a NameFilter>,
     /// Settle files whose writer this says is gone (`None`: settle none).
     pub(super) exited: Option<&'a ExitedWriters>,
+    /// The directory every file is in, when they all are in one (a
+    /// directory's listing): its exemplar files are looked for once, not
+    /// per file.
+    pub(super) dir: Option<&'a Path>,
 }
 
 impl Pass<'_> {
@@ -116,6 +123,7 @@ impl Pass<'_> {
             start,
             filter: None,
             exited: None,
+            dir: None,
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::family::MergedFamily;
 ///     help: "Help.".into(),
 ///     family_type: FamilyType::Gauge,
 ///     gauge_mode: None,
-///     samples: vec![MergedSample { name: name.into(), labels: Arc::from([]), value }],
+///     samples: vec![MergedSample { name: name.into(), labels: Arc::from([]), value, exemplar: None }],
 /// };
 /// let merged = Arc::new(vec![gauge("workers", 4.0)]);
 /// let own = vec![gauge("multiprom_up", 1.0)];
@@ -85,7 +85,7 @@ impl<'a> Body<'a> {
 ///     help: "Help.".into(),
 ///     family_type: FamilyType::Counter,
 ///     gauge_mode: None,
-///     samples: vec![MergedSample { name: format!("{name}_total").into(), labels: Arc::from([]), value }],
+///     samples: vec![MergedSample { name: format!("{name}_total").into(), labels: Arc::from([]), value, exemplar: None }],
 /// };
 /// let merged = vec![counter("requests", 3.0)];
 /// let own = vec![counter("multiprom_scrapes", 1.0)];
@@ -127,6 +127,7 @@ mod tests {
                 name: name.into(),
                 labels: Arc::from([]),
                 value,
+                exemplar: None,
             }],
         }
     }

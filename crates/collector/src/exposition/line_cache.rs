@@ -7,7 +7,9 @@
 //! poll's lines are what they were the last time: a thousand exited
 //! workers' series do not move. A merge plan hands every scrape the same
 //! name and label set (the same `Arc`s) for the same series, so a line is
-//! known unchanged by two pointer comparisons and the bits of its value.
+//! known unchanged by two pointer comparisons and the bits of its value
+//! (and, for a line with an exemplar, the exemplar's pointer: each
+//! collection attaches exemplars anew, so such a line is formatted again).
 //! The cache holds on to the families it last encoded, so a pointer it
 //! compares with is still theirs, never a later allocation's at a freed
 //! address; the lines themselves hold no reference, which would cost two
@@ -32,7 +34,7 @@ use super::{openmetrics, prometheus};
 ///     help: "Up.".into(),
 ///     family_type: FamilyType::Gauge,
 ///     gauge_mode: None,
-///     samples: vec![MergedSample { name: "up".into(), labels: Arc::from([]), value: 1.0 }],
+///     samples: vec![MergedSample { name: "up".into(), labels: Arc::from([]), value: 1.0, exemplar: None }],
 /// };
 /// let mut cache = LineCache::default();
 /// let mut first = String::new();
@@ -70,14 +72,16 @@ struct Line {
     name: usize,
     labels: usize,
     value: u64,
+    /// The exemplar's address, 0 for none.
+    exemplar: usize,
     start: usize,
     end: usize,
 }
 
 impl LineCache {
     /// Appends `families` in `format` to `out`, as [`Format::encode`] does,
-    /// copying each sample line that is the same (same name and label set,
-    /// bit for bit the same value) as the line at the same place in the last
+    /// copying each sample line that is the same (same name, label set and
+    /// exemplar, bit for bit the same value) as the line at the same place in the last
     /// encoding of this cache, and keeps the new lines for the next one.
     pub fn encode<F>(&mut self, format: Format, families: Arc<F>, out: &mut String)
     where
@@ -140,10 +144,16 @@ impl SampleLines for Lines<'_> {
         // Addresses only, never followed.
         let name = sample.name.as_ptr() as usize;
         let labels = sample.labels.as_ptr() as usize;
-        let same = self
-            .old
-            .get(self.new.len())
-            .filter(|line| line.value == value && line.name == name && line.labels == labels);
+        let exemplar = sample
+            .exemplar
+            .as_ref()
+            .map_or(0, |e| Arc::as_ptr(e) as usize);
+        let same = self.old.get(self.new.len()).filter(|line| {
+            line.value == value
+                && line.name == name
+                && line.labels == labels
+                && line.exemplar == exemplar
+        });
         match same.and_then(|line| self.text.get(line.start..line.end)) {
             Some(text) => out.push_str(text),
             None => format(out),
@@ -152,6 +162,7 @@ impl SampleLines for Lines<'_> {
             name,
             labels,
             value,
+            exemplar,
             start: start - self.base,
             end: out.len() - self.base,
         });
@@ -162,9 +173,16 @@ impl SampleLines for Lines<'_> {
 mod tests {
     use super::*;
     use crate::family::{FamilyType, LabelSet};
+    use multiprom_format::Exemplar;
     use proptest::prelude::*;
 
-    fn families(values: &[f64], names: &[Arc<str>], labels: &[LabelSet]) -> Vec<MergedFamily> {
+    /// Every third sample with an exemplar recorded at `stamp`.
+    fn families(
+        values: &[f64],
+        names: &[Arc<str>],
+        labels: &[LabelSet],
+        stamp: f64,
+    ) -> Vec<MergedFamily> {
         vec![MergedFamily {
             name: "f".into(),
             help: "F.".into(),
@@ -177,6 +195,13 @@ mod tests {
                     name: Arc::clone(&names[i % names.len()]),
                     labels: Arc::clone(&labels[i % labels.len()]),
                     value,
+                    exemplar: (i % 3 == 1).then(|| {
+                        Arc::new(Exemplar {
+                            labels: vec![("trace".into(), format!("t{i}"))],
+                            value,
+                            timestamp: stamp,
+                        })
+                    }),
                 })
                 .collect(),
         }]
@@ -201,10 +226,10 @@ mod tests {
             ];
             let mut cache = LineCache::default();
             let mut out = String::from("before\n");
-            cache.encode(format, Arc::new(families(&first, &names, &labels)), &mut out);
+            cache.encode(format, Arc::new(families(&first, &names, &labels, 1.5)), &mut out);
             let mut rotated = labels.clone();
             rotated.rotate_left(rotate);
-            let second = families(&second, &names, &rotated);
+            let second = families(&second, &names, &rotated, 2.5);
             let mut cached = String::from("before\n");
             cache.encode(format, Arc::new(second.clone()), &mut cached);
             let mut fresh = String::from("before\n");

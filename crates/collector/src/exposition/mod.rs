@@ -10,11 +10,13 @@
 //! body is written through `format` and the line cache.
 
 mod body;
+mod exemplar;
 mod format;
 mod line_cache;
 pub(crate) mod names;
 mod openmetrics;
 mod prometheus;
+mod python_repr;
 mod sample_lines;
 
 pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};

@@ -1,5 +1,6 @@
 //! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
 
+use super::exemplar::push_exemplar;
 use super::names::{push_escaped, push_labels_and_value, push_metric_name, push_om_sample_name};
 use super::sample_lines::{Fresh, SampleLines};
 use crate::family::MergedFamily;
@@ -17,7 +18,7 @@ use crate::family::MergedFamily;
 ///     help: "Requests \"served\"".into(),
 ///     family_type: FamilyType::Counter,
 ///     gauge_mode: None,
-///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0 }],
+///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0, exemplar: None }],
 /// };
 /// let mut out = String::new();
 /// encode_openmetrics(&[family], &mut out);
@@ -55,6 +56,12 @@ pub(crate) fn encode_families(
             lines.sample(out, sample, |out| {
                 push_om_sample_name(out, &sample.name);
                 push_labels_and_value(out, &sample.labels, sample.value);
+                if let Some(exemplar) = &sample.exemplar {
+                    // Between the value and the line's end.
+                    out.pop();
+                    push_exemplar(out, exemplar);
+                    out.push('\n');
+                }
             });
         }
     }

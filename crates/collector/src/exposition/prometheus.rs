@@ -21,6 +21,7 @@ const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
 ///         name: "requests_total".into(),
 ///         labels: Arc::from([("code".into(), "2\"00".into())]),
 ///         value: 1234567.0,
+///         exemplar: None,
 ///     }],
 /// };
 /// let mut out = String::new();
