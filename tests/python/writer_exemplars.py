@@ -2,7 +2,7 @@
 
 usage: writer_exemplars.py WORKDIR
 
-With ``multiprom.install(writer=True)``, plain prometheus_client calls
+With ``multiprom.install(writer=True, collector=False)``, plain prometheus_client calls
 (``inc(exemplar=...)``, ``observe(..., exemplar=...)``) keep their
 exemplars, in the process's own ``exemplars/*.exemplars`` files, a forked
 child's in its own; ``get_exemplar()`` gives them back. prometheus_client's
@@ -28,7 +28,9 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = DIR
 
 import multiprom  # noqa: E402
 
-multiprom.install(writer=True)
+# The writer only: prometheus_client keeps its own collector, which is
+# compared below with and without the exemplar files.
+multiprom.install(writer=True, collector=False)
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, values  # noqa: E402
 from prometheus_client.multiprocess import MultiProcessCollector  # noqa: E402
