@@ -67,6 +67,8 @@ fn prometheus_stores_the_exemplars_gunicorn_workers_wrote_across_a_worker_kill()
         .arg(format!("http://127.0.0.1:{port}"))
         .arg(format!("http://{app}"))
         .arg(run.0.pid().to_string())
+        // wait_for_app's request.
+        .arg("1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&check.stdout);

@@ -1,7 +1,7 @@
 """Exemplars from gunicorn workers, through `multiprom run`, into a real
 Prometheus server with exemplar storage (tests/integration/prometheus_exemplars.rs).
 
-usage: prometheus_exemplars_check.py PROMETHEUS_URL APP_URL RUN_PID
+usage: prometheus_exemplars_check.py PROMETHEUS_URL APP_URL RUN_PID EARLIER_REQUESTS
 
 The app (tests/python/exemplar_app) records every request's trace id as an
 exemplar on `app_requests_total` and on the `app_latency_seconds` bucket its
@@ -11,7 +11,8 @@ counter and on exactly that bucket. Half-way it SIGKILLs one gunicorn worker
 (found under RUN_PID, `multiprom run`'s pid), waits for gunicorn to start a
 new one, and goes on until that new worker has served requests whose trace
 ids Prometheus returns too. At the end every trace id sent must be stored,
-on the right series, and `app_requests_total` must count every request.
+on the right series, and `app_requests_total` must count every request
+(EARLIER_REQUESTS were made before this script, without a trace id).
 
 Prints one JSON object; exits 1 with what is missing if anything never
 shows up within the patience.
@@ -81,7 +82,7 @@ def stored_exemplars(prometheus, query, start):
 
 
 def main():
-    prometheus, app, run_pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    prometheus, app, run_pid, earlier = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     start = time.time() - 5
     deadline = time.monotonic() + 60
     while True:
@@ -161,10 +162,10 @@ def main():
     while True:
         result = api(prometheus, "query", query="app_requests_total")["result"]
         total = float(result[0]["value"][1]) if result else None
-        if total == len(sent):
+        if total == len(sent) + earlier:
             break
         if time.monotonic() > deadline:
-            sys.exit(f"app_requests_total is {total}, {len(sent)} requests were sent")
+            sys.exit(f"app_requests_total is {total}, {len(sent) + earlier} requests were made")
         time.sleep(0.2)
     print(json.dumps({
         "sent": len(sent),
