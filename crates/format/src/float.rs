@@ -1,4 +1,5 @@
-//! `floatToGoString` from `prometheus_client/utils.py`.
+//! `floatToGoString` from `prometheus_client/utils.py`, and Python's
+//! `repr(float)` it is built on.
 //!
 //! Python prints `repr(float)` (the shortest string that round-trips), except
 //! that positive numbers with 7 to 16 integer digits switch to Go's exponent
@@ -47,6 +48,35 @@ pub fn write_float_to_go_string(out: &mut String, v: f64) {
         } else {
             decimal.write_repr(out);
         }
+    }
+}
+
+/// Appends Python's `repr(v)` (what `'{}'.format(v)` prints, e.g. an
+/// exemplar's timestamp in `prometheus_client`'s OpenMetrics output): the
+/// shortest digits that read back as `v`, positional when the decimal
+/// exponent is from -4 to 15 (integral values end in `.0`), otherwise
+/// `d.ddde+XX`; `inf`, `-inf`, `nan`.
+///
+/// ```
+/// use multiprom_format::write_python_repr;
+/// let mut out = String::new();
+/// for v in [1732000000.25, 1e16, 1.5e-5, 3.0, f64::NEG_INFINITY] {
+///     write_python_repr(&mut out, v);
+///     out.push(' ');
+/// }
+/// assert_eq!(out, "1732000000.25 1e+16 1.5e-05 3.0 -inf ");
+/// ```
+pub fn write_python_repr(out: &mut String, v: f64) {
+    if v.is_nan() {
+        out.push_str("nan");
+    } else if v == f64::INFINITY {
+        out.push_str("inf");
+    } else if v == f64::NEG_INFINITY {
+        out.push_str("-inf");
+    } else if v == 0.0 {
+        out.push_str(if v.is_sign_negative() { "-0.0" } else { "0.0" });
+    } else {
+        Decimal::shortest(v).write_repr(out);
     }
 }
 

@@ -15,7 +15,8 @@
 //!   lock-free value updates.
 //! * [`ExemplarWriter`], [`ExemplarSlot`], [`read_exemplar_file`]:
 //!   exemplars in companion files Python never reads ([`exemplar_file`]).
-//! * [`float_to_go_string`]: Python's `floatToGoString`.
+//! * [`float_to_go_string`]: Python's `floatToGoString`; [`write_python_repr`]:
+//!   Python's `repr(float)`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
 //!
@@ -83,7 +84,7 @@ pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_
 pub use exemplar_file::{read_exemplar_file, ExemplarEntry, ExemplarFile};
 pub use exemplar_writer::{ExemplarSlot, ExemplarWriter, Stored};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
-pub use float::{float_to_go_string, write_float_to_go_string};
+pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
 pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;

@@ -212,6 +212,18 @@ fn float_cases() -> (Vec<f64>, BTreeMap<&'static str, usize>) {
         let _ = write!(s, "e{}", rng.range_i64(-30, 30));
         add(&mut values, "random decimal", s.parse().unwrap());
     }
+    // Unix times as `time.time()` gives them (exemplar timestamps), at
+    // microsecond and at full resolution.
+    for _ in 0..50_000 {
+        let seconds = rng.range_i64(1_000_000_000, 4_000_000_000) as f64;
+        let fraction = rng.below(1 << 52) as f64 / (1u64 << 52) as f64;
+        let v = if rng.percent(50) {
+            seconds + (fraction * 1e6).round() / 1e6
+        } else {
+            seconds + fraction
+        };
+        add(&mut values, "unix time", v);
+    }
     // Integers of every magnitude up to 2^64.
     for _ in 0..100_000 {
         let bits = rng.below(64) as u32;
@@ -290,7 +302,7 @@ fn float_cases() -> (Vec<f64>, BTreeMap<&'static str, usize>) {
 }
 
 #[test]
-fn float_to_go_string_matches_python() {
+fn float_to_go_string_and_repr_match_python() {
     let (values, counts) = float_cases();
     assert!(values.len() >= 1_000_000, "{counts:?}");
     let dir = temp_dir();
@@ -312,12 +324,21 @@ fn float_to_go_string_matches_python() {
     assert_eq!(python.len(), values.len());
     let mut rust = String::new();
     let mut mismatches = Vec::new();
-    for (v, py) in values.iter().zip(&python) {
+    for (v, line) in values.iter().zip(&python) {
+        let (go, repr) = line.split_once(' ').unwrap();
         rust.clear();
         multiprom_format::write_float_to_go_string(&mut rust, *v);
-        if rust != *py {
+        if rust != go {
             mismatches.push(format!(
-                "{v:e} (bits {:016x}): rust {rust} python {py}",
+                "{v:e} (bits {:016x}): rust {rust} python floatToGoString {go}",
+                v.to_bits()
+            ));
+        }
+        rust.clear();
+        multiprom_format::write_python_repr(&mut rust, *v);
+        if rust != repr {
+            mismatches.push(format!(
+                "{v:e} (bits {:016x}): rust {rust} python repr {repr}",
                 v.to_bits()
             ));
         }

@@ -1,10 +1,9 @@
 //! An exemplar after its sample's value, as `prometheus_client`'s
 //! `_compose_exemplar_string` writes it (OpenMetrics only).
 
-use multiprom_format::{write_float_to_go_string, Exemplar};
+use multiprom_format::{write_float_to_go_string, write_python_repr, Exemplar};
 
 use super::names::push_escaped;
-use super::python_repr::write_python_repr;
 
 /// Appends ` # {name="value",...} <value> <timestamp>`: labels sorted by
 /// name, names as they are, values escaped (`\\`, `\n`, `\"`), the value

@@ -16,7 +16,6 @@ mod line_cache;
 pub(crate) mod names;
 mod openmetrics;
 mod prometheus;
-mod python_repr;
 mod sample_lines;
 
 pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};
