@@ -32,7 +32,7 @@ fn write(dir: &Path, worker: &Worker<'_>) {
     for (key, value) in &worker.values {
         file.slot(key).unwrap().set(*value);
     }
-    let mut exemplars = ExemplarWriter::open(dir, &name).unwrap();
+    let exemplars = ExemplarWriter::open(dir, &name).unwrap();
     for (key, labels, value, timestamp) in &worker.exemplars {
         exemplars
             .slot(key)

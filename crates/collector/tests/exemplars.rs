@@ -27,7 +27,7 @@ fn write(
     if exemplars.is_empty() {
         return;
     }
-    let mut writer = ExemplarWriter::open(dir, &name).unwrap();
+    let writer = ExemplarWriter::open(dir, &name).unwrap();
     for (key, trace, value, timestamp) in exemplars {
         writer
             .slot(key)
@@ -125,7 +125,7 @@ fn the_latest_exemplar_of_each_series_is_printed_in_openmetrics_only() {
 
     // A newer exemplar in another file replaces it at the next collection.
     let name = FileName::new(MetricKind::Counter, "1").unwrap();
-    let mut writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+    let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
     writer
         .slot(&requests("200"))
         .unwrap()

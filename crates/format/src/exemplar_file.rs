@@ -10,23 +10,27 @@
 //! name in the top directory too.
 //!
 //! ```text
-//! offset 0   u32  used          bytes in use, including this 16-byte header
-//! offset 4   [u8; 4] "MPEX"     magic
-//! offset 8   u32  version       1
-//! offset 12  u32  record length 1064
+//! offset 0   u32  used      bytes in use, including this 16-byte header
+//! offset 4   [u8; 4] "MPEX" magic
+//! offset 8   u32  version   1
+//! offset 12  u32  zero
 //! offset 16  entries back to back up to `used`; zero bytes after
 //!
 //! entry:  u32 key_len | key | pad (Python's rule) | record
 //! record: u64 seq | u64 checksum | f64 value | f64 timestamp
-//!         | u32 labels_len | u32 zero | labels (1024 bytes)
+//!         | u32 labels_len | u32 labels_capacity | labels (labels_capacity bytes)
 //! labels: (u16 len | UTF-8 name | u16 len | UTF-8 value)*
 //! ```
 //!
 //! Little-endian. The key is the `*.db` entry's key, byte for byte, so an
 //! exemplar belongs to exactly one sample (a counter's `_total`, one
-//! histogram bucket). A record has a fixed size, so one series costs one
-//! record however often it is written: the latest exemplar replaces the
-//! previous one in place.
+//! histogram bucket). A record has a fixed size, chosen when it is made: 128
+//! bytes of labels (a trace id and a span id take 71), or 1024, enough for
+//! any label set OpenMetrics allows. So one series costs one record however
+//! often it is written: the latest exemplar replaces the previous one in
+//! place. An exemplar too long for its record moves the series to a new
+//! 1024-byte record at the end of the file; the old one is marked moved
+//! (the top bit of `labels_len`) and skipped by readers.
 //!
 //! A record is written under a sequence number (odd while being written)
 //! and sealed with an xxh3 checksum of the sequence number, value,
@@ -62,12 +66,18 @@ pub const EXEMPLAR_MAGIC: [u8; 4] = *b"MPEX";
 /// The layout version at offset 8.
 pub const EXEMPLAR_VERSION: u32 = 1;
 
-/// Bytes for the encoded labels in a record: enough for any label set
-/// within OpenMetrics' 128 code points.
+/// The most bytes of encoded labels a record holds: enough for any label
+/// set within OpenMetrics' 128 code points.
 pub const LABELS_CAPACITY: usize = 1024;
 
-/// Size of one record.
-pub const RECORD_LEN: usize = 40 + LABELS_CAPACITY;
+/// The labels capacity of a new record: a trace id and a span id fit.
+pub const SMALL_LABELS_CAPACITY: usize = 128;
+
+/// Bytes of a record before its labels.
+pub const RECORD_HEADER_LEN: usize = 40;
+
+/// The bit of `labels_len` that marks a record moved to a larger one.
+pub(crate) const MOVED: u32 = 1 << 31;
 
 /// Capacity of a fresh exemplar file; it doubles as it fills.
 pub const EXEMPLAR_INITIAL_CAPACITY: u64 = 1 << 16;
@@ -102,10 +112,11 @@ pub fn db_name_of_exemplar_file(name: &str) -> Option<FileName> {
     format!("{stem}.db").parse().ok()
 }
 
-/// Bytes of an entry whose key is `key_len` bytes long.
+/// Bytes of an entry whose key is `key_len` bytes long, with a record of
+/// `labels_capacity` bytes of labels.
 #[must_use]
-pub const fn exemplar_entry_len(key_len: usize) -> usize {
-    4 + key_len + pad_len(key_len) + RECORD_LEN
+pub const fn exemplar_entry_len(key_len: usize, labels_capacity: usize) -> usize {
+    4 + key_len + pad_len(key_len) + RECORD_HEADER_LEN + labels_capacity
 }
 
 /// The header of a fresh exemplar file.
@@ -114,7 +125,6 @@ pub(crate) fn header_bytes(used: u32) -> [u8; EXEMPLAR_HEADER_LEN] {
     header[..4].copy_from_slice(&used.to_le_bytes());
     header[4..8].copy_from_slice(&EXEMPLAR_MAGIC);
     header[8..12].copy_from_slice(&EXEMPLAR_VERSION.to_le_bytes());
-    header[12..].copy_from_slice(&(RECORD_LEN as u32).to_le_bytes());
     header
 }
 
@@ -136,11 +146,13 @@ pub(crate) enum Record {
     Empty,
     /// Being written, or torn by a racing writer: read it again.
     Unsettled,
+    /// Moved to a larger record further on.
+    Moved,
     /// A whole exemplar.
     Whole(Exemplar),
 }
 
-/// Decodes a record from its bytes (`RECORD_LEN` of them).
+/// Decodes a record from its bytes (header and labels area).
 pub(crate) fn decode_record(bytes: &[u8]) -> Record {
     let word = |i: usize| {
         bytes
@@ -152,8 +164,12 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Record {
     if seq == 0 {
         return Record::Empty;
     }
-    let len = (word(4) & 0xffff_ffff) as usize;
-    let labels = match bytes.get(40..40 + len) {
+    let len_word = (word(4) & 0xffff_ffff) as u32;
+    if len_word & MOVED != 0 {
+        return Record::Moved;
+    }
+    let len = len_word as usize;
+    let labels = match bytes.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + len) {
         Some(labels) if seq % 2 == 0 && len <= LABELS_CAPACITY => labels,
         _ => return Record::Unsettled,
     };
@@ -204,10 +220,7 @@ fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseErr
     let u32_at = |at: usize| {
         u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
-    if header[4..8] != EXEMPLAR_MAGIC
-        || u32_at(8) != EXEMPLAR_VERSION
-        || u32_at(12) as usize != RECORD_LEN
-    {
+    if header[4..8] != EXEMPLAR_MAGIC || u32_at(8) != EXEMPLAR_VERSION {
         return Err(fail(ReadErrorKind::NotAnExemplarFile));
     }
     let used = u64::from(u32_at(0));
@@ -239,7 +252,10 @@ pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile,
                 len: key_len as i64,
             }));
         }
-        let end = at + exemplar_entry_len(key_len);
+        let record = at + exemplar_entry_len(key_len, 0) - RECORD_HEADER_LEN;
+        let capacity =
+            record_capacity(bytes, record).ok_or_else(|| fail(ReadErrorKind::NotAnExemplarFile))?;
+        let end = record + RECORD_HEADER_LEN + capacity;
         if end > used {
             return Err(fail(ReadErrorKind::EntryPastUsed {
                 end: end as u64,
@@ -248,8 +264,8 @@ pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile,
         }
         let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
             .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
-        match decode_record(&bytes[end - RECORD_LEN..end]) {
-            Record::Empty => {}
+        match decode_record(&bytes[record..end]) {
+            Record::Empty | Record::Moved => {}
             Record::Unsettled => file.unsettled += 1,
             Record::Whole(exemplar) => file.entries.push(ExemplarEntry {
                 raw_key: key.to_owned(),
@@ -260,6 +276,14 @@ pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile,
         at = end;
     }
     Ok(file)
+}
+
+/// The labels capacity of the record at `record`: a multiple of 8 up to
+/// [`LABELS_CAPACITY`], or `None` (not a record multiprom wrote).
+pub(crate) fn record_capacity(bytes: &[u8], record: usize) -> Option<usize> {
+    let at = record + 36;
+    let capacity = u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize;
+    (capacity > 0 && capacity <= LABELS_CAPACITY && capacity.is_multiple_of(8)).then_some(capacity)
 }
 
 /// Reads an exemplar file. Records being written are read again (a few

@@ -13,30 +13,37 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use arc_swap::ArcSwap;
 
 use crate::error::WriteError;
 use crate::exemplar::{encode_labels, Exemplar, ExemplarError};
 use crate::exemplar_file::{
     checksum, decode_record, exemplar_entry_len, exemplar_path, header_bytes, parse_exemplar_file,
-    Record, EXEMPLAR_HEADER_LEN, EXEMPLAR_INITIAL_CAPACITY, LABELS_CAPACITY, MAX_EXEMPLAR_FILE_LEN,
-    RECORD_LEN,
+    record_capacity, Record, EXEMPLAR_HEADER_LEN, EXEMPLAR_INITIAL_CAPACITY, LABELS_CAPACITY,
+    MAX_EXEMPLAR_FILE_LEN, MOVED, RECORD_HEADER_LEN, SMALL_LABELS_CAPACITY,
 };
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
 use crate::writer::{create_atomically, extend_with_zeros};
 use crate::{open, read};
 
-/// Words in a record.
-const RECORD_WORDS: usize = RECORD_LEN / 8;
-/// Word index of the labels' length.
+/// Word index of the labels' length (low half) and capacity (high half).
 const LEN_WORD: usize = 4;
 /// Word index where the labels start.
-const LABELS_WORD: usize = 5;
+const LABELS_WORD: usize = RECORD_HEADER_LEN / 8;
 
 /// The exemplar file of one `*.db` file, owned by this process.
 #[derive(Debug)]
 pub struct ExemplarWriter {
+    inner: Arc<Mutex<WriterInner>>,
+}
+
+/// The file, its mapping and the slot of every key, shared by the writer
+/// and its slots (a slot moves its series to a larger record through it).
+#[derive(Debug)]
+struct WriterInner {
     path: PathBuf,
     file: File,
     mapping: Arc<Mapping>,
@@ -91,50 +98,79 @@ impl ExemplarWriter {
         let used = read_used(&bytes);
         let mapping =
             Arc::new(Mapping::new(&file, capacity).map_err(|e| WriteError::io(&path, e))?);
-        let mut writer = ExemplarWriter {
+        let inner = Arc::new(Mutex::new(WriterInner {
             path,
             file,
             mapping,
             used,
             capacity,
             slots: HashMap::new(),
-        };
-        // Index every entry, and clear records a killed writer left half
-        // written (odd sequence number): nobody else writes this file, and a
-        // store waits for no odd record.
-        let mut at = EXEMPLAR_HEADER_LEN;
-        while at < used {
-            let key_len =
-                u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-                    as usize;
-            let end = at + exemplar_entry_len(key_len);
-            let key = String::from_utf8_lossy(&bytes[at + 4..at + 4 + key_len]).into_owned();
-            let slot = writer.slot_at(end - RECORD_LEN)?;
-            if let Some(words) = slot.words() {
-                if words[0].load(Ordering::Relaxed) % 2 == 1 {
-                    words[0].store(0, Ordering::Relaxed);
+        }));
+        // Index every entry (a moved record's key comes again further on),
+        // and clear records a killed writer left half written (odd sequence
+        // number): nobody else writes this file, and a store waits for no
+        // odd record.
+        {
+            let mut guard = lock(&inner);
+            let state = &mut *guard;
+            let mut at = EXEMPLAR_HEADER_LEN;
+            while at < used {
+                let key_len =
+                    u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+                        as usize;
+                let record = at + exemplar_entry_len(key_len, 0) - RECORD_HEADER_LEN;
+                // Checked by the parse above.
+                let labels_capacity = record_capacity(&bytes, record).unwrap_or(LABELS_CAPACITY);
+                let key = String::from_utf8_lossy(&bytes[at + 4..at + 4 + key_len]).into_owned();
+                let slot = ExemplarSlot::new(&inner, state, &key, record, labels_capacity)?;
+                if let Some(words) = slot.record.load().words() {
+                    let seq = words[0].load(Ordering::Relaxed);
+                    if seq % 2 == 1 {
+                        words[0].store(0, Ordering::Relaxed);
+                    }
+                    let moved = (words[LEN_WORD].load(Ordering::Relaxed) as u32) & MOVED != 0;
+                    if !moved {
+                        state.slots.insert(key.into(), slot);
+                    }
                 }
+                at = record + RECORD_HEADER_LEN + labels_capacity;
             }
-            writer.slots.insert(key.into(), slot);
-            at = end;
         }
-        Ok(writer)
+        Ok(ExemplarWriter { inner })
     }
 
     /// The file's path.
     #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn path(&self) -> PathBuf {
+        lock(&self.inner).path.clone()
     }
 
     /// The slot of `key` (the `*.db` entry's encoded key), appending an
     /// empty record if there is none.
-    pub fn slot(&mut self, key: &str) -> Result<ExemplarSlot, WriteError> {
-        if let Some(slot) = self.slots.get(key) {
+    pub fn slot(&self, key: &str) -> Result<ExemplarSlot, WriteError> {
+        let mut state = lock(&self.inner);
+        if let Some(slot) = state.slots.get(key) {
             return Ok(slot.clone());
         }
+        let record = state.append(key, SMALL_LABELS_CAPACITY)?;
+        let slot = ExemplarSlot::new(&self.inner, &state, key, record, SMALL_LABELS_CAPACITY)?;
+        state.slots.insert(key.into(), slot.clone());
+        Ok(slot)
+    }
+}
+
+fn lock(inner: &Mutex<WriterInner>) -> MutexGuard<'_, WriterInner> {
+    // Nothing panics with the state half updated; a panic elsewhere must
+    // not end exemplars.
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl WriterInner {
+    /// Appends an entry for `key` with an empty record of `labels_capacity`
+    /// bytes of labels; returns the record's offset.
+    fn append(&mut self, key: &str, labels_capacity: usize) -> Result<usize, WriteError> {
         let key_len = key.len();
-        let entry_len = exemplar_entry_len(key_len);
+        let entry_len = exemplar_entry_len(key_len, labels_capacity);
         let needed = self.used as u64 + entry_len as u64;
         if needed > MAX_EXEMPLAR_FILE_LEN || u32::try_from(key_len).is_err() {
             return Err(WriteError::FileFull {
@@ -144,33 +180,21 @@ impl ExemplarWriter {
         if needed > self.capacity {
             self.grow(needed)?;
         }
-        let mut entry = Vec::with_capacity(entry_len - RECORD_LEN);
+        let head_len = entry_len - labels_capacity;
+        let mut entry = Vec::with_capacity(head_len);
         entry.extend_from_slice(&(key_len as u32).to_le_bytes());
         entry.extend_from_slice(key.as_bytes());
         entry.resize(entry.len() + crate::layout::pad_len(key_len), b' ');
+        // The record: sequence number 0 (never written), its capacity.
+        entry.resize(entry.len() + 36, 0);
+        entry.extend_from_slice(&(labels_capacity as u32).to_le_bytes());
         let offset = self.used;
-        // The record after the key is still zero (never written).
         self.mapping.write_bytes(offset, &entry);
         self.used += entry_len;
         // Publish after the entry: a reader that sees the new `used` sees
         // the whole entry.
         self.mapping.publish_used(self.used as u32);
-        let slot = self.slot_at(offset + entry_len - RECORD_LEN)?;
-        self.slots.insert(key.into(), slot.clone());
-        Ok(slot)
-    }
-
-    fn slot_at(&self, record_offset: usize) -> Result<ExemplarSlot, WriteError> {
-        let slot = ExemplarSlot {
-            mapping: Arc::clone(&self.mapping),
-            offset: record_offset,
-        };
-        match slot.words() {
-            Some(_) => Ok(slot),
-            None => Err(WriteError::FileFull {
-                path: self.path.clone(),
-            }),
-        }
+        Ok(offset + head_len - RECORD_HEADER_LEN)
     }
 
     /// Doubles the capacity until `needed` bytes fit.
@@ -183,7 +207,7 @@ impl ExemplarWriter {
         extend_with_zeros(&self.file, &self.path, self.capacity, capacity)?;
         let mapping =
             Mapping::new(&self.file, capacity).map_err(|e| WriteError::io(&self.path, e))?;
-        // Slots keep their own `Arc` to the old mapping, which stays valid.
+        // Records keep their own `Arc` to the old mapping, which stays valid.
         self.mapping = Arc::new(mapping);
         self.capacity = capacity;
         Ok(())
@@ -196,21 +220,38 @@ fn read_used(bytes: &[u8]) -> usize {
     })
 }
 
+/// Where a series' exemplar is: a record in one of the file's mappings.
+#[derive(Debug)]
+struct RecordAt {
+    mapping: Arc<Mapping>,
+    offset: usize,
+    labels_capacity: usize,
+}
+
+impl RecordAt {
+    fn words(&self) -> Option<&[AtomicU64]> {
+        self.mapping
+            .words(self.offset, (RECORD_HEADER_LEN + self.labels_capacity) / 8)
+    }
+}
+
 /// A lock-free handle to one series' exemplar record.
 ///
-/// Cloning is cheap; the handle keeps its mapping alive (as a
-/// [`crate::ValueSlot`] does), so it stays valid when the file grows.
+/// Cloning is cheap, and clones share the record: when an exemplar
+/// outgrows it, the series moves to a larger record for every clone. The
+/// handle keeps its mapping alive (as a [`crate::ValueSlot`] does), so it
+/// stays valid when the file grows.
 #[derive(Clone)]
 pub struct ExemplarSlot {
-    mapping: Arc<Mapping>,
-    /// Offset of the record.
-    offset: usize,
+    record: Arc<ArcSwap<RecordAt>>,
+    key: Arc<str>,
+    writer: Weak<Mutex<WriterInner>>,
 }
 
 impl std::fmt::Debug for ExemplarSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExemplarSlot")
-            .field("offset", &self.offset)
+            .field("offset", &self.record.load().offset)
             .field("exemplar", &self.load())
             .finish()
     }
@@ -222,13 +263,34 @@ pub enum Stored {
     /// The record holds the new exemplar.
     Stored,
     /// Another thread of this process was storing into the same record at
-    /// that moment; this exemplar was dropped.
+    /// that moment (or the file could not take a larger record); this
+    /// exemplar was dropped.
     Busy,
 }
 
 impl ExemplarSlot {
-    fn words(&self) -> Option<&[AtomicU64]> {
-        self.mapping.words(self.offset, RECORD_WORDS)
+    fn new(
+        inner: &Arc<Mutex<WriterInner>>,
+        state: &WriterInner,
+        key: &str,
+        offset: usize,
+        labels_capacity: usize,
+    ) -> Result<ExemplarSlot, WriteError> {
+        let record = RecordAt {
+            mapping: Arc::clone(&state.mapping),
+            offset,
+            labels_capacity,
+        };
+        if record.words().is_none() {
+            return Err(WriteError::FileFull {
+                path: state.path.clone(),
+            });
+        }
+        Ok(ExemplarSlot {
+            record: Arc::new(ArcSwap::from_pointee(record)),
+            key: key.into(),
+            writer: Arc::downgrade(inner),
+        })
     }
 
     /// Stores an exemplar, replacing the one before. Labels over
@@ -241,45 +303,67 @@ impl ExemplarSlot {
     ) -> Result<Stored, ExemplarError> {
         let mut area = [0u8; LABELS_CAPACITY];
         let len = encode_labels(labels, &mut area)?;
-        // Checked when the slot was made.
-        let Some(words) = self.words() else {
-            return Ok(Stored::Busy);
-        };
-        let seq = &words[0];
-        let before = seq.load(Ordering::Relaxed);
-        if before % 2 == 1
-            || seq
-                .compare_exchange(before, before + 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return Ok(Stored::Busy);
+        let mut record = self.record.load_full();
+        if len > record.labels_capacity {
+            match self.move_to_larger_record() {
+                Some(larger) => record = larger,
+                None => return Ok(Stored::Busy),
+            }
         }
-        // The odd number is visible before any of the new bytes (seqlock).
-        fence(Ordering::Release);
-        let sealed = before.wrapping_add(2).max(2);
-        let (value, timestamp) = (value.to_bits(), timestamp.to_bits());
-        words[1].store(
-            checksum(sealed, value, timestamp, &area[..len]),
-            Ordering::Relaxed,
-        );
-        words[2].store(value, Ordering::Relaxed);
-        words[3].store(timestamp, Ordering::Relaxed);
-        words[LEN_WORD].store(len as u64, Ordering::Relaxed);
-        for (word, chunk) in words[LABELS_WORD..].iter().zip(area[..len].chunks(8)) {
-            let mut bytes = [0u8; 8];
-            bytes[..chunk.len()].copy_from_slice(chunk);
-            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+        Ok(store_into(&record, &area[..len], value, timestamp))
+    }
+
+    /// Moves the series to a new record with room for any label set, and
+    /// marks the old one moved. `None` if the file cannot take it.
+    #[cold]
+    fn move_to_larger_record(&self) -> Option<Arc<RecordAt>> {
+        let inner = self.writer.upgrade()?;
+        let mut state = lock(&inner);
+        let current = self.record.load_full();
+        // Another clone may have moved it meanwhile.
+        if current.labels_capacity == LABELS_CAPACITY {
+            return Some(current);
         }
-        seq.store(sealed, Ordering::Release);
-        Ok(Stored::Stored)
+        let offset = state.append(&self.key, LABELS_CAPACITY).ok()?;
+        let larger = Arc::new(RecordAt {
+            mapping: Arc::clone(&state.mapping),
+            offset,
+            labels_capacity: LABELS_CAPACITY,
+        });
+        larger.words()?;
+        self.record.store(Arc::clone(&larger));
+        // Readers skip the old record from now on; a store racing this one
+        // into the old record sees the mark and goes to the new one.
+        if let Some(words) = current.words() {
+            let seq = &words[0];
+            // Whoever holds it odd (another thread's store) finishes within
+            // a few stores.
+            let even = loop {
+                let even = seq.load(Ordering::Relaxed) & !1;
+                if seq
+                    .compare_exchange_weak(even, even + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break even;
+                }
+                std::hint::spin_loop();
+            };
+            fence(Ordering::Release);
+            let word = words[LEN_WORD].load(Ordering::Relaxed);
+            words[LEN_WORD].store(word | u64::from(MOVED), Ordering::Relaxed);
+            seq.store(even.wrapping_add(2).max(2), Ordering::Release);
+        }
+        Some(larger)
     }
 
     /// The exemplar stored last, if any (and none while one is being
     /// stored by another thread at this very moment).
     #[must_use]
     pub fn load(&self) -> Option<Exemplar> {
-        let words = self.words()?;
-        let mut bytes = [0u8; RECORD_LEN];
+        let record = self.record.load();
+        let words = record.words()?;
+        let mut bytes = [0u8; RECORD_HEADER_LEN + LABELS_CAPACITY];
+        let bytes = &mut bytes[..words.len() * 8];
         for _ in 0..4 {
             let before = words[0].load(Ordering::Acquire);
             if before == 0 {
@@ -294,13 +378,57 @@ impl ExemplarSlot {
             }
             fence(Ordering::Acquire);
             if words[0].load(Ordering::Relaxed) == before {
-                if let Record::Whole(exemplar) = decode_record(&bytes) {
+                if let Record::Whole(exemplar) = decode_record(bytes) {
                     return Some(exemplar);
                 }
             }
         }
         None
     }
+}
+
+/// The seqlock store of one exemplar into `record` (which has room for
+/// `labels`).
+fn store_into(record: &RecordAt, labels: &[u8], value: f64, timestamp: f64) -> Stored {
+    let Some(words) = record.words() else {
+        return Stored::Busy;
+    };
+    let seq = &words[0];
+    let before = seq.load(Ordering::Relaxed);
+    if before % 2 == 1
+        || seq
+            .compare_exchange(before, before + 1, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return Stored::Busy;
+    }
+    // The odd number is visible before any of the new bytes (seqlock).
+    fence(Ordering::Release);
+    let sealed = before.wrapping_add(2).max(2);
+    let len_word = words[LEN_WORD].load(Ordering::Relaxed);
+    if (len_word as u32) & MOVED != 0 {
+        // Moved meanwhile: this exemplar races the move; drop it.
+        seq.store(sealed, Ordering::Release);
+        return Stored::Busy;
+    }
+    let (value, timestamp) = (value.to_bits(), timestamp.to_bits());
+    words[1].store(
+        checksum(sealed, value, timestamp, labels),
+        Ordering::Relaxed,
+    );
+    words[2].store(value, Ordering::Relaxed);
+    words[3].store(timestamp, Ordering::Relaxed);
+    words[LEN_WORD].store(
+        (len_word & 0xffff_ffff_0000_0000) | labels.len() as u64,
+        Ordering::Relaxed,
+    );
+    for (word, chunk) in words[LABELS_WORD..].iter().zip(labels.chunks(8)) {
+        let mut bytes = [0u8; 8];
+        bytes[..chunk.len()].copy_from_slice(chunk);
+        word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+    }
+    seq.store(sealed, Ordering::Release);
+    Stored::Stored
 }
 
 #[cfg(test)]
@@ -313,7 +441,7 @@ mod tests {
     fn stores_replace_in_place_and_files_are_continued() {
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Counter, "9").unwrap();
-        let mut writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
         let key = encode_key("c", "c_total", [], "h");
         let slot = writer.slot(&key).unwrap();
         assert_eq!(slot.load(), None);
@@ -332,7 +460,7 @@ mod tests {
         };
         assert_eq!(slot.load(), Some(expected.clone()));
         // Enough series to grow the file twice; the first slot still works.
-        for i in 0..150 {
+        for i in 0..700 {
             let key = encode_key("c", "c_total", [("i", i.to_string().as_str())], "h");
             writer
                 .slot(&key)
@@ -340,58 +468,59 @@ mod tests {
                 .store([("i", "x")], 1.0, 1.0)
                 .unwrap();
         }
-        assert_eq!(writer.capacity, EXEMPLAR_INITIAL_CAPACITY * 4);
-        let read = read_exemplar_file(writer.path()).unwrap();
-        assert_eq!(read.entries.len(), 151);
+        assert_eq!(lock(&writer.inner).capacity, EXEMPLAR_INITIAL_CAPACITY * 4);
+        let read = read_exemplar_file(&writer.path()).unwrap();
+        assert_eq!(read.entries.len(), 701);
         assert_eq!(
             (read.entries[0].raw_key.as_str(), &read.entries[0].exemplar),
             (key.as_str(), &expected)
         );
         assert_eq!(read.unsettled, 0);
         drop(writer);
-        let mut again = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let again = ExemplarWriter::open(dir.path(), &name).unwrap();
         assert_eq!(again.slot(&key).unwrap().load(), Some(expected));
-        assert_eq!(again.slots.len(), 151);
+        assert_eq!(lock(&again.inner).slots.len(), 701);
     }
 
     #[test]
     fn a_half_written_record_is_never_read_and_is_cleared_on_adoption() {
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Histogram, "3").unwrap();
-        let mut writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
         let key = encode_key("h", "h_bucket", [("le", "1.0")], "h");
         let slot = writer.slot(&key).unwrap();
         slot.store([("trace_id", "a")], 0.5, 1.0).unwrap();
         // A writer killed mid-store: odd sequence number, new bytes partly in.
-        let words = slot.words().unwrap();
+        let record = slot.record.load_full();
+        let words = record.words().unwrap();
         words[0].fetch_add(1, Ordering::Relaxed);
         words[2].store(9f64.to_bits(), Ordering::Relaxed);
-        let read = read_exemplar_file(writer.path()).unwrap();
+        let read = read_exemplar_file(&writer.path()).unwrap();
         assert!(read.entries.is_empty());
         assert_eq!(read.unsettled, 1);
         // A torn copy: even number, but bytes that do not match the seal.
         words[0].fetch_add(1, Ordering::Relaxed);
-        assert_eq!(read_exemplar_file(writer.path()).unwrap().unsettled, 1);
+        assert_eq!(read_exemplar_file(&writer.path()).unwrap().unsettled, 1);
         assert_eq!(slot.load(), None);
         words[0].fetch_sub(1, Ordering::Relaxed);
         drop(writer);
-        let mut again = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let again = ExemplarWriter::open(dir.path(), &name).unwrap();
         let slot = again.slot(&key).unwrap();
         assert_eq!(slot.load(), None);
         assert_eq!(
             slot.store([("trace_id", "c")], 0.7, 2.0).unwrap(),
             Stored::Stored
         );
-        assert_eq!(read_exemplar_file(again.path()).unwrap().entries.len(), 1);
+        assert_eq!(read_exemplar_file(&again.path()).unwrap().entries.len(), 1);
     }
 
     #[test]
     fn racing_readers_see_the_old_or_the_new_exemplar() {
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Counter, "5").unwrap();
-        let mut writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
         let slot = writer.slot(&encode_key("c", "c_total", [], "")).unwrap();
-        let path = writer.path().to_owned();
+        let path = writer.path();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writers: Vec<_> = (0..2)
             .map(|t| {
@@ -401,7 +530,10 @@ mod tests {
                     while !stop.load(Ordering::Relaxed) {
                         // The labels encode the value: a torn read would mix them.
                         let v = (i * 2 + t) as f64;
-                        let label = format!("{v}").repeat(1 + (i % 5) as usize);
+                        // Now and then longer than a small record: the
+                        // series moves to a larger one while readers read.
+                        let label = format!("{v}")
+                            .repeat(1 + (i % 5) as usize + 20 * usize::from(i == 500));
                         let _ = slot.store([("v", label.as_str())], v, v);
                         i += 1;
                     }
@@ -429,6 +561,62 @@ mod tests {
             w.join().unwrap();
         }
         assert!(seen > 0);
+    }
+
+    #[test]
+    fn a_long_exemplar_moves_its_series_to_a_larger_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "6").unwrap();
+        let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let (a, b) = (
+            encode_key("c", "c_total", [("x", "a")], ""),
+            encode_key("c", "c_total", [("x", "b")], ""),
+        );
+        let slot = writer.slot(&a).unwrap();
+        let clone = slot.clone();
+        writer
+            .slot(&b)
+            .unwrap()
+            .store([("trace_id", "b")], 1.0, 1.0)
+            .unwrap();
+        slot.store([("trace_id", "short")], 1.0, 1.0).unwrap();
+        let small = std::fs::metadata(writer.path()).unwrap();
+        let long = "\u{1F600}".repeat(120);
+        assert_eq!(
+            slot.store([("trace_id", long.as_str())], 2.0, 2.0).unwrap(),
+            Stored::Stored
+        );
+        let entries = |path: &Path| {
+            let read = read_exemplar_file(path).unwrap();
+            // The moved record is skipped as moved, not retried as torn.
+            assert_eq!(read.unsettled, 0);
+            read.entries
+                .into_iter()
+                .map(|e| (e.raw_key, e.exemplar.labels[0].1.clone()))
+                .collect::<Vec<_>>()
+        };
+        // One record per series: the old one of `a` is skipped.
+        assert_eq!(
+            entries(&writer.path()),
+            [(b.clone(), "b".into()), (a.clone(), long.clone())]
+        );
+        // Clones follow, and later short exemplars stay in the larger record.
+        assert_eq!(
+            clone.store([("trace_id", "again")], 3.0, 3.0).unwrap(),
+            Stored::Stored
+        );
+        assert_eq!(entries(&writer.path())[1], (a.clone(), "again".into()));
+        assert_eq!(small.len(), std::fs::metadata(writer.path()).unwrap().len());
+        drop((writer, slot, clone));
+        // A reopened file continues the larger record.
+        let again = ExemplarWriter::open(dir.path(), &name).unwrap();
+        assert_eq!(again.slot(&a).unwrap().load().unwrap().value, 3.0);
+        again
+            .slot(&a)
+            .unwrap()
+            .store([("trace_id", long.as_str())], 4.0, 4.0)
+            .unwrap();
+        assert_eq!(entries(&again.path()), [(b, "b".into()), (a, long)]);
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub(crate) fn fold_exemplars(
     if !latest.is_empty() {
         // Only now: a directory without exemplars gets no exemplar file.
         match ExemplarWriter::open(dir, target) {
-            Ok(mut writer) => {
+            Ok(writer) => {
                 for key in order {
                     let Some(exemplar) = latest.remove(&key) else {
                         continue;

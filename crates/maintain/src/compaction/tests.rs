@@ -387,7 +387,7 @@ fn only_plain_decimal_pids_count_as_exited_writers() {
 /// file for `id`, on the keys `write` uses.
 fn write_exemplars(dir: &Path, kind: MetricKind, id: &str, exemplars: &[(&str, &str, f64)]) {
     let name = FileName::new(kind, id).unwrap();
-    let mut writer = multiprom_format::ExemplarWriter::open(dir, &name).unwrap();
+    let writer = multiprom_format::ExemplarWriter::open(dir, &name).unwrap();
     for &(label, trace, ts) in exemplars {
         let key = encode_key("requests", "requests_total", [("route", label)], "help");
         writer
