@@ -14,13 +14,13 @@
 use std::process::Command;
 
 use crate::gunicorn::{wait_for_app, StopGunicornOnDrop};
-use crate::harness::{ensure_tool, free_port, multiprom, python_script, temp_dir, workspace_root};
+use crate::harness::{free_port, multiprom, python_script, workspace_root};
+use crate::prometheus_server::start_prometheus;
 use crate::python_package::package_python;
 use crate::spawned_server::Spawned;
 
 #[test]
 fn prometheus_stores_the_exemplars_gunicorn_workers_wrote_across_a_worker_kill() {
-    let prometheus = ensure_tool("prometheus", "prometheus");
     let python = package_python();
     let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
     let app = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
@@ -40,27 +40,8 @@ fn prometheus_stores_the_exemplars_gunicorn_workers_wrote_across_a_worker_kill()
     let run = StopGunicornOnDrop(Spawned::start(cmd));
     wait_for_app(&run.0, app);
 
-    let work = temp_dir();
-    let config = work.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: multiprom\n    static_configs:\n      \
-             - targets: ['{metrics}']\n"
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut cmd = Command::new(prometheus);
-    cmd.arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            work.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--enable-feature=exemplar-storage");
-    let prometheus = Spawned::start(cmd);
+    let (prometheus, port, _work) =
+        start_prometheus(&metrics.to_string(), &["--enable-feature=exemplar-storage"]);
 
     let check = Command::new(python)
         .arg(python_script("prometheus_exemplars_check.py"))

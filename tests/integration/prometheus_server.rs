@@ -12,11 +12,11 @@ use crate::harness::{ensure_tool, free_port, temp_dir};
 use crate::serve::{fixture, serve};
 use crate::spawned_server::{run_checker, Spawned};
 
-#[test]
-fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
+/// A real Prometheus server scraping `target` (`host:port`) every second,
+/// with `flags` (feature flags) added: the server, the port of its API, and
+/// the directory holding its configuration and data (removed when dropped).
+pub(crate) fn start_prometheus(target: &str, flags: &[&str]) -> (Spawned, u16, tempfile::TempDir) {
     let prometheus = ensure_tool("prometheus", "prometheus");
-    let dir = fixture();
-    let (_server, addr) = serve(dir.path(), &[]);
     let work = temp_dir();
     let config = work.path().join("prometheus.yml");
     std::fs::write(
@@ -24,7 +24,7 @@ fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
              scrape_configs:\n  - job_name: multiprom\n    static_configs:\n      \
-             - targets: ['{addr}']\n"
+             - targets: ['{target}']\n"
         ),
     )
     .unwrap();
@@ -35,8 +35,16 @@ fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
             "--storage.tsdb.path={}",
             work.path().join("data").display()
         ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"));
-    let prometheus = Spawned::start(cmd);
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .args(flags);
+    (Spawned::start(cmd), port, work)
+}
+
+#[test]
+fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
+    let dir = fixture();
+    let (_server, addr) = serve(dir.path(), &[]);
+    let (prometheus, port, _work) = start_prometheus(&addr.to_string(), &[]);
     let said = run_checker(
         &prometheus,
         "prometheus_server_check.py",

@@ -8,9 +8,8 @@
 //! series keeps only its latest anyway) rather than wait.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -26,7 +25,7 @@ use crate::exemplar_file::{
 };
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
-use crate::writer::{create_atomically, extend_with_zeros};
+use crate::writer::{extend_with_zeros, open_or_create};
 use crate::{open, read};
 
 /// Word index of the labels' length (low half) and capacity (high half).
@@ -64,19 +63,8 @@ impl ExemplarWriter {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(WriteError::io(subdir, e)),
         }
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path);
-        let file = match opened {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let header = header_bytes(EXEMPLAR_HEADER_LEN as u32);
-                create_atomically(subdir, &path, EXEMPLAR_INITIAL_CAPACITY, &header)?
-            }
-            Err(e) => return Err(WriteError::io(path, e)),
-        };
+        let header = header_bytes(EXEMPLAR_HEADER_LEN as u32);
+        let file = open_or_create(subdir, &path, EXEMPLAR_INITIAL_CAPACITY, &header)?;
         ExemplarWriter::from_existing(path, file)
     }
 

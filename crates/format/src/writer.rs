@@ -42,22 +42,9 @@ impl FileWriter {
     /// existing file (a reused pid) is continued from its entries.
     pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
         let path = dir.join(name.to_string());
-        // Without blocking on a FIFO or taking a terminal as controlling
-        // terminal; anything but a regular file is refused below.
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-            .open(&path);
-        match opened {
-            Ok(file) => FileWriter::from_existing(path, file),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let header = (HEADER_LEN as i32).to_ne_bytes();
-                let file = create_atomically(dir, &path, INITIAL_CAPACITY, &header)?;
-                FileWriter::from_existing(path, file)
-            }
-            Err(e) => Err(WriteError::io(path, e)),
-        }
+        let header = (HEADER_LEN as i32).to_ne_bytes();
+        let file = open_or_create(dir, &path, INITIAL_CAPACITY, &header)?;
+        FileWriter::from_existing(path, file)
     }
 
     fn from_existing(path: PathBuf, file: File) -> Result<FileWriter, WriteError> {
@@ -278,10 +265,34 @@ fn fill_holes(
     extend_with_zeros(file, path, used, capacity)
 }
 
+/// Opens `path` for writing, or creates it (in `dir`, sized to `capacity`,
+/// starting with `header`) if it does not exist. Opening does not block on
+/// a FIFO or take a terminal as controlling terminal; the caller refuses
+/// anything but a regular file.
+pub(crate) fn open_or_create(
+    dir: &Path,
+    path: &Path,
+    capacity: u64,
+    header: &[u8],
+) -> Result<File, WriteError> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    match opened {
+        Ok(file) => Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            create_atomically(dir, path, capacity, header)
+        }
+        Err(e) => Err(WriteError::io(path, e)),
+    }
+}
+
 /// Builds the file at `path` (in `dir`) under a hidden temporary name, sized
 /// to `capacity` with real zeros and starting with `header`, and links it
 /// into place. If another process created it first, that file is opened.
-pub(crate) fn create_atomically(
+fn create_atomically(
     dir: &Path,
     path: &Path,
     capacity: u64,
