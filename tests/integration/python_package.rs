@@ -44,7 +44,7 @@ use crate::http_client::get;
 use crate::spawned_server::{Spawned, PATIENCE};
 
 /// The maturin the wheel is built with (`--no-build-isolation`: from the venv).
-const MATURIN_VERSION: &str = "1.16.0";
+pub(crate) const MATURIN_VERSION: &str = "1.16.0";
 
 /// prometheus_flask_exporter and the Flask it runs on, for its gunicorn
 /// metrics server.
@@ -98,7 +98,7 @@ const FIXED_SEEDS: u64 = 120;
 const RANDOM_SEEDS: u64 = 120;
 
 /// Hash of everything the wheel is built from.
-fn source_hash() -> u64 {
+pub(crate) fn source_hash() -> u64 {
     fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
         let entries =
             std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
@@ -117,9 +117,8 @@ fn source_hash() -> u64 {
     }
     let root = workspace_root();
     let mut files = vec![root.join("Cargo.toml"), root.join("Cargo.lock")];
-    for dir in ["crates/python", "crates/collector", "crates/format"] {
-        walk(&root.join(dir), &mut files);
-    }
+    // Every crate: the extension links the CLI, which uses them all.
+    walk(&root.join("crates"), &mut files);
     files.sort();
     let mut hasher = DefaultHasher::new();
     for file in files {
