@@ -212,11 +212,20 @@ impl Venv {
     /// nothing of the test's but `HOME`.
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
-        cmd.env_clear().env("PATH", &self.path);
+        self.environment(&mut cmd);
+        cmd
+    }
+
+    /// The tests' environment: the venv's `PATH`, `HOME`, and nothing else
+    /// of the test's (no `PROMETHEUS_MULTIPROC_DIR`, no `MULTIPROM_INSTALL`).
+    fn environment(&self, cmd: &mut Command) {
+        // No __pycache__ left in the checkout by the apps the tests run.
+        cmd.env_clear()
+            .env("PATH", &self.path)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         if let Some(home) = std::env::var_os("HOME") {
             cmd.env("HOME", home);
         }
-        cmd
     }
 
     fn python(&self) -> PathBuf {
@@ -227,10 +236,7 @@ impl Venv {
 /// The Rust binary, in the same environment as [`Venv::command`].
 fn binary() -> Command {
     let mut cmd = multiprom();
-    cmd.env_clear().env("PATH", &venv().path);
-    if let Some(home) = std::env::var_os("HOME") {
-        cmd.env("HOME", home);
-    }
+    venv().environment(&mut cmd);
     cmd
 }
 
