@@ -22,8 +22,9 @@
 //!   it answers as without multiprom.
 //!
 //! The venv is keyed on a hash of the sources the wheel is built from, so a
-//! rerun without changes reuses it; a change rebuilds it (about 20 s of
-//! release build on two cores, in `target/python-wheel/`). Nothing here
+//! rerun without changes reuses it; a change rebuilds it (a release build
+//! in `target/python-wheel/`, shared with the wheel of wheel_command.rs:
+//! minutes from scratch on two cores, as the extension links the CLI). Nothing here
 //! skips: without Python, pip, cargo or the registry these tests fail and
 //! say why.
 
