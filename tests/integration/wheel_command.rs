@@ -130,6 +130,8 @@ fn remove_older(prefix: &str, keep: &Path) {
 fn wheel() -> &'static Path {
     static WHEEL: OnceLock<PathBuf> = OnceLock::new();
     WHEEL.get_or_init(|| {
+        // Only its `bin/maturin` (a binary, not a script naming the venv's
+        // Python by path) is used, so it may be made elsewhere and moved.
         let maturin_venv = target_dir().join(format!("py-venv-maturin-{MATURIN_VERSION}"));
         made_once(&maturin_venv, |tmp| {
             make_venv(tmp);
