@@ -1,7 +1,9 @@
 # multiprom as a container image: `docker build -t multiprom .`
 #
-# Two stages: the binary is built with the workspace's minimum Rust (the
-# rust-version in Cargo.toml) and the locked dependencies, then copied into
+# Two stages: the binary is built by the release recipe (`dist/build.sh
+# binary`, what `just dist` packs into the tarball) with the workspace's
+# minimum Rust (the rust-version in Cargo.toml) and the locked
+# dependencies, then copied into
 # distroless's `cc` image (glibc and libgcc, no shell, no package manager),
 # running as an unprivileged user. The build image and the runtime image are
 # the same Debian release, so the binary's glibc is the one it runs on.
@@ -9,8 +11,8 @@
 FROM rust:1.88-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p multiprom \
- && install -D -m 0755 target/release/multiprom /out/multiprom \
+RUN bash dist/build.sh binary /dist \
+ && install -D -m 0755 /dist/multiprom-*/multiprom /out/multiprom \
  && /out/multiprom --version
 
 FROM gcr.io/distroless/cc-debian12:nonroot

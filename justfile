@@ -15,6 +15,11 @@ lint:
 test:
     cargo test --workspace
 
+# Release artefacts from this checkout (docs/release.md): the binary tarball
+# (with completions and man pages), the Python wheel and SHA256SUMS, in `out`.
+dist out="target/dist":
+    bash dist/build.sh all {{out}}
+
 # Benchmarks (criterion); see docs/benchmarks.md for recorded figures.
 bench:
     cargo bench --workspace

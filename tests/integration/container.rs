@@ -1,9 +1,10 @@
 //! The container recipe (`Dockerfile`) and the Kubernetes sidecar recipe in
 //! docs/operations.md, checked as far as they can be without a container
 //! runtime: the build stage uses the workspace's minimum Rust (which CI
-//! checks the workspace with, `--locked`), the build context leaves build
-//! output out, and the image's default command and the recipe's arguments
-//! are accepted by the real binary and serve what the probes ask for.
+//! checks the workspace with, `--locked`) and the release recipe's binary
+//! (`dist/build.sh`), the build context leaves build output out, and the
+//! image's default command and the recipe's arguments are accepted by the
+//! real binary and serve what the probes ask for.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -62,7 +63,9 @@ fn dockerfile_builds_with_the_minimum_rust_and_runs_its_default_command() {
         dockerfile.contains(&format!("FROM rust:{msrv}-bookworm AS build")),
         "the build stage must use rust-version {msrv}"
     );
-    assert!(dockerfile.contains("cargo build --release --locked -p multiprom"));
+    // The release recipe's binary (`just dist`), built locked.
+    assert!(dockerfile.contains("RUN bash dist/build.sh binary /dist"));
+    assert!(read("dist/build.sh").contains("cargo build --release --locked -p multiprom"));
     // Same Debian release for build and run: the binary's glibc.
     assert!(dockerfile.contains("FROM gcr.io/distroless/cc-debian12:nonroot"));
     let ignore = read(".dockerignore");

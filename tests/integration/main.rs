@@ -38,3 +38,4 @@ mod serve;
 mod shrinking;
 mod spawned_server;
 mod status_page;
+mod wheel_command;

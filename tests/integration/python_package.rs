@@ -22,8 +22,9 @@
 //!   it answers as without multiprom.
 //!
 //! The venv is keyed on a hash of the sources the wheel is built from, so a
-//! rerun without changes reuses it; a change rebuilds it (about 20 s of
-//! release build on two cores, in `target/python-wheel/`). Nothing here
+//! rerun without changes reuses it; a change rebuilds it (a release build
+//! in `target/python-wheel/`, shared with the wheel of wheel_command.rs:
+//! minutes from scratch on two cores, as the extension links the CLI). Nothing here
 //! skips: without Python, pip, cargo or the registry these tests fail and
 //! say why.
 
@@ -44,7 +45,7 @@ use crate::http_client::get;
 use crate::spawned_server::{Spawned, PATIENCE};
 
 /// The maturin the wheel is built with (`--no-build-isolation`: from the venv).
-const MATURIN_VERSION: &str = "1.16.0";
+pub(crate) const MATURIN_VERSION: &str = "1.16.0";
 
 /// prometheus_flask_exporter and the Flask it runs on, for its gunicorn
 /// metrics server.
@@ -98,7 +99,7 @@ const FIXED_SEEDS: u64 = 120;
 const RANDOM_SEEDS: u64 = 120;
 
 /// Hash of everything the wheel is built from.
-fn source_hash() -> u64 {
+pub(crate) fn source_hash() -> u64 {
     fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
         let entries =
             std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
@@ -117,9 +118,8 @@ fn source_hash() -> u64 {
     }
     let root = workspace_root();
     let mut files = vec![root.join("Cargo.toml"), root.join("Cargo.lock")];
-    for dir in ["crates/python", "crates/collector", "crates/format"] {
-        walk(&root.join(dir), &mut files);
-    }
+    // Every crate: the extension links the CLI, which uses them all.
+    walk(&root.join("crates"), &mut files);
     files.sort();
     let mut hasher = DefaultHasher::new();
     for file in files {

@@ -8,17 +8,18 @@
 //! gauges while its counters and histograms keep counting in the totals.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use multiprom_format::{DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 use rustix::process::{kill_process, Pid, Signal};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
+use crate::exit_code::ExitCode;
 use crate::http_service::{self, parse_duration, EndpointArgs};
 use crate::launch_dir::{ExistingFiles, Launch, MetricsDir};
 use crate::logging;
 use crate::signals;
+use crate::Relaunch;
 
 mod worker;
 
@@ -58,7 +59,7 @@ pub(crate) struct Args {
 }
 
 /// Runs `multiprom demo`.
-pub(crate) fn main(args: Args) -> ExitCode {
+pub(crate) fn main(args: Args, relaunch: &Relaunch) -> ExitCode {
     if let Some(index) = args.worker {
         return worker::main(index);
     }
@@ -80,7 +81,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let code = launch
         .runtime
-        .block_on(supervise(&args, launch.dir.path(), listener));
+        .block_on(supervise(&args, relaunch, launch.dir.path(), listener));
     let kept = matches!(launch.dir, MetricsDir::Given(_)).then(|| launch.dir.path().to_path_buf());
     launch.finish("multiprom demo");
     if let Some(kept) = kept {
@@ -108,9 +109,9 @@ struct Worker {
     child: Child,
 }
 
-fn spawn_worker(index: u32, dir: &Path) -> std::io::Result<Worker> {
-    let exe = std::env::current_exe()?;
-    let child = Command::new(exe)
+fn spawn_worker(index: u32, relaunch: &Relaunch, dir: &Path) -> std::io::Result<Worker> {
+    let child = relaunch
+        .command()?
         .args(["demo", "--worker", &index.to_string()])
         .env(DIR_ENV_VAR, dir)
         .env_remove(LEGACY_DIR_ENV_VAR)
@@ -133,7 +134,12 @@ async fn stop_worker(worker: &mut Worker) {
     }
 }
 
-async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> ExitCode {
+async fn supervise(
+    args: &Args,
+    relaunch: &Relaunch,
+    dir: &Path,
+    listener: std::net::TcpListener,
+) -> ExitCode {
     let shutdown = match signals::termination() {
         Ok(shutdown) => shutdown,
         Err(err) => {
@@ -151,7 +157,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     };
     let mut workers = Vec::new();
     for index in 0..args.workers {
-        match spawn_worker(index, dir) {
+        match spawn_worker(index, relaunch, dir) {
             Ok(worker) => workers.push(worker),
             Err(err) => {
                 eprintln!("multiprom demo: cannot start worker {index}: {err}");
@@ -203,7 +209,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
                 next_restart += 1;
                 let old = worker.child.id().unwrap_or(0);
                 stop_worker(worker).await;
-                match spawn_worker(worker.index, dir) {
+                match spawn_worker(worker.index, relaunch, dir) {
                     Ok(new) => {
                         tracing::info!(
                             "restarted worker {} (pid {old} -> {}): its live gauges are reaped, its counters stay in the totals",

@@ -6,9 +6,10 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::CommandFactory;
+
+use crate::exit_code::ExitCode;
 
 /// Arguments of `multiprom completions`.
 #[derive(Debug, clap::Args)]

@@ -8,13 +8,14 @@
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use multiprom_collector::{merge_files, scan_dir, CollectOptions};
 use multiprom_format::{
     float_to_go_string, read_valid_prefix, FileName, Header, Key, MetricKind, ReadError,
 };
 use serde::Serialize;
+
+use crate::exit_code::ExitCode;
 
 mod sniff;
 

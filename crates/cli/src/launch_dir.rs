@@ -5,8 +5,8 @@
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
+use crate::exit_code::ExitCode;
 use crate::{http_service, listen};
 
 /// What a launcher (`run`, `demo`) sets up before it starts anything: the

@@ -11,11 +11,12 @@
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitCode, ExitStatus};
+use std::process::ExitStatus;
 
 use multiprom_format::{DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 use rustix::process::{kill_process, Pid};
 
+use crate::exit_code::ExitCode;
 use crate::http_service::{self, EndpointArgs};
 use crate::launch_dir::{ExistingFiles, Launch};
 use crate::logging;

@@ -12,11 +12,11 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use multiprom_collector::{CollectOptions, DirCollector, FileState, Format};
 
 use crate::dir_resolution;
+use crate::exit_code::ExitCode;
 
 /// Exposition format of `multiprom scrape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,8 +1,8 @@
 //! `multiprom serve`: one HTTP endpoint for a multiprocess directory.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
+use crate::exit_code::ExitCode;
 use crate::http_service::{self, EndpointArgs};
 use crate::{dir_resolution, listen, logging, signals};
 

@@ -10,7 +10,11 @@
 //! pairs for Python's `logging`. Bad files, a directory that cannot be
 //! listed, even a bug in the engine, become reports, never exceptions: a
 //! scrape must not fail because of one file.
+//!
+//! It also carries the whole `multiprom` command line (`cli::main`, the
+//! `multiprom` command's and `python -m multiprom`'s engine).
 
+mod cli;
 mod metrics;
 mod value;
 mod value_core;
@@ -235,5 +239,8 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<value_files::ValueFiles>()?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
+    module.add_function(wrap_pyfunction!(cli::main, module)?)?;
+    // What the linked-in CLI's `--version` prints.
+    module.add("__version__", multiprom_cli::VERSION)?;
     Ok(())
 }

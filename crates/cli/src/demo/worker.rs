@@ -5,10 +5,11 @@
 //! rest), and finish ok or (rarely) with an error. Timing is simulated with
 //! a tiny deterministic PRNG seeded from the pid: no real model, no network.
 
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use multiprom_client::{ClientError, GaugeMode, MultiprocessRegistry};
+
+use crate::exit_code::ExitCode;
 
 /// Models served, one per worker in turn, so label sets vary.
 const MODELS: [&str; 2] = ["llama-3.1-8b-instruct", "qwen2.5-7b-instruct"];

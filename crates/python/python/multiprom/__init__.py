@@ -56,6 +56,10 @@ from multiprom._values import MultiProcessValue
 
 __all__ = ["MultiProcessCollector", "MultiProcessValue", "install", "install_writer"]
 
+# The version of this build; the `multiprom` command (`multiprom --version`)
+# is the same build.
+__version__ = _native.__version__
+
 _logger = logging.getLogger("multiprom")
 
 # The module whose MultiProcessCollector install() replaces.
