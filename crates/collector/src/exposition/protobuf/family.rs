@@ -34,16 +34,16 @@ use crate::family::{FamilyType, MergedFamily, MergedSample};
 pub(super) fn messages(family: &MergedFamily) -> Vec<MetricFamily> {
     let mut misfits = Misfits::default();
     let own = match family.family_type {
-        FamilyType::Counter => single_values(family, "_total", &mut misfits, |value, sample| {
-            Metric {
+        FamilyType::Counter => {
+            single_values(family, "_total", &mut misfits, |value, sample| Metric {
                 counter: Some(Counter {
                     value: Some(value),
                     exemplar: sample.exemplar.as_deref().map(exemplar),
                     created_timestamp: None,
                 }),
                 ..Metric::default()
-            }
-        }),
+            })
+        }
         FamilyType::Gauge => single_values(family, "", &mut misfits, |value, _| Metric {
             gauge: Some(Gauge { value: Some(value) }),
             ..Metric::default()
@@ -141,6 +141,10 @@ fn single_values<'a>(
     message
 }
 
+/// The labels of a summary's or histogram's metric: a sample's without
+/// `quantile` or `le`.
+type Labels = Vec<(Arc<str>, Arc<str>)>;
+
 /// The samples of one label set of a summary or histogram.
 #[derive(Default)]
 struct Group<'a> {
@@ -174,8 +178,8 @@ fn grouped<'a>(
     } else {
         ("", "quantile")
     };
-    let mut groups: Vec<(Vec<(Arc<str>, Arc<str>)>, Group<'a>)> = Vec::new();
-    let mut index: HashMap<Vec<(Arc<str>, Arc<str>)>, usize> = HashMap::new();
+    let mut groups: Vec<(Labels, Group<'a>)> = Vec::new();
+    let mut index: HashMap<Labels, usize> = HashMap::new();
     for sample in &family.samples {
         let Some(suffix) = sample.name.strip_prefix(&*family.name) else {
             misfits.push(sample);
@@ -227,7 +231,7 @@ fn grouped<'a>(
 
 /// A sample's labels without `bound_label`, and that label's value as a
 /// number (`None` without one, or with one that is no number).
-fn bound_of(sample: &MergedSample, bound_label: &str) -> Option<(Vec<(Arc<str>, Arc<str>)>, f64)> {
+fn bound_of(sample: &MergedSample, bound_label: &str) -> Option<(Labels, f64)> {
     let mut bound = None;
     let mut rest = Vec::with_capacity(sample.labels.len());
     for (name, value) in sample.labels.iter() {
@@ -320,7 +324,7 @@ fn whole_count(value: f64) -> (u64, Option<f64>) {
     const LIMIT: f64 = 18_446_744_073_709_551_616.0;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // saturating
     let whole = value as u64;
-    let exact = value >= 0.0 && value < LIMIT && value.fract() == 0.0;
+    let exact = (0.0..LIMIT).contains(&value) && value.fract() == 0.0;
     (whole, (!exact).then_some(value))
 }
 

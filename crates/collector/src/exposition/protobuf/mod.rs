@@ -12,6 +12,9 @@
 mod family;
 mod timestamp;
 
+#[cfg(test)]
+mod tests;
+
 // The generated file is included, not a module of its own, so rustfmt and
 // the workspace's documentation lints leave prost-build's output as it is.
 #[allow(
