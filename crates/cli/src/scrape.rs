@@ -1,7 +1,8 @@
 //! `multiprom scrape`: merge a directory once and print it.
 //!
 //! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
-//! with `--strict` when a file was bad, 2 when there is no usable directory.
+//! with `--strict` when a file was bad, 2 when there is no usable directory
+//! (or `--no-accumulate` was asked with `--format protobuf`).
 //! A directory with no `*.db` files prints nothing (or only `# EOF`) and
 //! exits 0, as it is a normal state before the first worker starts, but says
 //! so on stderr: a cron job publishing the output should not publish an
@@ -25,6 +26,7 @@ use crate::exit_code::ExitCode;
 pub(crate) enum FormatArg {
     Prometheus,
     Openmetrics,
+    Protobuf,
 }
 
 /// Arguments of `multiprom scrape`.
@@ -36,15 +38,15 @@ names no directory.
 
 Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
 no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \
-no usable directory.")]
+no usable directory (or --no-accumulate was given with --format protobuf).")]
 pub(crate) struct Args {
     /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR]
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Prometheus text 0.0.4, or OpenMetrics 1.0.0 (ends with # EOF)
+    /// Prometheus text 0.0.4, OpenMetrics 1.0.0 (ends with # EOF), or the Prometheus protobuf format (length-delimited MetricFamily messages)
     #[arg(long, value_enum, default_value = "prometheus")]
     format: FormatArg,
-    /// Raw histogram buckets, no _count (Python's accumulate=False)
+    /// Raw histogram buckets, no _count (Python's accumulate=False; not with --format protobuf, whose buckets are cumulative)
     #[arg(long)]
     no_accumulate: bool,
     /// Exit 1 if a file was bad (still skipped, the rest still printed)
@@ -54,6 +56,12 @@ pub(crate) struct Args {
 
 /// Runs `multiprom scrape`.
 pub(crate) fn main(args: Args) -> ExitCode {
+    if args.no_accumulate && args.format == FormatArg::Protobuf {
+        // A histogram message holds cumulative counts only: raw buckets
+        // would be read as cumulative ones, silently wrong.
+        eprintln!("multiprom scrape: --no-accumulate cannot be used with --format protobuf (its histogram buckets are cumulative)");
+        return ExitCode::from(2);
+    }
     let dir = match dir_resolution::resolve(args.dir) {
         Ok(dir) => dir,
         Err(err) => {
@@ -77,18 +85,15 @@ pub(crate) fn main(args: Args) -> ExitCode {
     // collector's tables (a key table and an index entry per file) one
     // allocation at a time would only delay the exit.
     std::mem::forget(collector);
-    let format = match args.format {
-        FormatArg::Prometheus => Format::Prometheus,
-        FormatArg::Openmetrics => Format::OpenMetrics,
-    };
     // The body first, in one write: stderr warnings then never interleave
     // with a half-written body in a terminal.
-    let body = scrape.encode(format);
+    let body = match args.format {
+        FormatArg::Prometheus => scrape.encode(Format::Prometheus).into_bytes(),
+        FormatArg::Openmetrics => scrape.encode(Format::OpenMetrics).into_bytes(),
+        FormatArg::Protobuf => scrape.encode_protobuf(),
+    };
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(body.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    match stdout.write_all(&body).and_then(|()| stdout.flush()) {
         Ok(()) => {}
         // `multiprom scrape | head`: the reader is gone, which is not our error.
         Err(err) if err.kind() == std::io::ErrorKind::BrokenPipe => {}

@@ -24,15 +24,17 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use multiprom_collector::exposition::{Body as ExpositionBody, LineCache};
-use multiprom_collector::{CollectError, DirCollector, Format, NameFilter, Scrape};
+use multiprom_collector::exposition::{
+    encode_protobuf_all, Body as ExpositionBody, LineCache, PROTOBUF_CONTENT_TYPE,
+};
+use multiprom_collector::{CollectError, DirCollector, Format, MergedFamily, NameFilter, Scrape};
 use tokio::sync::Semaphore;
 
 use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
 
 use crate::listability::Listability;
 use crate::metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
-use crate::negotiate::{accepts_gzip, choose_format};
+use crate::negotiate::{accepts_gzip, choose_exposition, Exposition};
 use crate::plain_response::plain;
 use crate::probes;
 use crate::process_metrics;
@@ -312,18 +314,62 @@ impl Endpoint {
         format: Format,
         filter: Option<NameFilter>,
     ) -> Result<String, ScrapeFailure> {
-        let kept = filter.clone();
+        self.rendered(filter, move |served, scrape, filter| match scrape {
+            Some(scrape) => served.render_metrics(scrape, format, filter),
+            None => {
+                let mut out = String::new();
+                format.encode(&served.unlistable_families(filter), &mut out);
+                out
+            }
+        })
+        .await
+    }
+
+    /// [`Endpoint::metrics`] in the Prometheus protobuf format
+    /// (length-delimited `MetricFamily` messages).
+    pub async fn metrics_protobuf(
+        &self,
+        filter: Option<NameFilter>,
+    ) -> Result<Vec<u8>, ScrapeFailure> {
+        self.rendered(filter, |served, scrape, filter| {
+            let mut out = Vec::new();
+            match scrape {
+                Some(scrape) => {
+                    out.reserve(64 * scrape.stats.series + 4096);
+                    let own = served.own_families(scrape, filter);
+                    encode_protobuf_all(&[scrape.families.as_slice(), own.as_slice()], &mut out);
+                }
+                None => encode_protobuf_all(&[served.unlistable_families(filter)], &mut out),
+            }
+            out
+        })
+        .await
+    }
+
+    /// One bounded collection rendered by `render` (given `None` when the
+    /// directory cannot be listed; see [`Endpoint::metrics`]).
+    async fn rendered<T, R>(
+        &self,
+        filter: Option<NameFilter>,
+        render: R,
+    ) -> Result<T, ScrapeFailure>
+    where
+        T: Send + 'static,
+        R: Fn(&ServedDir, Option<&Arc<Scrape>>, Option<&NameFilter>) -> T + Send + Sync + 'static,
+    {
+        let render = Arc::new(render);
+        let (kept, render_listed) = (filter.clone(), Arc::clone(&render));
         let result = self
             .bounded(filter.clone(), move |served, scrape| {
                 served.listability.listed(served.collector.dir());
-                served.render_metrics(scrape, format, kept.as_ref())
+                render_listed(served, Some(scrape), kept.as_ref())
             })
             .await;
         match result {
             Err(ScrapeFailure::Collect(err)) => {
                 self.served.metrics.count_scrape(ScrapeResult::Error);
                 self.served.listability.failed(&err);
-                Ok(self.served.render_unlistable(format, filter.as_ref()))
+                Ok(render(&self.served, None, filter.as_ref()))
             }
             Err(failure) => {
                 self.served.metrics.count_scrape(failure.result());
@@ -461,9 +507,9 @@ impl ServedDir {
             .collect()
     }
 
-    /// The `/metrics` body when the directory cannot be listed: the
+    /// The `/metrics` families when the directory cannot be listed: the
     /// self-metrics alone, the last scrape's numbers at zero.
-    fn render_unlistable(&self, format: Format, filter: Option<&NameFilter>) -> String {
+    fn unlistable_families(&self, filter: Option<&NameFilter>) -> Vec<MergedFamily> {
         let maintenance = self.maintenance();
         let mut own = self.metrics.record_nothing_read(maintenance.as_ref());
         own.push(directory_listable(false));
@@ -471,9 +517,7 @@ impl ServedDir {
         if let Some(filter) = filter {
             own = filter.restrict(own);
         }
-        let mut out = String::new();
-        format.encode(&own, &mut out);
-        out
+        own
     }
 
     fn render_metrics(
@@ -487,6 +531,15 @@ impl ServedDir {
         // `# EOF` comes after both, from `finish`.
         let mut body = ExpositionBody::new(format, &mut out);
         self.encode_families(scrape, format, filter, &mut body);
+        let own = self.own_families(scrape, filter);
+        body.families(&own);
+        body.finish();
+        out
+    }
+
+    /// multiprom's own families after a collection, as `filter` keeps them,
+    /// without those a worker family's name shadows (logged once per name).
+    fn own_families(&self, scrape: &Scrape, filter: Option<&NameFilter>) -> Vec<MergedFamily> {
         let maintenance = self.maintenance();
         let mut own = self.metrics.record(&scrape.stats, maintenance.as_ref());
         own.push(directory_listable(true));
@@ -505,8 +558,6 @@ impl ServedDir {
         }
         let reserved = reserved_names(&scrape.families);
         let (own, shadowed) = without_clashes(own, &reserved);
-        body.families(&own);
-        body.finish();
         if !shadowed.is_empty() {
             let mut reported = self
                 .shadowed_reported
@@ -520,7 +571,7 @@ impl ServedDir {
                 }
             }
         }
-        out
+        own
     }
 }
 
@@ -581,36 +632,49 @@ async fn metrics_handler(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let Some(format) = choose_format(header_str(&headers, header::ACCEPT)) else {
+    let accept = header_str(&headers, header::ACCEPT);
+    let Some(exposition) = choose_exposition(accept) else {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
             format!(
-                "multiprom: no acceptable format; /metrics serves \"{}\" and \"{}\"",
+                "multiprom: no acceptable format; /metrics serves \"{}\", \"{}\" and \"{}\"",
                 Format::Prometheus.content_type(),
-                Format::OpenMetrics.content_type()
+                Format::OpenMetrics.content_type(),
+                PROTOBUF_CONTENT_TYPE
             ),
         );
     };
     let gzip = accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
     let filter = query.as_deref().and_then(name_filter);
-    let body = match endpoint.metrics(format, filter).await {
-        Ok(body) => body,
-        Err(failure) => return failure_response(&failure),
+    let (content_type, body) = match exposition {
+        Exposition::Text(format) => match endpoint.metrics(format, filter).await {
+            Ok(text) => (format.content_type(), Encoded::Text(text)),
+            Err(failure) => return failure_response(&failure),
+        },
+        Exposition::Protobuf => match endpoint.metrics_protobuf(filter).await {
+            Ok(bytes) => (PROTOBUF_CONTENT_TYPE, Encoded::Binary(bytes)),
+            Err(failure) => return failure_response(&failure),
+        },
     };
+    // Which format a client got, for `--log.level debug`: negotiation is
+    // otherwise invisible from the server's side.
+    tracing::debug!(
+        "GET {}: Accept {:?} answered with {content_type}{}",
+        endpoint.metrics_path,
+        accept.unwrap_or_default(),
+        if gzip { ", gzipped" } else { "" }
+    );
     let (bytes, encoding) = match gzip.then(|| gzip_bytes(body.as_bytes())) {
         Some(Ok(compressed)) => {
             // The text's buffer goes back to the pool right away.
-            drop(endpoint.served.texts.body(body));
+            drop(body.into_bytes(&endpoint.served.texts));
             (Bytes::from(compressed), Some("gzip"))
         }
-        _ => (endpoint.served.texts.body(body), None),
+        _ => (body.into_bytes(&endpoint.served.texts), None),
     };
     let mut response = Response::new(Body::empty());
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(format.content_type()),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(
         header::VARY,
         HeaderValue::from_static("Accept, Accept-Encoding"),
@@ -622,6 +686,29 @@ async fn metrics_handler(
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(bytes.len()));
     *response.body_mut() = Body::from(bytes);
     response
+}
+
+/// A `/metrics` body before it is sent: text (whose buffer returns to the
+/// pool) or protobuf.
+enum Encoded {
+    Text(String),
+    Binary(Vec<u8>),
+}
+
+impl Encoded {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Encoded::Text(text) => text.as_bytes(),
+            Encoded::Binary(bytes) => bytes,
+        }
+    }
+
+    fn into_bytes(self, texts: &Arc<TextPool>) -> Bytes {
+        match self {
+            Encoded::Text(text) => texts.body(text),
+            Encoded::Binary(bytes) => Bytes::from(bytes),
+        }
+    }
 }
 
 /// The `name[]` parameters of a query, as `prometheus_client`'s handlers

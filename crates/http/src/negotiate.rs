@@ -7,8 +7,30 @@
 //! the most specific range that matches a format gives its q, `q=0` means
 //! "not acceptable", and the higher q wins. On a tie an explicit OpenMetrics
 //! range wins (as in Python); a bare `*/*` gets text 0.0.4.
+//!
+//! The Prometheus protobuf format is served only to a client that names it
+//! exactly (`application/vnd.google.protobuf` with
+//! `proto=io.prometheus.client.MetricFamily` and `encoding=delimited`, as
+//! Prometheus sends it when it scrapes native histograms) and gives it a
+//! higher q than every text format: no wildcard stands for it, so a browser
+//! or `curl` never gets binary, and on a tie text wins.
 
 use multiprom_collector::Format;
+
+/// What a `/metrics` answer is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Exposition {
+    /// A text format: Prometheus text 0.0.4 or OpenMetrics 1.0.0.
+    Text(Format),
+    /// The Prometheus protobuf format: length-delimited `MetricFamily`
+    /// messages.
+    Protobuf,
+}
+
+/// The media type of the Prometheus protobuf format.
+const PROTOBUF_TYPE: &str = "application/vnd.google.protobuf";
+/// Its `proto` parameter: the message type.
+const PROTOBUF_MESSAGE: &str = "io.prometheus.client.MetricFamily";
 
 /// One media range of an `Accept` header.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,6 +39,10 @@ struct MediaRange<'a> {
     media_type: &'a str,
     /// The `version` parameter, if any.
     version: Option<&'a str>,
+    /// The `proto` parameter (protobuf's message type), if any.
+    proto: Option<&'a str>,
+    /// The `encoding` parameter (protobuf's framing), if any.
+    encoding: Option<&'a str>,
     /// The q-value, 0.0 to 1.0.
     q: f32,
 }
@@ -30,6 +56,8 @@ fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
         let mut range = MediaRange {
             media_type,
             version: None,
+            proto: None,
+            encoding: None,
             q: 1.0,
         };
         for param in parts {
@@ -40,6 +68,8 @@ fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
             match name.trim().to_ascii_lowercase().as_str() {
                 "q" => range.q = parse_q(value)?,
                 "version" => range.version = Some(value),
+                "proto" => range.proto = Some(value),
+                "encoding" => range.encoding = Some(value),
                 _ => {}
             }
         }
@@ -139,6 +169,55 @@ pub fn choose_format(accept: Option<&str>) -> Option<Format> {
     }
 }
 
+/// The q-value `header` gives the Prometheus protobuf format (delimited
+/// `MetricFamily` messages): the best of the ranges that name it exactly,
+/// `None` if none does.
+fn protobuf_quality(header: &str) -> Option<f32> {
+    parse_ranges(header)
+        .filter(|range| {
+            range.media_type.eq_ignore_ascii_case(PROTOBUF_TYPE)
+                && range.proto == Some(PROTOBUF_MESSAGE)
+                && range.encoding == Some("delimited")
+        })
+        .map(|range| range.q)
+        .reduce(f32::max)
+}
+
+/// What to answer `/metrics` with, or `None` if the client refuses every
+/// format (406): the protobuf format when the client names it with a q
+/// above that of every text format, else [`choose_format`]'s text format.
+///
+/// ```
+/// use multiprom_collector::Format;
+/// use multiprom_http::negotiate::{choose_exposition, Exposition};
+///
+/// // Prometheus 2.x with native histograms on.
+/// let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+/// assert_eq!(choose_exposition(Some(native)), Some(Exposition::Protobuf));
+/// let default = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+/// assert_eq!(choose_exposition(Some(default)), Some(Exposition::Text(Format::OpenMetrics)));
+/// assert_eq!(choose_exposition(Some("*/*")), Some(Exposition::Text(Format::Prometheus)));
+/// ```
+#[must_use]
+pub fn choose_exposition(accept: Option<&str>) -> Option<Exposition> {
+    let text = choose_format(accept);
+    let Some(protobuf_q) = accept.and_then(protobuf_quality).filter(|&q| q > 0.0) else {
+        return text.map(Exposition::Text);
+    };
+    let Some(format) = text else {
+        return Some(Exposition::Protobuf);
+    };
+    let accept = accept.unwrap_or_default();
+    // `choose_format` answers text 0.0.4 to a header that names no text
+    // format; such a header gives text nothing.
+    let text_q = quality(accept, format).map_or(0.0, |(_, q)| q);
+    if protobuf_q > text_q {
+        Some(Exposition::Protobuf)
+    } else {
+        Some(Exposition::Text(format))
+    }
+}
+
 /// Whether `Accept-Encoding` allows gzip (`gzip`, `x-gzip` or `*` with a
 /// q-value above 0; an explicit `gzip;q=0` refuses it even with `*`).
 ///
@@ -183,9 +262,59 @@ mod tests {
         // Text preferred.
         let text_first = "text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1";
         assert_eq!(choose_format(Some(text_first)), Some(Format::Prometheus));
-        // Protobuf first (which we do not speak), then text.
+        // Protobuf first: the best text format is text 0.0.4.
         let proto = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
         assert_eq!(choose_format(Some(proto)), Some(Format::Prometheus));
+    }
+
+    #[test]
+    fn prometheus_scraping_native_histograms_gets_protobuf() {
+        // Prometheus 2.x with `--enable-feature=native-histograms`
+        // (scrape/scrape.go, scrapeAcceptHeaderWithProtobuf).
+        let v2 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(choose_exposition(Some(v2)), Some(Exposition::Protobuf));
+        // Prometheus 3.x with protobuf first in scrape_protocols
+        // (config.DefaultProtoFirstScrapeProtocols, scrape.acceptHeader).
+        let v3 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1";
+        assert_eq!(choose_exposition(Some(v3)), Some(Exposition::Protobuf));
+        // Protobuf alone, in another case and spacing.
+        let alone = "Application/Vnd.Google.Protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+        assert_eq!(choose_exposition(Some(alone)), Some(Exposition::Protobuf));
+        // Text refused, protobuf accepted.
+        let only = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.1,text/plain;q=0,application/openmetrics-text;q=0";
+        assert_eq!(choose_exposition(Some(only)), Some(Exposition::Protobuf));
+    }
+
+    #[test]
+    fn protobuf_only_when_named_exactly_and_preferred() {
+        let text = Some(Exposition::Text(Format::Prometheus));
+        let om = Some(Exposition::Text(Format::OpenMetrics));
+        // Prometheus's default header does not name it.
+        let default = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(choose_exposition(Some(default)), om);
+        // Wildcards never stand for it.
+        assert_eq!(choose_exposition(Some("*/*")), text);
+        assert_eq!(choose_exposition(Some("application/*")), om);
+        assert_eq!(choose_exposition(None), text);
+        // Another message, another framing, or none named: not ours.
+        for other in [
+            "application/vnd.google.protobuf;proto=io.prometheus.client.Metric;encoding=delimited",
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text",
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily",
+            "application/vnd.google.protobuf",
+        ] {
+            assert_eq!(choose_exposition(Some(other)), text, "{other}");
+        }
+        // A text format preferred, or tied, wins.
+        let lower = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0;q=0.8";
+        assert_eq!(choose_exposition(Some(lower)), om);
+        let tie = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5,text/plain;q=0.5";
+        assert_eq!(choose_exposition(Some(tie)), text);
+        // Refused.
+        let refused = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0,text/plain";
+        assert_eq!(choose_exposition(Some(refused)), text);
+        let nothing = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0,text/plain;q=0,application/openmetrics-text;q=0";
+        assert_eq!(choose_exposition(Some(nothing)), None);
     }
 
     #[test]

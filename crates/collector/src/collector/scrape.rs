@@ -177,6 +177,16 @@ impl Scrape {
         out
     }
 
+    /// The families in the Prometheus protobuf format (length-delimited
+    /// `MetricFamily` messages), for a collection that accumulated its
+    /// histograms (the default).
+    #[must_use]
+    pub fn encode_protobuf(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 * self.stats.series + 1024);
+        crate::exposition::encode_protobuf(&self.families, &mut out);
+        out
+    }
+
     /// Every skipped file's problem (bad and vanished), in merge order.
     pub fn problems(&self) -> impl Iterator<Item = &ReadError> {
         self.files.iter().filter_map(|f| f.problem.as_ref())

@@ -1,13 +1,16 @@
 //! Exposition: merged families in, bytes out. Pure functions, no I/O.
 //!
-//! Both encoders reproduce `prometheus_client` 0.26's `generate_latest`
+//! The text encoders reproduce `prometheus_client` 0.26's `generate_latest`
 //! byte for byte for the families a multiprocess directory can produce,
 //! including its default `underscores` escaping of names that are not valid
-//! legacy Prometheus names.
+//! legacy Prometheus names. The protobuf encoder (which `prometheus_client`
+//! does not have) writes messages that Prometheus reads back as the same
+//! series as the text format 0.0.4.
 //!
 //! The modules depend one way: the encoders write lines through
 //! `sample_lines`; `format` picks an encoder; the line cache uses both; a
-//! body is written through `format` and the line cache.
+//! body is written through `format` and the line cache. The protobuf
+//! encoder stands apart: bytes, not text, and no line cache.
 
 mod body;
 mod exemplar;
@@ -16,6 +19,7 @@ mod line_cache;
 pub(crate) mod names;
 mod openmetrics;
 mod prometheus;
+mod protobuf;
 mod sample_lines;
 
 pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};
@@ -23,3 +27,4 @@ pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
 pub use openmetrics::encode_openmetrics;
 pub use prometheus::encode_prometheus;
+pub use protobuf::{encode_protobuf, encode_protobuf_all, PROTOBUF_CONTENT_TYPE};

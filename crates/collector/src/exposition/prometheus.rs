@@ -5,7 +5,7 @@ use super::sample_lines::{Fresh, SampleLines};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 
 /// Suffixes Python moves out of a family into a trailing gauge family.
-const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
+pub(super) const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
 
 /// Appends `families` in Prometheus text format 0.0.4.
 ///

@@ -1,0 +1,81 @@
+//! The Prometheus protobuf exposition format: varint-length-delimited
+//! `io.prometheus.client.MetricFamily` messages, as client_golang's
+//! `expfmt.FmtProtoDelim` writes them and Prometheus's `ProtobufParser`
+//! (model/textparse/protobufparse.go) reads them.
+//!
+//! The messages are the types prost-build generates from the official
+//! `metrics.proto` (see `proto/README.md` of this crate). Each merged family
+//! becomes the messages whose series, as Prometheus reads them, are the
+//! samples the text format 0.0.4 serves: same names (escaped as the text
+//! encoder escapes them), labels and values, in the same order.
+
+mod family;
+mod timestamp;
+
+#[cfg(test)]
+mod tests;
+
+// The generated file is included, not a module of its own, so rustfmt and
+// the workspace's documentation lints leave prost-build's output as it is.
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    dead_code,
+    clippy::all,
+    clippy::pedantic,
+    rust_2018_idioms
+)]
+pub(crate) mod schema {
+    include!("io.prometheus.client.rs");
+}
+
+use prost::Message;
+
+use crate::family::MergedFamily;
+
+/// `Content-Type` of the Prometheus protobuf format, spelt as client_golang
+/// spells `expfmt.FmtProtoDelim`.
+pub const PROTOBUF_CONTENT_TYPE: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+/// Appends `families` in the Prometheus protobuf format to `out`.
+///
+/// Histograms are expected as `prometheus_client` accumulates them (the
+/// default): cumulative `_bucket`s ending with `+Inf`, and `_count`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use multiprom_collector::exposition::encode_protobuf;
+/// use multiprom_collector::{FamilyType, MergedFamily, MergedSample};
+/// let family = MergedFamily {
+///     name: "requests".into(),
+///     help: "Requests.".into(),
+///     family_type: FamilyType::Counter,
+///     gauge_mode: None,
+///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0, exemplar: None }],
+/// };
+/// let mut out = Vec::new();
+/// encode_protobuf(&[family], &mut out);
+/// // One length-delimited message: its length, then
+/// // name "requests_total", help "Requests.", type COUNTER, counter value 3.0.
+/// assert_eq!(usize::from(out[0]), out.len() - 1);
+/// assert_eq!(&out[3..17], b"requests_total");
+/// ```
+pub fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
+    for family in families {
+        for message in family::messages(family) {
+            // Cannot fail: prost fails only for a buffer without room
+            // left, and a Vec grows.
+            let _ = message.encode_length_delimited(out);
+        }
+    }
+}
+
+/// Appends the families of every list of `lists`, in order, in the
+/// Prometheus protobuf format (which has no end marker: the same as
+/// encoding each list in turn).
+pub fn encode_protobuf_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut Vec<u8>) {
+    for families in lists {
+        encode_protobuf(families.as_ref(), out);
+    }
+}

@@ -1,0 +1,434 @@
+//! What the protobuf encoder writes, decoded with prost and read as
+//! Prometheus's `ProtobufParser` reads it, is the series the text format
+//! 0.0.4 serves for the same families.
+
+use std::sync::Arc;
+
+use multiprom_format::{write_float_to_go_string, Exemplar, GaugeMode};
+use prost::Message;
+
+use super::schema::{Metric, MetricFamily, MetricType};
+use super::{encode_protobuf, encode_protobuf_all};
+use crate::exposition::encode_prometheus;
+use crate::family::{FamilyType, MergedFamily, MergedSample};
+
+/// A series: name, labels sorted by name, value (as bits, so NaN compares).
+type Series = (String, Vec<(String, String)>, u64);
+
+fn sample(name: &str, labels: &[(&str, &str)], value: f64) -> MergedSample {
+    MergedSample {
+        name: name.into(),
+        labels: labels
+            .iter()
+            .map(|&(k, v)| (Arc::from(k), Arc::from(v)))
+            .collect(),
+        value,
+        exemplar: None,
+    }
+}
+
+fn with_exemplar(mut sample: MergedSample, value: f64, timestamp: f64) -> MergedSample {
+    sample.exemplar = Some(Arc::new(Exemplar {
+        labels: vec![
+            ("trace_id".into(), "abc\"1".into()),
+            ("span".into(), "7".into()),
+        ],
+        value,
+        timestamp,
+    }));
+    sample
+}
+
+fn family(name: &str, family_type: FamilyType, samples: Vec<MergedSample>) -> MergedFamily {
+    MergedFamily {
+        name: name.into(),
+        help: format!("Help of {name}, with \\ and\nnewline.").into(),
+        family_type,
+        gauge_mode: (family_type == FamilyType::Gauge).then_some(GaugeMode::All),
+        samples,
+    }
+}
+
+/// Every kind of family a multiprocess directory gives, and samples that fit
+/// no field of their family's message.
+fn families() -> Vec<MergedFamily> {
+    vec![
+        family(
+            "requests",
+            FamilyType::Counter,
+            vec![
+                with_exemplar(
+                    sample(
+                        "requests_total",
+                        &[("code", "200"), ("path", "/a\"b\\c\nd")],
+                        7.0,
+                    ),
+                    1.0,
+                    1_700_000_000.5,
+                ),
+                sample(
+                    "requests_total",
+                    &[("code", "500"), ("path", "/\u{e9}")],
+                    0.0,
+                ),
+                // Not written by prometheus_client's multiprocess mode, but
+                // a file may hold anything: a series all the same.
+                sample("requests_created", &[("code", "200")], 1_700_000_000.0),
+            ],
+        ),
+        family(
+            "workers",
+            FamilyType::Gauge,
+            vec![
+                sample("workers", &[("pid", "12")], 1.5),
+                sample("workers", &[("pid", "13")], f64::NAN),
+                sample("workers", &[("pid", "14")], f64::NEG_INFINITY),
+            ],
+        ),
+        family(
+            "payload",
+            FamilyType::Summary,
+            vec![
+                sample("payload_count", &[("kind", "a")], 3.0),
+                sample("payload_sum", &[("kind", "a")], 12.5),
+                sample("payload_count", &[("kind", "b")], 1.0),
+                sample("payload_sum", &[("kind", "b")], -2.0),
+            ],
+        ),
+        family(
+            "latency",
+            FamilyType::Histogram,
+            vec![
+                sample("latency_bucket", &[("le", "0.005"), ("route", "x")], 1.0),
+                with_exemplar(
+                    sample("latency_bucket", &[("le", "1e+06"), ("route", "x")], 2.0),
+                    0.7,
+                    1_700_000_001.25,
+                ),
+                sample("latency_bucket", &[("le", "+Inf"), ("route", "x")], 4.0),
+                sample("latency_count", &[("route", "x")], 4.0),
+                sample("latency_sum", &[("route", "x")], 1_000_123.25),
+                sample("latency_bucket", &[("le", "1.0"), ("route", "y")], 0.0),
+                with_exemplar(
+                    sample("latency_bucket", &[("le", "+Inf"), ("route", "y")], 1.0),
+                    99.0,
+                    -0.25,
+                ),
+                sample("latency_count", &[("route", "y")], 1.0),
+                sample("latency_sum", &[("route", "y")], 99.0),
+                // `_count` missing: the message cannot say it, so the
+                // samples are served as series of their own.
+                sample("latency_bucket", &[("le", "+Inf"), ("route", "z")], 2.0),
+                sample("latency_sum", &[("route", "z")], 3.0),
+            ],
+        ),
+        // Names that are not legacy Prometheus names, escaped as in text.
+        family(
+            "1odd.name",
+            FamilyType::Counter,
+            vec![sample(
+                "1odd.name_total",
+                &[("a-b", "v"), ("__x", "w")],
+                1.0,
+            )],
+        ),
+        family("empty", FamilyType::Gauge, vec![]),
+    ]
+}
+
+/// The series Prometheus's text parser reads from text 0.0.4 (enough of it
+/// for what `encode_prometheus` writes: escaped label values, Go floats).
+fn text_series(text: &str) -> Vec<Series> {
+    let mut series = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (head, value) = line.rsplit_once(' ').unwrap();
+        let value: f64 = value.parse().unwrap();
+        let (name, labels) = match head.split_once('{') {
+            None => (head.to_string(), Vec::new()),
+            Some((name, rest)) => (name.to_string(), text_labels(rest)),
+        };
+        series.push(sorted((name, labels, value.to_bits())));
+    }
+    series
+}
+
+/// `a="x",b="y\"z"}` as pairs.
+fn text_labels(mut rest: &str) -> Vec<(String, String)> {
+    let mut labels = Vec::new();
+    while let Some((name, after)) = rest.split_once("=\"") {
+        let mut value = String::new();
+        let mut chars = after.char_indices();
+        let end = loop {
+            let (i, c) = chars.next().unwrap();
+            match c {
+                '"' => break i,
+                '\\' => value.push(match chars.next().unwrap().1 {
+                    'n' => '\n',
+                    other => other,
+                }),
+                c => value.push(c),
+            }
+        };
+        labels.push((name.trim_start_matches(',').to_string(), value));
+        rest = &after[end + 1..];
+    }
+    labels
+}
+
+fn sorted(mut series: Series) -> Series {
+    series.1.sort();
+    series
+}
+
+/// Length-delimited messages, decoded.
+fn decode(mut bytes: &[u8]) -> Vec<MetricFamily> {
+    let mut messages = Vec::new();
+    while !bytes.is_empty() {
+        messages.push(MetricFamily::decode_length_delimited(&mut bytes).unwrap());
+    }
+    messages
+}
+
+/// A bound as the text format writes `le` and `quantile`.
+fn go_float(value: f64) -> String {
+    let mut out = String::new();
+    write_float_to_go_string(&mut out, value);
+    out
+}
+
+/// The series Prometheus's `ProtobufParser` makes of the messages
+/// (model/textparse/protobufparse.go: `getMagicName`, `getMagicLabel`).
+fn protobuf_series(messages: &[MetricFamily]) -> Vec<Series> {
+    let mut series = Vec::new();
+    for family in messages {
+        let name = family.name();
+        for metric in &family.metric {
+            let labels: Vec<(String, String)> = metric
+                .label
+                .iter()
+                .map(|l| (l.name().to_string(), l.value().to_string()))
+                .collect();
+            let mut push = |suffix: &str, extra: Option<(&str, String)>, value: f64| {
+                let mut labels = labels.clone();
+                labels.extend(extra.map(|(k, v)| (k.to_string(), v)));
+                series.push(sorted((format!("{name}{suffix}"), labels, value.to_bits())));
+            };
+            match family.r#type() {
+                MetricType::Counter => {
+                    push("", None, metric.counter.clone().unwrap_or_default().value())
+                }
+                MetricType::Gauge => push("", None, metric.gauge.unwrap_or_default().value()),
+                MetricType::Untyped => push("", None, metric.untyped.unwrap_or_default().value()),
+                MetricType::Summary => {
+                    let summary = metric.summary.clone().unwrap_or_default();
+                    for q in &summary.quantile {
+                        push("", Some(("quantile", go_float(q.quantile()))), q.value());
+                    }
+                    push("_count", None, summary.sample_count() as f64);
+                    push("_sum", None, summary.sample_sum());
+                }
+                MetricType::Histogram | MetricType::GaugeHistogram => {
+                    let histogram = metric.histogram.clone().unwrap_or_default();
+                    let count = histogram.sample_count() as f64;
+                    for bucket in &histogram.bucket {
+                        let le = go_float(bucket.upper_bound());
+                        push(
+                            "_bucket",
+                            Some(("le", le)),
+                            bucket.cumulative_count() as f64,
+                        );
+                    }
+                    if histogram
+                        .bucket
+                        .last()
+                        .is_none_or(|b| b.upper_bound() != f64::INFINITY)
+                    {
+                        push("_bucket", Some(("le", "+Inf".into())), count);
+                    }
+                    push("_count", None, count);
+                    push("_sum", None, histogram.sample_sum());
+                }
+            }
+        }
+    }
+    series
+}
+
+#[test]
+fn prometheus_reads_the_series_the_text_format_serves() {
+    let families = families();
+    let mut text = String::new();
+    encode_prometheus(&families, &mut text);
+    let mut bytes = Vec::new();
+    encode_protobuf(&families, &mut bytes);
+    let mut want = text_series(&text);
+    let mut got = protobuf_series(&decode(&bytes));
+    // Prometheus keeps series, not their order within a scrape.
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(want.len(), 22);
+}
+
+fn by_name<'a>(messages: &'a [MetricFamily], name: &str) -> &'a MetricFamily {
+    messages
+        .iter()
+        .find(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("no family {name}"))
+}
+
+#[test]
+fn families_in_order_with_names_types_and_help() {
+    let messages = {
+        let mut bytes = Vec::new();
+        encode_protobuf(&families(), &mut bytes);
+        decode(&bytes)
+    };
+    let summary: Vec<(&str, MetricType, usize)> = messages
+        .iter()
+        .map(|m| (m.name(), m.r#type(), m.metric.len()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            // Prometheus names a counter's series after the family as it
+            // is: the name carries `_total`, as in the text format.
+            ("requests_total", MetricType::Counter, 2),
+            ("requests_created", MetricType::Gauge, 1),
+            ("workers", MetricType::Gauge, 3),
+            ("payload", MetricType::Summary, 2),
+            ("latency", MetricType::Histogram, 2),
+            ("latency_bucket", MetricType::Untyped, 1),
+            ("latency_sum", MetricType::Untyped, 1),
+            ("_odd_name_total", MetricType::Counter, 1),
+            // `empty` has no series: no message, as client_golang.
+        ]
+    );
+    // Help as it is: the text format's escapes are the text's own.
+    assert_eq!(
+        messages[0].help(),
+        "Help of requests, with \\ and\nnewline."
+    );
+    let odd = by_name(&messages, "_odd_name_total");
+    let names: Vec<&str> = odd.metric[0].label.iter().map(|l| l.name()).collect();
+    assert_eq!(names, ["a_b", "__x"]);
+}
+
+#[test]
+fn histograms_carry_cumulative_buckets_and_the_inf_bucket_only_with_an_exemplar() {
+    let mut bytes = Vec::new();
+    encode_protobuf(&families(), &mut bytes);
+    let messages = decode(&bytes);
+    let latency = by_name(&messages, "latency");
+    let x = latency.metric[0].histogram.clone().unwrap();
+    let buckets: Vec<(f64, u64)> = x
+        .bucket
+        .iter()
+        .map(|b| (b.upper_bound(), b.cumulative_count()))
+        .collect();
+    assert_eq!(buckets, [(0.005, 1), (1e6, 2)]);
+    assert_eq!((x.sample_count(), x.sample_sum()), (4, 1_000_123.25));
+    assert_eq!(x.sample_count_float, None);
+    // No native-histogram field, so Prometheus reads a classic histogram.
+    assert_eq!((x.schema, x.zero_threshold), (None, None));
+    assert!(x.positive_span.is_empty() && x.negative_span.is_empty());
+    let y = latency.metric[1].histogram.clone().unwrap();
+    let buckets: Vec<(f64, u64, bool)> = y
+        .bucket
+        .iter()
+        .map(|b| (b.upper_bound(), b.cumulative_count(), b.exemplar.is_some()))
+        .collect();
+    assert_eq!(buckets, [(1.0, 0, false), (f64::INFINITY, 1, true)]);
+}
+
+#[test]
+fn exemplars_on_counters_and_buckets() {
+    let mut bytes = Vec::new();
+    encode_protobuf(&families(), &mut bytes);
+    let messages = decode(&bytes);
+    let counter = by_name(&messages, "requests_total").metric[0]
+        .counter
+        .clone()
+        .unwrap();
+    let exemplar = counter.exemplar.unwrap();
+    let labels: Vec<(&str, &str)> = exemplar
+        .label
+        .iter()
+        .map(|l| (l.name(), l.value()))
+        .collect();
+    assert_eq!(labels, [("span", "7"), ("trace_id", "abc\"1")]);
+    assert_eq!(exemplar.value(), 1.0);
+    let ts = exemplar.timestamp.unwrap();
+    assert_eq!((ts.seconds, ts.nanos), (1_700_000_000, 500_000_000));
+    assert!(by_name(&messages, "requests_total").metric[1]
+        .counter
+        .clone()
+        .unwrap()
+        .exemplar
+        .is_none());
+
+    let latency = by_name(&messages, "latency");
+    let bucket = &latency.metric[0].histogram.clone().unwrap().bucket[1];
+    let exemplar = bucket.exemplar.clone().unwrap();
+    assert_eq!(exemplar.value(), 0.7);
+    let ts = exemplar.timestamp.unwrap();
+    assert_eq!((ts.seconds, ts.nanos), (1_700_000_001, 250_000_000));
+    let inf = &latency.metric[1].histogram.clone().unwrap().bucket[1];
+    let ts = inf.exemplar.clone().unwrap().timestamp.unwrap();
+    assert_eq!((ts.seconds, ts.nanos), (-1, 750_000_000));
+}
+
+#[test]
+fn counts_that_are_not_whole_numbers_go_in_the_float_fields() {
+    let families = [family(
+        "h",
+        FamilyType::Histogram,
+        vec![
+            sample("h_bucket", &[("le", "1.0")], 0.5),
+            sample("h_bucket", &[("le", "+Inf")], 2.5),
+            sample("h_count", &[], 2.5),
+            sample("h_sum", &[], 1.0),
+        ],
+    )];
+    let mut bytes = Vec::new();
+    encode_protobuf(&families, &mut bytes);
+    let h = decode(&bytes)[0].metric[0].histogram.clone().unwrap();
+    assert_eq!((h.sample_count(), h.sample_count_float), (2, Some(2.5)));
+    let b = &h.bucket[0];
+    assert_eq!(
+        (b.cumulative_count(), b.cumulative_count_float),
+        (0, Some(0.5))
+    );
+}
+
+#[test]
+fn several_lists_are_one_after_the_other() {
+    let all = families();
+    let (first, second) = all.split_at(2);
+    let mut one = Vec::new();
+    encode_protobuf(&all, &mut one);
+    let mut both = Vec::new();
+    encode_protobuf_all(&[first, second], &mut both);
+    assert_eq!(both, one);
+    assert!(!one.is_empty());
+}
+
+// The messages are the official schema's: a metric is a LabelPair list and
+// one value message.
+#[test]
+fn a_gauge_metric_is_labels_and_a_gauge() {
+    let mut bytes = Vec::new();
+    encode_protobuf(&families()[1..2], &mut bytes);
+    let workers = decode(&bytes);
+    assert_eq!(
+        workers[0].metric[0],
+        Metric {
+            label: vec![super::schema::LabelPair {
+                name: Some("pid".into()),
+                value: Some("12".into()),
+            }],
+            gauge: Some(super::schema::Gauge { value: Some(1.5) }),
+            ..Metric::default()
+        }
+    );
+}
