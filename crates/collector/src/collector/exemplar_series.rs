@@ -148,3 +148,60 @@ fn encode(out: &mut Vec<u8>, text: &str) {
     out.extend_from_slice(&(text.len() as u64).to_le_bytes());
     out.extend_from_slice(text.as_bytes());
 }
+
+#[cfg(test)]
+mod tests {
+    use multiprom_format::encode_key;
+
+    use super::*;
+
+    fn sample(name: &str, labels: &[(&str, &str)]) -> MergedSample {
+        MergedSample {
+            name: name.into(),
+            labels: labels
+                .iter()
+                .map(|(n, v)| ((*n).into(), (*v).into()))
+                .collect(),
+            value: 1.0,
+            exemplar: None,
+        }
+    }
+
+    #[test]
+    fn a_key_resolves_to_the_series_of_the_sample_it_is_merged_into() {
+        let mut table = SeriesTable::default();
+        let key = encode_key("wait", "wait_bucket", [("le", "1"), ("a", "x")], "Wait.");
+        let (_, series) = table.resolve_key(&key);
+        let merged = sample("wait_bucket", &[("a", "x"), ("le", "1.0")]);
+        assert_eq!(series, Some(table.resolve_sample(0, &merged)));
+        let other = sample("wait_bucket", &[("a", "y"), ("le", "1.0")]);
+        assert_ne!(series, Some(table.resolve_sample(1, &other)));
+        // Names and values are told apart however they split.
+        let a = encode_key("c", "c_total", [("ab", "c")], "");
+        let b = encode_key("c", "c_total", [("a", "bc")], "");
+        assert_ne!(table.resolve_key(&a).1, table.resolve_key(&b).1);
+
+        for key in [
+            encode_key("busy", "busy", [], "Busy."),
+            encode_key("wait", "wait_sum", [], "Wait."),
+            encode_key("wait", "wait_bucket", [("le", "soon")], "Wait."),
+            "not json".to_owned(),
+        ] {
+            assert_eq!(table.resolve_key(&key).1, None, "{key}");
+        }
+    }
+
+    #[test]
+    fn keys_no_file_holds_any_more_pile_up_to_a_reset() {
+        let mut table = SeriesTable::default();
+        let held: Vec<_> = (0..10)
+            .map(|i| table.resolve_key(&encode_key("c", "c_total", [("i", &*i.to_string())], "")))
+            .collect();
+        assert!(!table.wants_reset());
+        for i in 10..3000 {
+            table.resolve_key(&encode_key("c", "c_total", [("i", &*i.to_string())], ""));
+        }
+        assert!(table.wants_reset());
+        assert_eq!(table.keys.len(), held.len());
+    }
+}
