@@ -8,6 +8,10 @@
 //! recorded on. Exemplar files are looked for only in the `exemplars`
 //! subdirectory, listed once per collection: a directory without one costs
 //! one failed `open`.
+//!
+//! What each entry's key names is worked out once (see `exemplar_series`
+//! and `exemplar_files`): a warm scrape reads the records and compares
+//! timestamps, and decodes no key.
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
