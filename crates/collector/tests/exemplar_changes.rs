@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Format, NameFilter};
 use multiprom_format::{encode_key, ExemplarWriter, FileName, FileWriter, MetricKind};
@@ -74,6 +75,17 @@ fn a_warm_collector_follows_exemplar_files_as_they_change() {
             ],
         );
     }
+
+    // Unchanged, an exemplar is handed on as it was (an encoder's line
+    // cache then copies its line instead of formatting it again).
+    let exemplars_of = |scrape: &multiprom_collector::Scrape| -> Vec<_> {
+        let samples = scrape.families.iter().flat_map(|f| &f.samples);
+        samples.filter_map(|s| s.exemplar.clone()).collect()
+    };
+    let (first, second) = (collector.collect().unwrap(), collector.collect().unwrap());
+    let (first, second) = (exemplars_of(&first), exemplars_of(&second));
+    assert_eq!(first.len(), 2);
+    assert!(first.iter().zip(&second).all(|(a, b)| Arc::ptr_eq(a, b)));
 
     // Rewritten in place.
     write(dir.path(), counter, "1", &[], &[(&ok, "c", 150.0)]);
