@@ -48,7 +48,7 @@ pub(super) fn collect_paths(
         &order,
         pass.dir,
         &mut families,
-        &mut state.exemplar_reports,
+        &mut state.exemplars,
         &mut warnings,
     );
     let quiet = unsettled

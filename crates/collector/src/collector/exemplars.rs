@@ -8,81 +8,50 @@
 //! recorded on. Exemplar files are looked for only in the `exemplars`
 //! subdirectory, listed once per collection: a directory without one costs
 //! one failed `open`.
+//!
+//! What each entry's key names is worked out once (see `exemplar_series`
+//! and `exemplar_files`): a warm scrape reads the records and compares
+//! timestamps, and decodes no key.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_format::exemplar_file::{exemplar_path, EXEMPLAR_DIR};
-use multiprom_format::{float_to_go_string, read_exemplar_file, Exemplar, Key, ReadError};
+use multiprom_format::{read_exemplar_file, Exemplar, ExemplarFile, ReadError};
 
 use crate::family::{FamilyType, MergedFamily, MergedSample};
-use crate::parse::parse_python_float;
 use crate::problem::Warning;
 
+use super::exemplar_files::ExemplarFiles;
+use super::exemplar_series::{SeriesId, SeriesTable};
 use super::file_entry::{path_bytes, FileEntry};
 
-/// Labels sorted by name.
-type SortedLabels = Vec<(String, String)>;
-
-/// The exemplar problems last reported, by exemplar file, so each is
-/// reported once.
+/// What exemplar collection keeps between scrapes.
 #[derive(Debug, Default)]
-pub(super) struct ExemplarReports {
+pub(super) struct ExemplarState {
+    /// The exemplar problems last reported, by exemplar file, so each is
+    /// reported once.
     reported: BTreeMap<PathBuf, ReadError>,
+    resolved: Resolved,
+    /// Whether each series has a carrying sample in this scrape.
+    wanted: Vec<bool>,
+    /// The latest exemplar of each series read in this scrape.
+    latest: Vec<Option<Exemplar>>,
+    /// The series of each carrying sample of this scrape, in order.
+    sample_series: Vec<SeriesId>,
 }
 
-/// The latest exemplar of each series: by sample name, then by labels.
+/// What keys and samples resolved to, and the exemplars last attached:
+/// numbers of one series table, so forgotten together.
 #[derive(Debug, Default)]
-struct Latest {
-    by_name: HashMap<String, HashMap<SortedLabels, Arc<Exemplar>>>,
-}
-
-impl Latest {
-    fn offer(&mut self, raw_key: &str, exemplar: &Exemplar) {
-        let Ok(key) = Key::decode(raw_key.as_bytes()) else {
-            return;
-        };
-        if !(key.sample.ends_with("_total") || key.sample.ends_with("_bucket")) {
-            return;
-        }
-        let Some(labels) = merged_labels(key.labels) else {
-            return;
-        };
-        let series = self.by_name.entry(key.sample).or_default();
-        // Strictly later replaces: on a tie (or a NaN) the first kept stays.
-        let later = series
-            .get(&labels)
-            .is_none_or(|kept| exemplar.timestamp > kept.timestamp);
-        if later {
-            series.insert(labels, Arc::new(exemplar.clone()));
-        }
-    }
-
-    fn of(&self, sample: &MergedSample) -> Option<&Arc<Exemplar>> {
-        let series = self.by_name.get(&*sample.name)?;
-        let mut labels: SortedLabels = sample
-            .labels
-            .iter()
-            .map(|(name, value)| (name.to_string(), value.to_string()))
-            .collect();
-        labels.sort_unstable();
-        series.get(&labels)
-    }
-}
-
-/// A key's labels as the merge labels its series: sorted by name, `le` as
-/// `floatToGoString(float(le))`. `None` for an `le` that is not a number
-/// (a file holding it is not merged).
-fn merged_labels(mut labels: Vec<(String, String)>) -> Option<SortedLabels> {
-    for (name, value) in &mut labels {
-        if name == "le" {
-            *value = float_to_go_string(parse_python_float(value)?);
-        }
-    }
-    labels.sort_unstable();
-    Some(labels)
+struct Resolved {
+    series: SeriesTable,
+    files: ExemplarFiles,
+    /// The exemplar each series last got: an unchanged one stays the same
+    /// `Arc`, so an encoding's line cache copies its line.
+    attached: Vec<Option<Arc<Exemplar>>>,
 }
 
 /// Whether OpenMetrics allows an exemplar on `sample` of a family of
@@ -105,7 +74,7 @@ pub(super) fn attach_exemplars(
     order: &[usize],
     dir: Option<&Path>,
     families: &mut [MergedFamily],
-    reports: &mut ExemplarReports,
+    state: &mut ExemplarState,
     warnings: &mut Vec<Warning>,
 ) {
     let wanted = families.iter().any(|family| {
@@ -125,13 +94,15 @@ pub(super) fn attach_exemplars(
         // collections should not pay a step per file for them.
         let names = list_exemplar_dir(dir);
         if names.is_none() {
-            reports.reported.clear();
+            state.reported.clear();
+            state.resolved = Resolved::default();
             return;
         }
         listed.push((dir, names));
     }
-    let mut latest = Latest::default();
+    state.want_samples(families);
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
+    state.resolved.files.begin();
     for &index in order {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -161,31 +132,97 @@ pub(super) fn attach_exemplars(
             continue;
         }
         match read_exemplar_file(&path) {
-            Ok(read) => {
-                for held in &read.entries {
-                    latest.offer(&held.raw_key, &held.exemplar);
-                }
-            }
+            Ok(read) => state.offer(path, read),
             Err(error) if error.is_vanished() => {}
             Err(error) => {
                 problems.insert(path, error);
             }
         }
     }
+    state.resolved.files.end();
     for (path, error) in &problems {
-        if reports.reported.get(path) != Some(error) {
+        if state.reported.get(path) != Some(error) {
             warnings.push(Warning::Exemplars(error.clone()));
         }
     }
-    reports.reported = problems;
-    if latest.by_name.is_empty() {
-        return;
+    state.reported = problems;
+    state.attach(families);
+    if state.resolved.series.wants_reset() {
+        state.resolved = Resolved::default();
     }
-    for family in families {
-        let family_type = family.family_type;
-        for sample in &mut family.samples {
-            if may_carry(family_type, sample) {
-                sample.exemplar = latest.of(sample).cloned();
+}
+
+impl ExemplarState {
+    /// Numbers the series of the samples of `families` that may carry an
+    /// exemplar, and readies this scrape's latest exemplars.
+    fn want_samples(&mut self, families: &[MergedFamily]) {
+        let series = &mut self.resolved.series;
+        self.sample_series.clear();
+        for family in families {
+            for sample in &family.samples {
+                if may_carry(family.family_type, sample) {
+                    let at = self.sample_series.len();
+                    self.sample_series.push(series.resolve_sample(at, sample));
+                }
+            }
+        }
+        series.keep_samples(self.sample_series.len());
+        let count = series.len();
+        self.wanted.clear();
+        self.wanted.resize(count, false);
+        for &id in &self.sample_series {
+            self.wanted[id] = true;
+        }
+        self.latest.clear();
+        self.latest.resize_with(count, || None);
+    }
+
+    /// Offers the exemplars of the exemplar file at `path`: each replaces
+    /// the latest of its series when strictly later (on a tie, or a NaN,
+    /// the first kept stays).
+    fn offer(&mut self, path: PathBuf, read: ExemplarFile) {
+        let Resolved { series, files, .. } = &mut self.resolved;
+        let mut cursor = files.file(path);
+        for entry in read.entries {
+            let Some(id) = cursor.series(entry.offset, &entry.raw_key, series) else {
+                continue;
+            };
+            // A series numbered in this scrape has no sample in it.
+            if !self.wanted.get(id).copied().unwrap_or(false) {
+                continue;
+            }
+            let kept = &mut self.latest[id];
+            if kept
+                .as_ref()
+                .is_none_or(|kept| entry.exemplar.timestamp > kept.timestamp)
+            {
+                *kept = Some(entry.exemplar);
+            }
+        }
+    }
+
+    /// Attaches the latest exemplar of each carrying sample's series.
+    fn attach(&mut self, families: &mut [MergedFamily]) {
+        let attached = &mut self.resolved.attached;
+        attached.resize(self.wanted.len(), None);
+        for &id in &self.sample_series {
+            // Once per series (two samples may share one).
+            if !std::mem::take(&mut self.wanted[id]) {
+                continue;
+            }
+            attached[id] = match self.latest[id].take() {
+                Some(latest) if attached[id].as_deref() != Some(&latest) => Some(Arc::new(latest)),
+                Some(_) => attached[id].take(),
+                None => None,
+            };
+        }
+        let mut series = self.sample_series.iter();
+        for family in families {
+            let family_type = family.family_type;
+            for sample in &mut family.samples {
+                if may_carry(family_type, sample) {
+                    sample.exemplar = series.next().and_then(|&id| attached[id].clone());
+                }
             }
         }
     }

@@ -113,7 +113,7 @@ pub(super) fn merge_with_duplicates(
             &order,
             None,
             &mut scrape.families,
-            &mut state.exemplar_reports,
+            &mut state.exemplars,
             &mut Vec::new(),
         );
         scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();

@@ -23,6 +23,8 @@ use listing::changed_listing;
 use state::{CollectorState, Pass};
 
 mod collection;
+mod exemplar_files;
+mod exemplar_series;
 mod exemplars;
 mod file_entry;
 mod file_table;

@@ -15,7 +15,7 @@ use crate::tracked::KeyHints;
 use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
-use super::exemplars::ExemplarReports;
+use super::exemplars::ExemplarState;
 use super::file_entry::{FileEntry, PathKey};
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
@@ -67,8 +67,8 @@ pub(super) struct CollectorState {
     pub(super) values: Vec<(f64, f64)>,
     pub(super) scratch: Vec<u8>,
     pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
-    /// The exemplar files last reported bad.
-    pub(super) exemplar_reports: ExemplarReports,
+    /// The exemplar files last reported bad, and what exemplar keys resolved to.
+    pub(super) exemplars: ExemplarState,
     pub(super) maps: usize,
     /// Whether each file of the collection under way may be mapped (see
     /// `decide_maps`), kept to reuse its allocation.

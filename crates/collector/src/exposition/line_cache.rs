@@ -8,8 +8,8 @@
 //! workers' series do not move. A merge plan hands every scrape the same
 //! name and label set (the same `Arc`s) for the same series, so a line is
 //! known unchanged by two pointer comparisons and the bits of its value
-//! (and, for a line with an exemplar, the exemplar's pointer: each
-//! collection attaches exemplars anew, so such a line is formatted again).
+//! (and, for a line with an exemplar, the exemplar's pointer: a collection
+//! hands on the same `Arc` for an exemplar that did not change).
 //! The cache holds on to the families it last encoded, so a pointer it
 //! compares with is still theirs, never a later allocation's at a freed
 //! address; the lines themselves hold no reference, which would cost two
