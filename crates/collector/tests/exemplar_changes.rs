@@ -33,7 +33,7 @@ fn write(
     for key in values {
         file.slot(key).unwrap().set(1.0);
     }
-    let mut writer = ExemplarWriter::open(dir, &name).unwrap();
+    let writer = ExemplarWriter::open(dir, &name).unwrap();
     for (key, trace, timestamp) in exemplars {
         writer
             .slot(key)
