@@ -4,6 +4,8 @@
 //! Figures and the Python reference: docs/benchmarks.md, "Collector".
 //! The `io_floor` group times the per-file system calls alone, and the same
 //! reads with files kept open, to show what changing the I/O could gain.
+//! The `exemplars` group times a warm scrape of histograms with and without
+//! an exemplar on every bucket, and the exemplar files' reads alone.
 //!
 //! `cargo bench -p multiprom-collector --bench scrape`
 //!
@@ -33,8 +35,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use multiprom_collector::{scan_dir, DirCollector, Format};
 use multiprom_format::{
-    encode_key, float_to_go_string, open_for_read, read_used_into_with_hint, FileName, FileWriter,
-    GaugeMode, MetricKind,
+    encode_key, float_to_go_string, open_for_read, read_exemplar_file, read_used_into_with_hint,
+    ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind,
 };
 
 /// Files per scenario (the later issue's target is stated for 4,000).
@@ -542,6 +544,80 @@ fn io_floor(c: &mut Criterion) {
     g.finish();
 }
 
+/// Workers, histograms per worker and buckets per histogram of the
+/// `exemplars` group: 20,000 bucket series with an exemplar each.
+const EXEMPLAR_WORKERS: u32 = 100;
+const EXEMPLAR_HISTOGRAMS: usize = 10;
+const EXEMPLAR_BUCKETS: usize = 20;
+
+/// 100 workers' histogram files, every bucket with an exemplar (a 32-digit
+/// trace id) when `exemplars`; in a temporary directory under `/dev/shm`
+/// if there is one (tmpfs, as the scrape benchmarks' own directories).
+fn exemplar_dir(exemplars: bool) -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("temp dir");
+    for pid in 0..EXEMPLAR_WORKERS {
+        let name = FileName::new(MetricKind::Histogram, pid.to_string()).expect("name");
+        let mut file = FileWriter::open(dir.path(), &name).expect("file");
+        let kept =
+            exemplars.then(|| ExemplarWriter::open(dir.path(), &name).expect("exemplar file"));
+        for h in 0..EXEMPLAR_HISTOGRAMS {
+            let family = format!("latency_{h}_seconds");
+            let sample = format!("{family}_bucket");
+            for b in 0..EXEMPLAR_BUCKETS {
+                let le = float_to_go_string(b as f64 / 4.0);
+                let key = encode_key(&family, &sample, [("le", le.as_str())], "Latency.");
+                file.slot(&key).expect("slot").set(1.0);
+                if let Some(kept) = &kept {
+                    kept.slot(&key)
+                        .expect("exemplar slot")
+                        .store(
+                            [("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736")],
+                            0.1,
+                            1.7e9,
+                        )
+                        .expect("store");
+                }
+            }
+        }
+    }
+    dir
+}
+
+/// What exemplars add to a warm scrape, and what reading their files alone
+/// costs (the floor of any collector that reads them every scrape).
+fn exemplars(c: &mut Criterion) {
+    let mut g = c.benchmark_group("exemplars");
+    for with in [false, true] {
+        let dir = exemplar_dir(with);
+        let warm = DirCollector::new(dir.path());
+        warm.collect().expect("collect");
+        let id = if with { "with" } else { "without" };
+        g.bench_function(BenchmarkId::new("warm", id), |b| {
+            b.iter(|| black_box(&warm).collect().expect("collect"))
+        });
+        if with {
+            let files: Vec<PathBuf> = std::fs::read_dir(dir.path().join("exemplars"))
+                .expect("list")
+                .map(|e| e.expect("entry").path())
+                .collect();
+            g.bench_function("read_exemplar_files", |b| {
+                b.iter(|| {
+                    for file in &files {
+                        black_box(read_exemplar_file(file).expect("read"));
+                    }
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 fn pread(file: &File, into: &mut [u8]) {
     black_box(file.read_at(into, 0).expect("pread"));
 }
@@ -559,7 +635,7 @@ mod group {
             .sample_size(10)
             .warm_up_time(Duration::from_secs(1))
             .measurement_time(Duration::from_secs(5));
-        targets = scrape, io_floor
+        targets = scrape, io_floor, exemplars
     }
 }
 criterion_main!(group::benches);
