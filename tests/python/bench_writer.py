@@ -8,10 +8,12 @@ Counter.inc(), Gauge.set() and Histogram.observe() through
 prometheus_client's public API, on metrics made with
 ``prometheus_client.values.MultiProcessValue()``'s class and with
 ``multiprom.MultiProcessValue()``'s (default identifier ``os.getpid``),
-each writing files in a directory of its own under DIR. One thread makes N
-calls; then 8 threads make N calls each on the same metric at once, and
-the figure is the total time over all 8N calls. Each cell is the best of R
-runs. Prints a Markdown table.
+each writing files in a directory of its own under DIR, and with a value
+class that stores nothing (the floor: prometheus_client's own code and the
+interpreter's thread switching). One thread makes N calls; then 8 threads
+make N/8 calls each on the same metric at once, and the figure is the
+total time over all N calls. Each cell is the best of R runs. Prints a
+Markdown table.
 """
 
 import argparse
@@ -25,6 +27,32 @@ from prometheus_client import Counter, Gauge, Histogram, values
 import multiprom
 
 THREADS = 8
+
+
+class NothingValue:
+    """The floor: a value class that stores nothing. What it costs is
+    prometheus_client's own Python code and the interpreter's thread
+    switching, which every value class pays."""
+
+    _multiprocess = False
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def inc(self, amount):
+        pass
+
+    def set(self, value, timestamp=None):
+        pass
+
+    def set_exemplar(self, exemplar):
+        pass
+
+    def get(self):
+        return 0.0
+
+    def get_exemplar(self):
+        return None
 
 
 def operations(cls):
@@ -71,7 +99,8 @@ def main():
     args = parser.parse_args()
     results = {}
     for side, factory in (('prometheus_client', values.MultiProcessValue),
-                          ('multiprom', multiprom.MultiProcessValue)):
+                          ('multiprom', multiprom.MultiProcessValue),
+                          ('floor', lambda: NothingValue)):
         directory = os.path.join(args.dir, side)
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
@@ -82,12 +111,21 @@ def main():
             results[side, name, THREADS] = min(threads(op, args.calls // THREADS)
                                                for _ in range(args.repeat))
         values.close_all_multiprocess_files()
-    print(f'| operation | threads | prometheus_client ns/call | multiprom ns/call | speed-up |')
-    print('| --- | ---: | ---: | ---: | ---: |')
+    print('| operation | threads | prometheus_client ns/call | multiprom ns/call | speed-up '
+          '| floor ns/call | multiprom 8 threads / 1 | floor 8 threads / 1 |')
+    print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
     for name in ('Counter.inc()', 'Gauge.set()', 'Histogram.observe()'):
         for n in (1, THREADS):
             python, ours = results['prometheus_client', name, n], results['multiprom', name, n]
-            print(f'| {name} | {n} | {python:,.0f} | {ours:,.0f} | {python / ours:.1f}x |')
+            floor = results['floor', name, n]
+            ratios = ''
+            if n == THREADS:
+                ours_ratio = ours / results['multiprom', name, 1]
+                floor_ratio = floor / results['floor', name, 1]
+                ratios = f' {ours_ratio:.3f} | {floor_ratio:.3f} |'
+            else:
+                ratios = ' | |'
+            print(f'| {name} | {n} | {python:,.0f} | {ours:,.0f} | {python / ours:.1f}x | {floor:,.0f} |{ratios}')
 
 
 if __name__ == '__main__':
