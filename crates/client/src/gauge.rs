@@ -2,10 +2,10 @@
 //! [`GaugeMode`].
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use multiprom_format::GaugeMode;
 
+use crate::clock::unix_time;
 use crate::series::Series;
 
 /// A gauge in one of the eight modes that allow `inc`/`dec` (every mode but
@@ -145,13 +145,6 @@ fn mode_of(series: &Series) -> GaugeMode {
         .kind
         .gauge_mode()
         .unwrap_or(GaugeMode::All)
-}
-
-/// Python's `time.time()`.
-pub(crate) fn unix_time() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 crate::handle_impls!(Gauge, MostRecentGauge);

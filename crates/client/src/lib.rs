@@ -229,6 +229,7 @@ macro_rules! handle_impls {
 }
 pub(crate) use handle_impls;
 
+mod clock;
 mod counter;
 mod definition;
 mod directory_writer;

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use multiprom_format::fork::fork_generation;
 use multiprom_format::{ExemplarSlot, MetricKind, ValueSlot};
 
+use crate::clock::unix_time;
 use crate::definition::Definition;
 use crate::directory_writer::{DirectoryWriter, NewEntries};
-use crate::gauge::unix_time;
 
 /// Slots re-created in a forked child's own files.
 type Rebound = Option<(u64, Box<[ValueSlot]>)>;

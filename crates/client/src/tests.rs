@@ -568,12 +568,12 @@ fn a_counter_exemplar_is_stored_on_its_total_entry_with_the_time() {
     let family = r.counter_family("hits", "Hits", &["page"]).unwrap();
     let a = family.labels(&["/a"]).unwrap();
     let b = family.labels(&["/b"]).unwrap();
-    let before = gauge::unix_time();
+    let before = clock::unix_time();
     b.inc_with_exemplar(2.0, &[("trace_id", "b1")]).unwrap();
     plain.inc_with_exemplar(1.5, &[("trace_id", "p1")]).unwrap();
     b.inc_with_exemplar(3.0, &[("trace_id", "b2"), ("span", "s")])
         .unwrap();
-    let after = gauge::unix_time();
+    let after = clock::unix_time();
     a.inc();
     assert_eq!((b.get(), plain.get(), a.get()), (5.0, 1.5, 1.0));
 

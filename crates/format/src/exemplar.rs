@@ -6,11 +6,13 @@
 //! files, in companion files Python never opens (see
 //! [`crate::exemplar_file`]), and its collector merges them.
 
-use crate::exemplar_file::LABELS_CAPACITY;
-
 /// The most code points the names and values of an exemplar's labels may
 /// have together (OpenMetrics' limit, which `prometheus_client` enforces).
 pub const MAX_EXEMPLAR_RUNES: usize = 128;
+
+/// The most bytes of encoded labels a record holds: enough for any label
+/// set within OpenMetrics' 128 code points (see [`encode_labels`]).
+pub const LABELS_CAPACITY: usize = 1024;
 
 /// One exemplar.
 #[derive(Debug, Clone, PartialEq)]

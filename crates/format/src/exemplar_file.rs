@@ -66,9 +66,7 @@ pub const EXEMPLAR_MAGIC: [u8; 4] = *b"MPEX";
 /// The layout version at offset 8.
 pub const EXEMPLAR_VERSION: u32 = 1;
 
-/// The most bytes of encoded labels a record holds: enough for any label
-/// set within OpenMetrics' 128 code points.
-pub const LABELS_CAPACITY: usize = 1024;
+pub use crate::exemplar::LABELS_CAPACITY;
 
 /// The labels capacity of a new record: a trace id and a span id fit.
 pub const SMALL_LABELS_CAPACITY: usize = 128;

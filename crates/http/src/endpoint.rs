@@ -32,6 +32,7 @@ use tokio::sync::Semaphore;
 
 use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
 
+use crate::html::html_escape;
 use crate::listability::Listability;
 use crate::metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
 use crate::negotiate::{accepts_gzip, choose_exposition, Exposition};
@@ -41,9 +42,7 @@ use crate::process_metrics;
 use crate::scrape_failure::failure_response;
 pub use crate::scrape_failure::ScrapeFailure;
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
-use crate::status_page::{
-    html_escape, render_status_page, status_page_index, ScrapePoint, StatusView,
-};
+use crate::status_page::{render_status_page, status_page_index, ScrapePoint, StatusView};
 use crate::text_pool::TextPool;
 
 /// Limits and behaviour of an [`Endpoint`].

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use multiprom_collector::MergedFamily;
 use multiprom_format::{float_to_go_string, Exemplar};
 
-use crate::status_page::html_escape;
+use crate::html::html_escape;
 
 /// The exemplar of `family` with the latest timestamp, if any has one.
 pub(crate) fn latest_exemplar(family: &MergedFamily) -> Option<&Exemplar> {

@@ -34,6 +34,7 @@
 
 mod connections;
 mod endpoint;
+mod html;
 mod latest_exemplar;
 mod listability;
 mod metrics_path;

@@ -7,6 +7,7 @@
 //! only then the files themselves, a page of rows at a time so a directory
 //! of many thousands of files stays a page a browser renders at once.
 
+use crate::html::html_escape;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -56,23 +57,6 @@ impl Default for StatusView<'_> {
             maintenance: None,
         }
     }
-}
-
-/// Escapes text for HTML element content and double-quoted attributes.
-#[must_use]
-pub(crate) fn html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:80em}\
