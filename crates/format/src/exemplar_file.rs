@@ -151,19 +151,25 @@ pub(crate) fn checksum(seq: u64, value: u64, timestamp: u64, labels: &[u8]) -> u
 
 /// What a record holds, as a reader sees it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Record {
+pub(crate) enum Record<'a> {
     /// Never written.
     Empty,
     /// Being written, or torn by a racing writer: read it again.
     Unsettled,
     /// Moved to a larger record further on.
     Moved,
-    /// A whole exemplar.
-    Whole(Exemplar),
+    /// A whole exemplar: value, timestamp and the encoded labels.
+    Whole {
+        value: f64,
+        timestamp: f64,
+        labels: &'a [u8],
+    },
 }
 
-/// Decodes a record from its bytes (header and labels area).
-pub(crate) fn decode_record(bytes: &[u8]) -> Record {
+/// Decodes a record from its bytes (header and labels area), checking its
+/// seal unless `sealed` says these very bytes were checked already; the
+/// labels stay encoded.
+pub(crate) fn decode_record(bytes: &[u8], sealed: bool) -> Record<'_> {
     let word = |i: usize| {
         bytes
             .get(i * 8..i * 8 + 8)
@@ -183,17 +189,41 @@ pub(crate) fn decode_record(bytes: &[u8]) -> Record {
         Some(labels) if seq % 2 == 0 && len <= LABELS_CAPACITY => labels,
         _ => return Record::Unsettled,
     };
-    if checksum(seq, word(2), word(3), labels) != word(1) {
+    if !sealed && checksum(seq, word(2), word(3), labels) != word(1) {
         return Record::Unsettled;
     }
-    match decode_labels(labels) {
-        Some(labels) => Record::Whole(Exemplar {
-            labels,
-            value: f64::from_bits(word(2)),
-            timestamp: f64::from_bits(word(3)),
-        }),
-        // Sealed but not labels: not written by multiprom.
-        None => Record::Unsettled,
+    Record::Whole {
+        value: f64::from_bits(word(2)),
+        timestamp: f64::from_bits(word(3)),
+        labels,
+    }
+}
+
+/// One record holding an exemplar, borrowed from the bytes read: the key
+/// and the timestamp without allocating, the exemplar decoded on demand.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExemplarRecord<'a> {
+    /// The `*.db` entry's key, as stored.
+    pub raw_key: &'a str,
+    /// Byte offset of the entry.
+    pub offset: u64,
+    /// The value recorded with the exemplar.
+    pub value: f64,
+    /// Seconds since the epoch.
+    pub timestamp: f64,
+    labels: &'a [u8],
+}
+
+impl ExemplarRecord<'_> {
+    /// The exemplar, its labels decoded; `None` if they are not labels
+    /// multiprom encoded (a sealed record of a foreign writer).
+    #[must_use]
+    pub fn exemplar(&self) -> Option<Exemplar> {
+        Some(Exemplar {
+            labels: decode_labels(self.labels)?,
+            value: self.value,
+            timestamp: self.timestamp,
+        })
     }
 }
 
@@ -248,8 +278,32 @@ fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseErr
 
 /// Parses an exemplar file's bytes (at least its used region).
 pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile, ParseError> {
-    let used = parse_exemplar_header(bytes, file_size)?;
     let mut file = ExemplarFile::default();
+    let unsettled =
+        walk_exemplar_file(bytes, file_size, false, |record| match record.exemplar() {
+            Some(exemplar) => file.entries.push(ExemplarEntry {
+                raw_key: record.raw_key.to_owned(),
+                offset: record.offset,
+                exemplar,
+            }),
+            None => file.unsettled += 1,
+        })?;
+    file.unsettled += unsettled;
+    Ok(file)
+}
+
+/// Walks an exemplar file's bytes, handing each whole record to `visit`;
+/// returns how many records were being written (or torn). `sealed`: every
+/// record of these very bytes was found whole by an earlier walk, so seals
+/// are not checked again.
+fn walk_exemplar_file<'a>(
+    bytes: &'a [u8],
+    file_size: u64,
+    sealed: bool,
+    mut visit: impl FnMut(ExemplarRecord<'a>),
+) -> Result<usize, ParseError> {
+    let used = parse_exemplar_header(bytes, file_size)?;
+    let mut unsettled = 0;
     let mut at = EXEMPLAR_HEADER_LEN;
     while at < used {
         let fail = |kind| ParseError::new(at as u64, kind);
@@ -274,18 +328,24 @@ pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile,
         }
         let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
             .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
-        match decode_record(&bytes[record..end]) {
+        match decode_record(&bytes[record..end], sealed) {
             Record::Empty | Record::Moved => {}
-            Record::Unsettled => file.unsettled += 1,
-            Record::Whole(exemplar) => file.entries.push(ExemplarEntry {
-                raw_key: key.to_owned(),
+            Record::Unsettled => unsettled += 1,
+            Record::Whole {
+                value,
+                timestamp,
+                labels,
+            } => visit(ExemplarRecord {
+                raw_key: key,
                 offset: at as u64,
-                exemplar,
+                value,
+                timestamp,
+                labels,
             }),
         }
         at = end;
     }
-    Ok(file)
+    Ok(unsettled)
 }
 
 /// The labels capacity of the record at `record`: a multiple of 8 up to
@@ -301,21 +361,42 @@ pub(crate) fn record_capacity(bytes: &[u8], record: usize) -> Option<usize> {
 /// [`ExemplarFile::unsettled`]; a damaged file is an error, as for `*.db`
 /// files, and so is one over [`MAX_EXEMPLAR_FILE_LEN`].
 pub fn read_exemplar_file(path: &Path) -> Result<ExemplarFile, ReadError> {
+    let mut buf = Vec::new();
+    let mut file = ExemplarFile::default();
+    let unsettled = read_exemplar_records(path, &mut buf, |record| match record.exemplar() {
+        Some(exemplar) => file.entries.push(ExemplarEntry {
+            raw_key: record.raw_key.to_owned(),
+            offset: record.offset,
+            exemplar,
+        }),
+        None => file.unsettled += 1,
+    })?;
+    file.unsettled += unsettled;
+    Ok(file)
+}
+
+/// Reads an exemplar file into `buf` (reused across calls) and hands each
+/// whole record to `visit`, borrowed from `buf`: what
+/// [`read_exemplar_file`] does without allocating per entry. Returns the
+/// number of records left out as being written.
+pub fn read_exemplar_records<'a>(
+    path: &Path,
+    buf: &'a mut Vec<u8>,
+    visit: impl FnMut(ExemplarRecord<'a>),
+) -> Result<usize, ReadError> {
     let (file, meta) = open_for_read(path)?;
     let size = meta.len();
     if size > MAX_EXEMPLAR_FILE_LEN {
         return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
     }
-    let mut buf = Vec::new();
-    let mut best = ExemplarFile::default();
-    for attempt in 0..READ_ATTEMPTS {
+    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+    for attempt in 1..=READ_ATTEMPTS {
         buf.clear();
-        let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
-        read_at_most(&file, &mut buf, 0, EXEMPLAR_HEADER_LEN).map_err(io)?;
-        let used = parse_exemplar_header(&buf, size).map_err(|e| e.at(path))?;
+        read_at_most(&file, buf, 0, EXEMPLAR_HEADER_LEN).map_err(io)?;
+        let used = parse_exemplar_header(buf, size).map_err(|e| e.at(path))?;
         read_at_most(
             &file,
-            &mut buf,
+            buf,
             EXEMPLAR_HEADER_LEN as u64,
             used - EXEMPLAR_HEADER_LEN,
         )
@@ -330,17 +411,17 @@ pub fn read_exemplar_file(path: &Path) -> Result<ExemplarFile, ReadError> {
                 },
             ));
         }
-        let parsed = parse_exemplar_file(&buf, size).map_err(|e| e.at(path))?;
-        let settled = parsed.unsettled == 0;
-        if attempt == 0 || parsed.unsettled < best.unsettled {
-            best = parsed;
+        // Seals checked first, so that only the last read's records are
+        // visited; when all were whole, the visiting walk trusts them.
+        let unsettled = walk_exemplar_file(buf, size, false, |_| {}).map_err(|e| e.at(path))?;
+        if unsettled > 0 && attempt < READ_ATTEMPTS {
+            std::thread::yield_now();
+            continue;
         }
-        if settled {
-            break;
-        }
-        std::thread::yield_now();
+        let bytes: &'a [u8] = buf;
+        return walk_exemplar_file(bytes, size, unsettled == 0, visit).map_err(|e| e.at(path));
     }
-    Ok(best)
+    Ok(0)
 }
 
 #[cfg(test)]

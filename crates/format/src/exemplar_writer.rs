@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use arc_swap::ArcSwap;
 
 use crate::error::WriteError;
-use crate::exemplar::{encode_labels, Exemplar, ExemplarError};
+use crate::exemplar::{decode_labels, encode_labels, Exemplar, ExemplarError};
 use crate::exemplar_file::{
     checksum, decode_record, exemplar_entry_len, exemplar_path, header_bytes, parse_exemplar_file,
     record_capacity, Record, EXEMPLAR_HEADER_LEN, EXEMPLAR_INITIAL_CAPACITY, LABELS_CAPACITY,
@@ -366,8 +366,17 @@ impl ExemplarSlot {
             }
             fence(Ordering::Acquire);
             if words[0].load(Ordering::Relaxed) == before {
-                if let Record::Whole(exemplar) = decode_record(bytes) {
-                    return Some(exemplar);
+                if let Record::Whole {
+                    value,
+                    timestamp,
+                    labels,
+                } = decode_record(bytes, false)
+                {
+                    return Some(Exemplar {
+                        labels: decode_labels(labels)?,
+                        value,
+                        timestamp,
+                    });
                 }
             }
         }

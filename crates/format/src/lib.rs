@@ -81,7 +81,9 @@ mod writer;
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{ReadError, ReadErrorKind, WriteError};
 pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_RUNES};
-pub use exemplar_file::{read_exemplar_file, ExemplarEntry, ExemplarFile};
+pub use exemplar_file::{
+    read_exemplar_file, read_exemplar_records, ExemplarEntry, ExemplarFile, ExemplarRecord,
+};
 pub use exemplar_writer::{ExemplarSlot, ExemplarWriter, Stored};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_format::exemplar_file::{exemplar_path, EXEMPLAR_DIR};
-use multiprom_format::{read_exemplar_file, Exemplar, ExemplarFile, ReadError};
+use multiprom_format::{read_exemplar_records, Exemplar, ReadError};
 
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::problem::Warning;
@@ -41,6 +41,8 @@ pub(super) struct ExemplarState {
     latest: Vec<Option<Exemplar>>,
     /// The series of each carrying sample of this scrape, in order.
     sample_series: Vec<SeriesId>,
+    /// The bytes of the exemplar file being read, kept for the next one.
+    buf: Vec<u8>,
 }
 
 /// What keys and samples resolved to, and the exemplars last attached:
@@ -131,10 +133,8 @@ pub(super) fn attach_exemplars(
         if !path.file_name().is_some_and(|name| names.contains(name)) {
             continue;
         }
-        match read_exemplar_file(&path) {
-            Ok(read) => state.offer(path, read),
-            Err(error) if error.is_vanished() => {}
-            Err(error) => {
+        if let Err(error) = state.offer(path.clone()) {
+            if !error.is_vanished() {
                 problems.insert(path, error);
             }
         }
@@ -179,26 +179,30 @@ impl ExemplarState {
 
     /// Offers the exemplars of the exemplar file at `path`: each replaces
     /// the latest of its series when strictly later (on a tie, or a NaN,
-    /// the first kept stays).
-    fn offer(&mut self, path: PathBuf, read: ExemplarFile) {
+    /// the first kept stays). Only a winner's labels are decoded.
+    fn offer(&mut self, path: PathBuf) -> Result<(), ReadError> {
         let Resolved { series, files, .. } = &mut self.resolved;
-        let mut cursor = files.file(path);
-        for entry in read.entries {
-            let Some(id) = cursor.series(entry.offset, &entry.raw_key, series) else {
-                continue;
+        let (wanted, latest) = (&self.wanted, &mut self.latest);
+        let mut cursor = files.file(path.clone());
+        read_exemplar_records(&path, &mut self.buf, |record| {
+            let Some(id) = cursor.series(record.offset, record.raw_key, series) else {
+                return;
             };
             // A series numbered in this scrape has no sample in it.
-            if !self.wanted.get(id).copied().unwrap_or(false) {
-                continue;
+            if !wanted.get(id).copied().unwrap_or(false) {
+                return;
             }
-            let kept = &mut self.latest[id];
+            let kept = &mut latest[id];
             if kept
                 .as_ref()
-                .is_none_or(|kept| entry.exemplar.timestamp > kept.timestamp)
+                .is_none_or(|kept| record.timestamp > kept.timestamp)
             {
-                *kept = Some(entry.exemplar);
+                if let Some(exemplar) = record.exemplar() {
+                    *kept = Some(exemplar);
+                }
             }
-        }
+        })
+        .map(|_| ())
     }
 
     /// Attaches the latest exemplar of each carrying sample's series.
