@@ -7,42 +7,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Command;
-
-use crate::harness::{ensure_tool, free_port, multiprom, temp_dir};
+use crate::harness::multiprom;
+use crate::prometheus_server::start_prometheus;
 use crate::serve::{fixture, serve};
-use crate::spawned_server::{run_checker, Spawned};
+use crate::spawned_server::run_checker;
 
 const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
 #[test]
 fn prometheus_with_native_histograms_scrapes_protobuf_and_stores_every_series_as_served() {
-    let prometheus = ensure_tool("prometheus", "prometheus");
     let dir = fixture();
     let (server, addr) = serve(dir.path(), &["--log.level", "debug"]);
-    let work = temp_dir();
-    let config = work.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: multiprom\n    static_configs:\n      \
-             - targets: ['{addr}']\n"
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let mut cmd = Command::new(prometheus);
-    cmd.arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            work.path().join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        // Makes Prometheus 2.x put protobuf first in its Accept header.
-        .arg("--enable-feature=native-histograms");
-    let prometheus = Spawned::start(cmd);
+    // Native histograms make Prometheus 2.x put protobuf first in its
+    // Accept header.
+    let (prometheus, port, _work) =
+        start_prometheus(&addr.to_string(), &["--enable-feature=native-histograms"]);
     let said = run_checker(
         &prometheus,
         "prometheus_server_check.py",

@@ -248,6 +248,20 @@ pub struct ExemplarFile {
     pub unsettled: usize,
 }
 
+impl ExemplarFile {
+    /// Adds `record` as an owned entry (or counts it as not multiprom's).
+    fn push(&mut self, record: ExemplarRecord<'_>) {
+        match record.exemplar() {
+            Some(exemplar) => self.entries.push(ExemplarEntry {
+                raw_key: record.raw_key.to_owned(),
+                offset: record.offset,
+                exemplar,
+            }),
+            None => self.unsettled += 1,
+        }
+    }
+}
+
 /// Where the entries end: `used` from the header, checked against the file.
 fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
     let fail = |kind| ParseError::new(0, kind);
@@ -279,15 +293,7 @@ fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseErr
 /// Parses an exemplar file's bytes (at least its used region).
 pub fn parse_exemplar_file(bytes: &[u8], file_size: u64) -> Result<ExemplarFile, ParseError> {
     let mut file = ExemplarFile::default();
-    let unsettled =
-        walk_exemplar_file(bytes, file_size, false, |record| match record.exemplar() {
-            Some(exemplar) => file.entries.push(ExemplarEntry {
-                raw_key: record.raw_key.to_owned(),
-                offset: record.offset,
-                exemplar,
-            }),
-            None => file.unsettled += 1,
-        })?;
+    let unsettled = walk_exemplar_file(bytes, file_size, false, |record| file.push(record))?;
     file.unsettled += unsettled;
     Ok(file)
 }
@@ -363,14 +369,7 @@ pub(crate) fn record_capacity(bytes: &[u8], record: usize) -> Option<usize> {
 pub fn read_exemplar_file(path: &Path) -> Result<ExemplarFile, ReadError> {
     let mut buf = Vec::new();
     let mut file = ExemplarFile::default();
-    let unsettled = read_exemplar_records(path, &mut buf, |record| match record.exemplar() {
-        Some(exemplar) => file.entries.push(ExemplarEntry {
-            raw_key: record.raw_key.to_owned(),
-            offset: record.offset,
-            exemplar,
-        }),
-        None => file.unsettled += 1,
-    })?;
+    let unsettled = read_exemplar_records(path, &mut buf, |record| file.push(record))?;
     file.unsettled += unsettled;
     Ok(file)
 }
