@@ -37,7 +37,8 @@ fn python_cmd(script: &str, args: &[&Path]) -> Vec<std::ffi::OsString> {
     command
 }
 
-fn wait_for_file(path: &Path) -> String {
+/// The contents of `path` once it exists (at most [`PATIENCE`]).
+pub(crate) fn wait_for_file(path: &Path) -> String {
     let deadline = Instant::now() + PATIENCE;
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {

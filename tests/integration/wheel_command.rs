@@ -34,6 +34,7 @@ use crate::harness::{
 };
 use crate::http_client::get;
 use crate::python_package::{source_hash, MATURIN_VERSION};
+use crate::run::wait_for_file;
 use crate::spawned_server::{Spawned, PATIENCE};
 
 /// How long building the wheel may take (a release build of the extension
@@ -317,21 +318,6 @@ fn masked(log: &str, paths: &[&Path]) -> String {
     let mut lines: Vec<&str> = out.lines().collect();
     lines.sort_unstable();
     lines.join("\n")
-}
-
-fn wait_for_file(path: &Path) -> String {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
