@@ -8,9 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::harness::multiprom;
-use crate::prometheus_server::start_prometheus;
+use crate::prometheus_server::{assert_stores_all_served, start_prometheus};
 use crate::serve::{fixture, serve};
-use crate::spawned_server::run_checker;
 
 const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
@@ -23,15 +22,7 @@ fn prometheus_with_native_histograms_scrapes_protobuf_and_stores_every_series_as
     // Accept header.
     let (prometheus, port, _work) =
         start_prometheus(&addr.to_string(), &["--enable-feature=native-histograms"]);
-    let said = run_checker(
-        &prometheus,
-        "prometheus_server_check.py",
-        &[
-            format!("http://127.0.0.1:{port}").as_ref(),
-            format!("http://{addr}").as_ref(),
-        ],
-    );
-    assert!(said.contains("Prometheus stored all"), "{said}");
+    assert_stores_all_served(&prometheus, port, addr);
     // Prometheus's requests got protobuf (its scrapes ask for gzip); the
     // checker's own plain requests got text.
     let log = server.stderr();

@@ -6,6 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::net::SocketAddr;
 use std::process::Command;
 
 use crate::harness::{ensure_tool, free_port, temp_dir};
@@ -45,8 +46,14 @@ fn a_prometheus_server_scrapes_serve_and_stores_every_series_as_served() {
     let dir = fixture();
     let (_server, addr) = serve(dir.path(), &[]);
     let (prometheus, port, _work) = start_prometheus(&addr.to_string(), &[]);
+    assert_stores_all_served(&prometheus, port, addr);
+}
+
+/// Waits until the Prometheus at `port` has stored every series `multiprom`
+/// serves at `addr`, equal (tests/python/prometheus_server_check.py).
+pub(crate) fn assert_stores_all_served(prometheus: &Spawned, port: u16, addr: SocketAddr) {
     let said = run_checker(
-        &prometheus,
+        prometheus,
         "prometheus_server_check.py",
         &[
             format!("http://127.0.0.1:{port}").as_ref(),

@@ -143,13 +143,7 @@ fn run_checked(cmd: &mut Command, what: &str) -> Output {
     let out = cmd.output().unwrap_or_else(|e| {
         panic!("cannot {what}: {e} (is python3 installed? set MULTIPROM_TEST_PYTHON)")
     });
-    assert!(
-        out.status.success(),
-        "cannot {what}: {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(what, &out);
     out
 }
 
@@ -241,10 +235,11 @@ pub(crate) fn run_script(script: &str, args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {script}: {e}"))
 }
 
-pub(crate) fn assert_success(script: &str, out: &Output) {
+/// Panics with `what`, the status and both outputs unless `out` succeeded.
+pub(crate) fn assert_success(what: &str, out: &Output) {
     assert!(
         out.status.success(),
-        "{script} failed: {}\n--- stdout\n{}\n--- stderr\n{}",
+        "{what} failed: {}\n--- stdout\n{}\n--- stderr\n{}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)

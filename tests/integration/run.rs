@@ -342,7 +342,14 @@ fn ctrl_c_in_a_terminal_reaches_the_command_once() {
         ],
         &[],
     );
-    let result: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_ctrl_c_reached_the_command_once(&out);
+}
+
+/// What `tests/python/run_tty.py` saw: Ctrl-C in the terminal reached the
+/// command once, and `run` exited with the command's 0, saying why; returns
+/// the terminal's text.
+pub(crate) fn assert_ctrl_c_reached_the_command_once(report: &[u8]) -> String {
+    let result: serde_json::Value = serde_json::from_slice(report).unwrap();
     let terminal = result["terminal"].as_str().unwrap();
     assert_eq!(result["sigints"], 1, "{terminal}");
     assert_eq!(result["exit"], 0, "{terminal}");
@@ -351,4 +358,5 @@ fn ctrl_c_in_a_terminal_reaches_the_command_once() {
         "{terminal}"
     );
     assert!(terminal.contains(") exited with status 0"), "{terminal}");
+    terminal.to_owned()
 }

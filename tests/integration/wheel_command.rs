@@ -33,8 +33,8 @@ use crate::harness::{
     PROMETHEUS_CLIENT_VERSION,
 };
 use crate::http_client::get;
-use crate::python_package::{source_hash, MATURIN_VERSION};
-use crate::run::wait_for_file;
+use crate::python_package::{assert_success, source_hash, MATURIN_VERSION};
+use crate::run::{assert_ctrl_c_reached_the_command_once, wait_for_file};
 use crate::spawned_server::{Spawned, PATIENCE};
 
 /// How long building the wheel may take (a release build of the extension
@@ -62,13 +62,7 @@ fn run_checked(cmd: &mut Command, what: &str, patience: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "cannot {what}: {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(what, &out);
     out
 }
 
@@ -618,15 +612,7 @@ fn ctrl_c_in_a_terminal_reaches_the_command_once() {
             .arg(control.path()),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let terminal = result["terminal"].as_str().unwrap();
-    assert_eq!(result["sigints"], 1, "{terminal}");
-    assert_eq!(result["exit"], 0, "{terminal}");
-    assert!(
-        terminal.contains("SIGINT from the terminal: pid "),
-        "{terminal}"
-    );
-    assert!(terminal.contains(") exited with status 0"), "{terminal}");
+    let terminal = assert_ctrl_c_reached_the_command_once(&out.stdout);
     assert!(!terminal.contains("KeyboardInterrupt"), "{terminal}");
 }
 
