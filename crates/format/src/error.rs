@@ -105,6 +105,13 @@ pub enum ReadErrorKind {
     /// An exemplar file without multiprom's magic, version or record size.
     #[error("not a multiprom exemplar file (magic, version or record size differs)")]
     NotAnExemplarFile,
+    /// A native histogram file without multiprom's magic or version.
+    #[error("not a multiprom native histogram file (magic or version differs)")]
+    NotANativeHistogramFile,
+    /// A native histogram record that no writer makes (schema out of
+    /// range, more buckets in use than it has room for, ...).
+    #[error("invalid native histogram record: {0}")]
+    BadNativeHistogramRecord(&'static str),
     /// The key is not UTF-8.
     #[error("key is not valid UTF-8")]
     InvalidUtf8,

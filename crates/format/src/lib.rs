@@ -15,6 +15,10 @@
 //!   lock-free value updates.
 //! * [`ExemplarWriter`], [`ExemplarSlot`], [`read_exemplar_file`]:
 //!   exemplars in companion files Python never reads ([`exemplar_file`]).
+//! * [`NativeHistogramWriter`], [`NativeSeries`], [`read_native_histogram_file`],
+//!   [`NativeHistogram`]: native histograms in companion files Python never
+//!   reads ([`native_file`]), with Prometheus's bucket layout
+//!   ([`native_buckets`]).
 //! * [`float_to_go_string`]: Python's `floatToGoString`; [`write_python_repr`]:
 //!   Python's `repr(float)`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
@@ -26,7 +30,7 @@
 //! elsewhere), in three modules, each of which allows it for itself:
 //!
 //! * `mapping`: the writer's shared, writable mapping, its atomic value
-//!   slots and the atomic words of exemplar records;
+//!   slots and the atomic words of exemplar and native histogram records;
 //! * [`read_map`]: read-only mappings for collectors, read through raw
 //!   pointers and `Relaxed` atomic loads, with a SIGBUS guard so a file shrunk
 //!   under a map is an error, not a crash;
@@ -72,6 +76,10 @@ mod identity;
 mod key;
 pub mod layout;
 mod mapping;
+pub mod native_buckets;
+pub mod native_file;
+mod native_histogram;
+mod native_writer;
 mod open;
 mod parse;
 mod read;
@@ -90,6 +98,12 @@ pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr}
 pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
+pub use native_file::{
+    read_native_histogram_file, read_native_histogram_file_into, NativeHistogramEntry,
+    NativeHistogramFile,
+};
+pub use native_histogram::NativeHistogram;
+pub use native_writer::{NativeHistogramConfig, NativeHistogramWriter, NativeSeries};
 pub use open::{open_for_read, OpenDir};
 pub use parse::{
     parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError, RawEntry,

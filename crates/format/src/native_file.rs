@@ -1,0 +1,436 @@
+//! Native histogram files: where multiprom's writers keep native
+//! histograms, their byte layout, and reading them.
+//!
+//! They follow the exemplar files' design ([`crate::exemplar_file`]): the
+//! histogram file `histogram_<id>.db` of a process that records native
+//! histograms has a companion `native-histograms/histogram_<id>.native`,
+//! keyed by the `*.db` key of the series (family and sample name both the
+//! histogram's name, its labels, its help). `prometheus_client`'s
+//! collector globs `*.db` in the top directory only, so it never sees them;
+//! the classic part of the same histogram (`_bucket`, `_sum`; at least the
+//! `+Inf` bucket) stays in the `*.db` file, where Python reads it.
+//!
+//! ```text
+//! offset 0   u32  used      bytes in use, including this 16-byte header
+//! offset 4   [u8; 4] "MPNH" magic
+//! offset 8   u32  version   1
+//! offset 12  u32  zero
+//! offset 16  entries back to back up to `used`; zero bytes after
+//!
+//! entry:  u32 key_len | key | pad (Python's rule) | record
+//! record: u32 flags | u32 capacity          flags bit 0: moved
+//!         | i32 schema | u32 zero
+//!         | f64 zero_threshold | u64 zero_count | u64 nan_count | f64 sum
+//!         | u32 buckets_used | u32 zero
+//!         | capacity x (u64 bucket | u64 count)
+//! bucket: i32 index (low half) | u32 side (high half: 0 positive, 1 negative)
+//! ```
+//!
+//! Little-endian, every word 8-aligned. A record has room for `capacity`
+//! buckets, fixed when it is made (the writer's bucket limit). Its schema
+//! and zero threshold never change in place: counts only grow, and a new
+//! bucket is written before `buckets_used` is raised to cover it, so
+//! whatever instant a reader copies the record at, it sees a histogram the
+//! series really had (give or take the observations in flight). When a
+//! new bucket finds no room, the writer lowers the schema (merging
+//! neighbouring buckets, as client_golang does) into a new record at the
+//! end of the file, then marks the old one moved. A key's last record is
+//! its current one: a reader that copied the file between those two steps
+//! sees both and takes the later.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ReadError, ReadErrorKind};
+use crate::file_name::FileName;
+use crate::layout::pad_len;
+use crate::native_buckets::{MAX_SCHEMA, MIN_SCHEMA};
+use crate::native_histogram::NativeHistogram;
+use crate::open::open_for_read;
+use crate::parse::ParseError;
+use crate::read::read_at_most;
+
+/// The subdirectory of a metrics directory that holds native histogram
+/// files.
+pub const NATIVE_HISTOGRAM_DIR: &str = "native-histograms";
+
+/// The suffix of a native histogram file (never `.db`).
+pub const NATIVE_HISTOGRAM_SUFFIX: &str = ".native";
+
+/// Size of a native histogram file's header.
+pub const NATIVE_HEADER_LEN: usize = 16;
+
+/// The magic bytes at offset 4.
+pub const NATIVE_MAGIC: [u8; 4] = *b"MPNH";
+
+/// The layout version at offset 8.
+pub const NATIVE_VERSION: u32 = 1;
+
+/// Bytes of a record before its buckets.
+pub const NATIVE_RECORD_HEADER_LEN: usize = 56;
+
+/// Bytes of one bucket in a record.
+pub const NATIVE_BUCKET_LEN: usize = 16;
+
+/// The most buckets a record may have room for.
+pub const MAX_NATIVE_BUCKETS: u32 = 1 << 16;
+
+/// The bit of `flags` that marks a record moved to a new one.
+pub(crate) const MOVED: u32 = 1;
+
+/// Capacity of a fresh native histogram file; it doubles as it fills.
+pub const NATIVE_INITIAL_CAPACITY: u64 = 1 << 16;
+
+/// The largest native histogram file a reader reads (a writer stops
+/// before): bounds what one foreign or damaged file can cost a scrape.
+pub const MAX_NATIVE_FILE_LEN: u64 = 256 << 20;
+
+/// Word offsets inside a record.
+pub(crate) mod word {
+    pub(crate) const FLAGS_CAPACITY: usize = 0;
+    pub(crate) const SCHEMA: usize = 1;
+    pub(crate) const ZERO_THRESHOLD: usize = 2;
+    pub(crate) const ZERO_COUNT: usize = 3;
+    pub(crate) const NAN_COUNT: usize = 4;
+    pub(crate) const SUM: usize = 5;
+    pub(crate) const BUCKETS_USED: usize = 6;
+    pub(crate) const BUCKETS: usize = 7;
+}
+
+/// The native histogram file name of a `*.db` file name:
+/// `histogram_7.native`.
+#[must_use]
+pub fn native_histogram_file_name(name: &FileName) -> String {
+    let db = name.to_string();
+    let stem = db.strip_suffix(".db").unwrap_or(&db);
+    format!("{stem}{NATIVE_HISTOGRAM_SUFFIX}")
+}
+
+/// Where the native histograms of `dir/name` are kept.
+#[must_use]
+pub fn native_histogram_path(dir: &Path, name: &FileName) -> PathBuf {
+    dir.join(NATIVE_HISTOGRAM_DIR)
+        .join(native_histogram_file_name(name))
+}
+
+/// The `*.db` file name a native histogram file belongs to, if `name` is a
+/// native histogram file name.
+#[must_use]
+pub fn db_name_of_native_histogram_file(name: &str) -> Option<FileName> {
+    let stem = name.strip_suffix(NATIVE_HISTOGRAM_SUFFIX)?;
+    format!("{stem}.db").parse().ok()
+}
+
+/// Bytes of an entry whose key is `key_len` bytes long, with room for
+/// `capacity` buckets.
+#[must_use]
+pub const fn native_entry_len(key_len: usize, capacity: usize) -> usize {
+    4 + key_len + pad_len(key_len) + NATIVE_RECORD_HEADER_LEN + capacity * NATIVE_BUCKET_LEN
+}
+
+/// The header of a fresh native histogram file.
+pub(crate) fn native_header_bytes(used: u32) -> [u8; NATIVE_HEADER_LEN] {
+    let mut header = [0u8; NATIVE_HEADER_LEN];
+    header[..4].copy_from_slice(&used.to_le_bytes());
+    header[4..8].copy_from_slice(&NATIVE_MAGIC);
+    header[8..12].copy_from_slice(&NATIVE_VERSION.to_le_bytes());
+    header
+}
+
+/// A bucket's word: index in the low half, side in the high half.
+pub(crate) fn bucket_word(index: i32, negative: bool) -> u64 {
+    (u64::from(negative) << 32) | u64::from(index as u32)
+}
+
+/// The index and side of a bucket word; `None` if the side is neither.
+pub(crate) fn decode_bucket_word(word: u64) -> Option<(i32, bool)> {
+    let index = word as u32 as i32;
+    match word >> 32 {
+        0 => Some((index, false)),
+        1 => Some((index, true)),
+        _ => None,
+    }
+}
+
+/// One series' native histogram, as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeHistogramEntry {
+    /// The series' key, as written (the `*.db` key form).
+    pub raw_key: String,
+    /// Byte offset of the series' current entry.
+    pub offset: u64,
+    /// Its histogram.
+    pub histogram: NativeHistogram,
+}
+
+/// The native histograms of one file, one per series, in the order the
+/// series first appear in it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NativeHistogramFile {
+    /// One entry per series.
+    pub entries: Vec<NativeHistogramEntry>,
+}
+
+/// Where the entries end: `used` from the header, checked against the file.
+fn parse_native_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
+    let fail = |kind| ParseError::new(0, kind);
+    if file_size == 0 {
+        return Err(fail(ReadErrorKind::Empty));
+    }
+    let Some(header) = bytes.get(..NATIVE_HEADER_LEN) else {
+        return Err(fail(ReadErrorKind::TooShort { size: file_size }));
+    };
+    let u32_at = |at: usize| {
+        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    if header[4..8] != NATIVE_MAGIC || u32_at(8) != NATIVE_VERSION {
+        return Err(fail(ReadErrorKind::NotANativeHistogramFile));
+    }
+    let used = u64::from(u32_at(0));
+    if used < NATIVE_HEADER_LEN as u64 {
+        return Err(fail(ReadErrorKind::UsedTooSmall { used: used as i64 }));
+    }
+    if used > file_size {
+        return Err(fail(ReadErrorKind::UsedPastEnd {
+            used,
+            size: file_size,
+        }));
+    }
+    Ok(used as usize)
+}
+
+/// Parses a native histogram file's bytes (at least its used region).
+///
+/// A damaged entry ends the parse with an error: a file is the work of
+/// one writer, and past a damaged entry nothing can be trusted.
+pub fn parse_native_histogram_file(
+    bytes: &[u8],
+    file_size: u64,
+) -> Result<NativeHistogramFile, ParseError> {
+    let used = parse_native_header(bytes, file_size)?;
+    let mut file = NativeHistogramFile::default();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut at = NATIVE_HEADER_LEN;
+    while at < used {
+        let record = parse_entry(bytes, at, used)?;
+        if !record.moved {
+            let entry = NativeHistogramEntry {
+                raw_key: record.key.to_owned(),
+                offset: at as u64,
+                histogram: record.histogram,
+            };
+            // A key's last record is its current one.
+            match seen.get(record.key) {
+                Some(&i) => file.entries[i] = entry,
+                None => {
+                    seen.insert(record.key, file.entries.len());
+                    file.entries.push(entry);
+                }
+            }
+        }
+        at = record.end;
+    }
+    Ok(file)
+}
+
+/// One entry, parsed.
+pub(crate) struct ParsedRecord<'a> {
+    pub(crate) key: &'a str,
+    /// Where the record (after key and padding) starts.
+    pub(crate) record: usize,
+    pub(crate) moved: bool,
+    pub(crate) histogram: NativeHistogram,
+    /// Where the entry ends.
+    pub(crate) end: usize,
+}
+
+/// Parses the entry at `at`, which must end by `used`.
+pub(crate) fn parse_entry(
+    bytes: &[u8],
+    at: usize,
+    used: usize,
+) -> Result<ParsedRecord<'_>, ParseError> {
+    let fail = |kind| ParseError::new(at as u64, kind);
+    let bad = |what| fail(ReadErrorKind::BadNativeHistogramRecord(what));
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |at: usize| {
+        bytes
+            .get(at..at + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+    };
+    let key_len = u32_at(at)
+        .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?
+        as usize;
+    if key_len == 0 || key_len > used {
+        return Err(fail(ReadErrorKind::BadKeyLength {
+            len: key_len as i64,
+        }));
+    }
+    let record = at + native_entry_len(key_len, 0) - NATIVE_RECORD_HEADER_LEN;
+    let header_end = record + NATIVE_RECORD_HEADER_LEN;
+    if header_end > used {
+        return Err(fail(ReadErrorKind::EntryPastUsed {
+            end: header_end as u64,
+            used: used as u64,
+        }));
+    }
+    let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
+        .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
+    let w = |n: usize| u64_at(record + n * 8).unwrap_or(0);
+    let flags_capacity = w(word::FLAGS_CAPACITY);
+    let flags = flags_capacity as u32;
+    let capacity = (flags_capacity >> 32) as u32;
+    if capacity == 0 || capacity > MAX_NATIVE_BUCKETS {
+        return Err(bad("bucket capacity out of range"));
+    }
+    let capacity = capacity as usize;
+    let end = header_end + capacity * NATIVE_BUCKET_LEN;
+    if end > used {
+        return Err(fail(ReadErrorKind::EntryPastUsed {
+            end: end as u64,
+            used: used as u64,
+        }));
+    }
+    let schema = w(word::SCHEMA) as u32 as i32;
+    if !(i32::from(MIN_SCHEMA)..=i32::from(MAX_SCHEMA)).contains(&schema) {
+        return Err(bad("schema out of range"));
+    }
+    let zero_threshold = f64::from_bits(w(word::ZERO_THRESHOLD));
+    if !(zero_threshold >= 0.0 && zero_threshold.is_finite()) {
+        return Err(bad("zero threshold negative or not finite"));
+    }
+    let buckets_used = w(word::BUCKETS_USED) as u32 as usize;
+    if buckets_used > capacity {
+        return Err(bad("more buckets in use than the record has room for"));
+    }
+    let mut histogram = NativeHistogram::empty(schema as i8, zero_threshold);
+    histogram.zero_count = w(word::ZERO_COUNT);
+    histogram.nan_count = w(word::NAN_COUNT);
+    histogram.sum = f64::from_bits(w(word::SUM));
+    for n in 0..buckets_used {
+        let slot = word::BUCKETS + 2 * n;
+        let count = w(slot + 1);
+        if count == 0 {
+            continue;
+        }
+        let (index, negative) =
+            decode_bucket_word(w(slot)).ok_or_else(|| bad("bucket of no side"))?;
+        if negative {
+            histogram.negative.push((index, count));
+        } else {
+            histogram.positive.push((index, count));
+        }
+    }
+    normalize(&mut histogram.positive);
+    normalize(&mut histogram.negative);
+    Ok(ParsedRecord {
+        key,
+        record,
+        moved: flags & MOVED != 0,
+        histogram,
+        end,
+    })
+}
+
+/// Sorts buckets by index, adding up equal indices (a writer never writes
+/// two, but a reader takes nothing on trust).
+fn normalize(buckets: &mut Vec<(i32, u64)>) {
+    if buckets.windows(2).all(|w| w[0].0 < w[1].0) {
+        return;
+    }
+    buckets.sort_unstable_by_key(|&(i, _)| i);
+    buckets.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 = earlier.1.saturating_add(later.1);
+            true
+        } else {
+            false
+        }
+    });
+}
+
+/// Reads the native histogram file at `path`.
+pub fn read_native_histogram_file(path: &Path) -> Result<NativeHistogramFile, ReadError> {
+    let mut buf = Vec::new();
+    read_native_histogram_file_into(path, &mut buf)
+}
+
+/// Reads the native histogram file at `path` with `buf` (reused across
+/// calls) for its bytes.
+pub fn read_native_histogram_file_into(
+    path: &Path,
+    buf: &mut Vec<u8>,
+) -> Result<NativeHistogramFile, ReadError> {
+    let (file, meta) = open_for_read(path)?;
+    let size = meta.len();
+    if size > MAX_NATIVE_FILE_LEN {
+        return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
+    }
+    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+    buf.clear();
+    read_at_most(&file, buf, 0, NATIVE_HEADER_LEN).map_err(io)?;
+    let used = parse_native_header(buf, size).map_err(|e| e.at(path))?;
+    read_at_most(
+        &file,
+        buf,
+        NATIVE_HEADER_LEN as u64,
+        used - NATIVE_HEADER_LEN,
+    )
+    .map_err(io)?;
+    if buf.len() < used {
+        return Err(ReadError::new(
+            path,
+            0,
+            ReadErrorKind::Truncated {
+                wanted: used as u64,
+                got: buf.len() as u64,
+            },
+        ));
+    }
+    parse_native_histogram_file(buf, size).map_err(|e| e.at(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MetricKind;
+
+    #[test]
+    fn names_pair_with_db_files() {
+        let name = FileName::new(MetricKind::Histogram, "42").unwrap();
+        assert_eq!(native_histogram_file_name(&name), "histogram_42.native");
+        assert_eq!(
+            native_histogram_path(Path::new("/m"), &name),
+            Path::new("/m/native-histograms/histogram_42.native")
+        );
+        assert_eq!(
+            db_name_of_native_histogram_file("histogram_42.native"),
+            Some(name)
+        );
+        assert_eq!(db_name_of_native_histogram_file("histogram_42.db"), None);
+    }
+
+    #[test]
+    fn foreign_and_damaged_headers_are_errors() {
+        let mut bytes = native_header_bytes(16).to_vec();
+        assert_eq!(
+            parse_native_histogram_file(&bytes, 16).unwrap(),
+            NativeHistogramFile::default()
+        );
+        bytes[4] = b'X';
+        assert_eq!(
+            parse_native_histogram_file(&bytes, 16).unwrap_err().kind,
+            ReadErrorKind::NotANativeHistogramFile
+        );
+        let bytes = native_header_bytes(4000).to_vec();
+        assert!(matches!(
+            parse_native_histogram_file(&bytes, 16).unwrap_err().kind,
+            ReadErrorKind::UsedPastEnd { .. }
+        ));
+    }
+}

@@ -1,0 +1,218 @@
+//! [`NativeHistogram`]: the state of one native histogram series, as read
+//! from a file or merged across processes, and how two are merged.
+
+use crate::native_buckets::{bucket_upper_bound, reduce_index, MAX_SCHEMA, MIN_SCHEMA};
+
+/// One native histogram series: Prometheus's sparse exponential buckets.
+///
+/// Buckets are `(index, count)` pairs sorted by index, with no zero
+/// counts. The count of observations is not stored but derived
+/// ([`NativeHistogram::count`]), so it always equals what the buckets
+/// hold, as Prometheus requires of a native histogram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeHistogram {
+    /// The resolution, from [`MIN_SCHEMA`] to [`MAX_SCHEMA`].
+    pub schema: i8,
+    /// Observations with an absolute value at most this go to the zero
+    /// bucket.
+    pub zero_threshold: f64,
+    /// Observations in the zero bucket.
+    pub zero_count: u64,
+    /// NaN observations: counted, in no bucket (they make the sum NaN).
+    pub nan_count: u64,
+    /// The sum of all observations.
+    pub sum: f64,
+    /// Buckets of positive observations.
+    pub positive: Vec<(i32, u64)>,
+    /// Buckets of negative observations (by absolute value).
+    pub negative: Vec<(i32, u64)>,
+}
+
+impl NativeHistogram {
+    /// A histogram with no observations.
+    #[must_use]
+    pub fn empty(schema: i8, zero_threshold: f64) -> NativeHistogram {
+        NativeHistogram {
+            schema: schema.clamp(MIN_SCHEMA, MAX_SCHEMA),
+            zero_threshold,
+            zero_count: 0,
+            nan_count: 0,
+            sum: 0.0,
+            positive: Vec::new(),
+            negative: Vec::new(),
+        }
+    }
+
+    /// The number of observations.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        let buckets = |b: &[(i32, u64)]| b.iter().fold(0u64, |n, &(_, c)| n.saturating_add(c));
+        self.zero_count
+            .saturating_add(self.nan_count)
+            .saturating_add(buckets(&self.positive))
+            .saturating_add(buckets(&self.negative))
+    }
+
+    /// The number of non-empty buckets (the zero bucket not counted).
+    #[must_use]
+    pub fn bucket_count(&self) -> usize {
+        self.positive.len() + self.negative.len()
+    }
+
+    /// Lowers the resolution to `schema` (a no-op if it is not lower),
+    /// merging neighbouring buckets.
+    pub fn reduce_to(&mut self, schema: i8) {
+        let schema = schema.clamp(MIN_SCHEMA, MAX_SCHEMA);
+        if schema >= self.schema {
+            return;
+        }
+        let by = (self.schema - schema) as u32;
+        for buckets in [&mut self.positive, &mut self.negative] {
+            for bucket in buckets.iter_mut() {
+                bucket.0 = reduce_index(bucket.0, by);
+            }
+            coalesce(buckets);
+        }
+        self.schema = schema;
+    }
+
+    /// Widens the zero bucket to at least `threshold`, as Prometheus does
+    /// when it adds histograms: every bucket that reaches below the new
+    /// threshold joins the zero bucket, and if such a bucket reaches past
+    /// it, the threshold grows to that bucket's upper bound.
+    pub fn widen_zero_bucket(&mut self, threshold: f64) {
+        if threshold <= self.zero_threshold || threshold.is_nan() {
+            return;
+        }
+        let mut threshold = threshold;
+        loop {
+            let mut widened = false;
+            for buckets in [&mut self.positive, &mut self.negative] {
+                // Sorted by index: the buckets below the threshold lead.
+                let below = buckets
+                    .iter()
+                    .take_while(|&&(i, _)| bucket_upper_bound(i - 1, self.schema) < threshold)
+                    .count();
+                for &(i, count) in &buckets[..below] {
+                    self.zero_count = self.zero_count.saturating_add(count);
+                    let upper = bucket_upper_bound(i, self.schema);
+                    if upper > threshold {
+                        threshold = upper;
+                        widened = true;
+                    }
+                }
+                buckets.drain(..below);
+            }
+            if !widened {
+                break;
+            }
+        }
+        self.zero_threshold = threshold;
+    }
+
+    /// Adds `other`'s observations: both at the coarser schema and the
+    /// wider zero bucket, counts and sums added.
+    pub fn merge(&mut self, other: &NativeHistogram) {
+        let mut other = other.clone();
+        let schema = self.schema.min(other.schema);
+        self.reduce_to(schema);
+        other.reduce_to(schema);
+        let threshold = self.zero_threshold.max(other.zero_threshold);
+        self.widen_zero_bucket(threshold);
+        other.widen_zero_bucket(threshold);
+        // Widening one may have widened it past the other's.
+        let threshold = self.zero_threshold.max(other.zero_threshold);
+        self.widen_zero_bucket(threshold);
+        other.widen_zero_bucket(threshold);
+        self.zero_count = self.zero_count.saturating_add(other.zero_count);
+        self.nan_count = self.nan_count.saturating_add(other.nan_count);
+        self.sum += other.sum;
+        add_buckets(&mut self.positive, &other.positive);
+        add_buckets(&mut self.negative, &other.negative);
+    }
+}
+
+/// Sorts `buckets` by index and adds up the counts of equal indices.
+fn coalesce(buckets: &mut Vec<(i32, u64)>) {
+    buckets.sort_unstable_by_key(|&(i, _)| i);
+    let mut out: Vec<(i32, u64)> = Vec::with_capacity(buckets.len());
+    for &(i, c) in buckets.iter() {
+        match out.last_mut() {
+            Some(last) if last.0 == i => last.1 = last.1.saturating_add(c),
+            _ => out.push((i, c)),
+        }
+    }
+    out.retain(|&(_, c)| c > 0);
+    *buckets = out;
+}
+
+/// Adds `from`'s buckets into `into` (both sorted by index).
+fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)]) {
+    if from.is_empty() {
+        return;
+    }
+    into.extend_from_slice(from);
+    coalesce(into);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native_buckets::bucket_index;
+
+    fn observe(h: &mut NativeHistogram, v: f64) {
+        h.sum += v;
+        if v.is_nan() {
+            h.nan_count += 1;
+        } else if v.abs() <= h.zero_threshold {
+            h.zero_count += 1;
+        } else {
+            let side = if v > 0.0 {
+                &mut h.positive
+            } else {
+                &mut h.negative
+            };
+            side.push((bucket_index(v.abs(), h.schema), 1));
+            coalesce(side);
+        }
+    }
+
+    #[test]
+    fn merging_at_different_schemas_equals_observing_at_the_coarser() {
+        let values = [
+            0.002, 0.01, 0.3, 0.31, 1.0, 1.2, 5.0, -0.7, -3.0, 0.0, 1e-40,
+        ];
+        let mut fine = NativeHistogram::empty(5, 1e-39);
+        let mut coarse = NativeHistogram::empty(2, 1e-39);
+        let mut expected = NativeHistogram::empty(2, 1e-39);
+        for (n, v) in values.iter().enumerate() {
+            if n % 2 == 0 {
+                observe(&mut fine, *v);
+            } else {
+                observe(&mut coarse, *v);
+            }
+            observe(&mut expected, *v);
+        }
+        fine.merge(&coarse);
+        assert_eq!(fine.schema, 2);
+        assert_eq!(fine.positive, expected.positive);
+        assert_eq!(fine.negative, expected.negative);
+        assert_eq!(fine.zero_count, expected.zero_count);
+        assert_eq!(fine.count(), values.len() as u64);
+    }
+
+    #[test]
+    fn a_wider_zero_bucket_takes_the_buckets_below_it() {
+        let mut h = NativeHistogram::empty(0, 0.0);
+        for v in [0.1, 0.6, 3.0, -0.2] {
+            observe(&mut h, v);
+        }
+        // Bucket (0.5, 1] reaches below 0.7, so the threshold grows to 1.
+        h.widen_zero_bucket(0.7);
+        assert_eq!(h.zero_threshold, 1.0);
+        assert_eq!(h.zero_count, 3);
+        assert_eq!(h.positive, vec![(2, 1)]);
+        assert!(h.negative.is_empty());
+        assert_eq!(h.count(), 4);
+    }
+}
