@@ -30,6 +30,7 @@ mod logging;
 mod name_filter;
 mod node_exporter;
 mod prometheus_exemplars;
+mod prometheus_native_histograms;
 mod prometheus_protobuf;
 mod prometheus_server;
 mod python_package;

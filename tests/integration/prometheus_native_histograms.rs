@@ -1,0 +1,81 @@
+//! Native histograms across processes into real Prometheus servers:
+//! `multiprom run -- gunicorn -w 4` whose app observes latencies through a
+//! plain prometheus_client `Histogram`, with native recording turned on by
+//! the start-up hook (`MULTIPROM_INSTALL=native-histograms`) from the
+//! package built from this checkout. Debian's `prometheus` (installed when
+//! missing) runs twice: with `--enable-feature=native-histograms`, which
+//! negotiates the protobuf format and stores the merged native histogram,
+//! and without, which stores the classic series from the text format (the
+//! packaged 2.42 keeps only the native histogram of a series that has one,
+//! so the classic series are checked on the second server).
+//! tests/python/prometheus_native_check.py drives the requests, kills a
+//! worker half-way, and checks counts, sums and quantiles.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+use crate::gunicorn::{wait_for_app, StopGunicornOnDrop};
+use crate::harness::{free_port, multiprom, python_script, workspace_root};
+use crate::prometheus_server::start_prometheus;
+use crate::python_package::package_python;
+use crate::spawned_server::Spawned;
+
+/// Runs the check with native recording at `schema`
+/// (`MULTIPROM_NATIVE_HISTOGRAM_SCHEMA`), and returns what it printed.
+fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
+    let python = package_python();
+    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let app = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let app_dir = workspace_root().join("tests/python/native_app");
+    let mut cmd = multiprom();
+    cmd.args(["run", "--listen"])
+        .arg(metrics.to_string())
+        .arg("--")
+        .arg(python)
+        .args(["-m", "gunicorn", "--chdir"])
+        .arg(&app_dir)
+        .args(["-w", "4", "-b"])
+        .arg(app.to_string())
+        .arg("app:app")
+        .env("MULTIPROM_INSTALL", "native-histograms")
+        .env("MULTIPROM_NATIVE_HISTOGRAM_SCHEMA", schema.to_string())
+        .env_remove("PROMETHEUS_MULTIPROC_DIR");
+    let run = StopGunicornOnDrop(Spawned::start(cmd));
+    wait_for_app(&run.0, app);
+
+    let target = metrics.to_string();
+    let (native, native_port, _native_work) =
+        start_prometheus(&target, &["--enable-feature=native-histograms"]);
+    let (classic, classic_port, _classic_work) = start_prometheus(&target, &[]);
+
+    let check = Command::new(python)
+        .arg(python_script("prometheus_native_check.py"))
+        .arg(format!("http://127.0.0.1:{native_port}"))
+        .arg(format!("http://127.0.0.1:{classic_port}"))
+        .arg(format!("http://{app}"))
+        .arg(run.0.pid().to_string())
+        // wait_for_app's request.
+        .arg("1")
+        .arg(schema.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{stdout}\n{}\nmultiprom run's log:\n{}\nnative Prometheus's log:\n{}\n\
+         classic Prometheus's log:\n{}",
+        String::from_utf8_lossy(&check.stderr),
+        run.0.stderr(),
+        native.stderr(),
+        classic.stderr()
+    );
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+#[test]
+fn prometheus_stores_the_merged_native_histogram_of_gunicorn_workers_across_a_worker_kill() {
+    let said = check_native_histograms_through_prometheus(3);
+    assert_eq!(said["count"].as_f64(), Some(301.0), "{said}");
+    assert!(said["served_by_newcomer"].as_u64().unwrap() >= 5, "{said}");
+}

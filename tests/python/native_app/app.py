@@ -1,0 +1,23 @@
+"""A WSGI app for the native histogram test with a real Prometheus: a plain
+prometheus_client Histogram in multiprocess mode. Native recording is turned
+on by the start-up hook (MULTIPROM_INSTALL=native-histograms), not by this
+code, which is what any application already has.
+
+GET /?v=SECONDS observes SECONDS and answers with the worker's pid.
+"""
+
+import os
+import urllib.parse
+
+from prometheus_client import Histogram
+
+LATENCY = Histogram(
+    "app_latency_seconds", "Request latency.", buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+)
+
+
+def app(environ, start_response):
+    query = urllib.parse.parse_qs(environ.get("QUERY_STRING", ""))
+    LATENCY.observe(float(query.get("v", ["0.05"])[0]))
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [f"{os.getpid()}\n".encode()]

@@ -1,0 +1,223 @@
+"""Native histograms from gunicorn workers, through `multiprom run`, into real
+Prometheus servers (tests/integration/prometheus_native_histograms.rs).
+
+usage: prometheus_native_check.py NATIVE_PROMETHEUS_URL CLASSIC_PROMETHEUS_URL
+                                  APP_URL RUN_PID EARLIER_REQUESTS SCHEMA
+
+NATIVE_PROMETHEUS scrapes with native histograms enabled (it negotiates the
+protobuf format), CLASSIC_PROMETHEUS without (text). The app
+(tests/python/native_app) observes the value each request names in a plain
+prometheus_client Histogram. This script waits until both servers have stored
+the EARLIER_REQUESTS observations made before it ran (each 0.05 s), then
+sends a known sample of latencies, SIGKILLing one gunicorn worker half-way
+and going on until gunicorn's replacement has served requests too. Then:
+
+* `histogram_count` and `histogram_sum` of the native series equal the count
+  and the sum of every observation;
+* `histogram_quantile(q, sum(rate(...)))` for q in 0.5, 0.9, 0.99 lies within
+  the schema's relative error (a bucket's width, 2^(2^-SCHEMA) - 1) of the
+  observation of rank ceil(q n) among the n observed after the first scrape;
+* the classic series (`_bucket`, `_count`, `_sum`) stored by the classic
+  server hold exactly what the classic histogram of the same observations
+  holds, and its classic `histogram_quantile` equals what that computes.
+
+Prints one JSON object; exits 1 with what differs if anything never holds
+within the patience.
+"""
+
+import json
+import math
+import os
+import random
+import signal
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+PATIENCE = 30.0
+BOUNDS = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf]
+QUANTILES = [0.5, 0.9, 0.99]
+SENT = 300
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read()
+
+
+def api(prometheus, path, **params):
+    url = f"{prometheus}/api/v1/{path}?" + urllib.parse.urlencode(params)
+    answer = json.loads(fetch(url))
+    if answer.get("status") != "success":
+        raise RuntimeError(f"{url}: {answer}")
+    return answer["data"]
+
+
+def scalar(prometheus, query):
+    """The one value `query` gives now, or None."""
+    result = api(prometheus, "query", query=query)["result"]
+    if len(result) != 1:
+        return None
+    return float(result[0]["value"][1])
+
+
+def children(pid):
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def workers(run_pid):
+    return {w for m in children(run_pid) for w in children(m)}
+
+
+def wait_until(what, check):
+    """Polls `check` (returns (ok, state)) until ok, or exits saying `what`."""
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        try:
+            ok, state = check()
+        except OSError as error:
+            ok, state = False, error
+        if ok:
+            return state
+        if time.monotonic() > deadline:
+            sys.exit(f"{what} never held: last seen {state}")
+        time.sleep(0.3)
+
+
+def close(a, b):
+    return a is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def main():
+    native, classic, app = sys.argv[1], sys.argv[2], sys.argv[3]
+    run_pid, earlier, schema = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    before = [0.05] * earlier
+
+    # Both servers hold the first observations before any of ours is made,
+    # so a rate over the whole test covers exactly ours.
+    wait_until(
+        "the native server storing the earlier observations",
+        lambda: (lambda c: (c == earlier, c))(
+            scalar(native, "histogram_count(app_latency_seconds)")
+        ),
+    )
+    wait_until(
+        "the classic server storing the earlier observations",
+        lambda: (lambda c: (c == earlier, c))(scalar(classic, "app_latency_seconds_count")),
+    )
+
+    rng = random.Random(7)
+    values = [round(rng.lognormvariate(-2.0, 1.0), 6) for _ in range(SENT)]
+    served = []
+    for value in values[: SENT // 2]:
+        served.append(int(fetch(f"{app}/?v={value}").split()[0]))
+    seen = workers(run_pid)
+    if len(seen) != 4:
+        sys.exit(f"expected 4 gunicorn workers under {run_pid}, found {sorted(seen)}")
+    victim = served[-1]
+    os.kill(victim, signal.SIGKILL)
+
+    def replaced():
+        now = workers(run_pid)
+        fresh = now - seen
+        return victim not in now and len(now) == 4 and len(fresh) == 1, now - seen
+
+    (newcomer,) = wait_until(f"gunicorn replacing worker {victim}", replaced)
+    for value in values[SENT // 2 :]:
+        served.append(int(fetch(f"{app}/?v={value}").split()[0]))
+    by_newcomer = served.count(newcomer)
+    if by_newcomer < 5:
+        sys.exit(f"the new worker {newcomer} served {by_newcomer} of {SENT // 2} requests")
+
+    everything = before + values
+    count, total = len(everything), sum(everything)
+    got = wait_until(
+        f"histogram_count == {count} and histogram_sum == {total}",
+        lambda: (
+            lambda c, s: (c == count and close(s, total), (c, s))
+        )(
+            scalar(native, "histogram_count(app_latency_seconds)"),
+            scalar(native, "histogram_sum(app_latency_seconds)"),
+        ),
+    )
+
+    # The quantiles of what was observed after the first scrape.
+    ordered = sorted(values)
+    error = 2.0 ** (2.0 ** -schema) - 1.0
+    quantiles = {}
+    for q in QUANTILES:
+        expected = ordered[math.ceil(q * len(ordered)) - 1]
+        estimate = scalar(native, f"histogram_quantile({q}, sum(rate(app_latency_seconds[1h])))")
+        quantiles[str(q)] = {"observed": expected, "native": estimate}
+        if estimate is None or abs(estimate - expected) > error * expected * (1 + 1e-9):
+            sys.exit(
+                f"histogram_quantile({q}) is {estimate}; the observations' is {expected}, "
+                f"allowed relative error {error:.4f} (schema {schema})"
+            )
+
+    # The classic histogram, as the classic server stores it.
+    def classic_holds():
+        state = {}
+        for bound in BOUNDS:
+            le = "+Inf" if bound == math.inf else repr(bound)
+            want = sum(1 for v in everything if v <= bound)
+            have = scalar(classic, f'app_latency_seconds_bucket{{le="{le}"}}')
+            state[le] = (have, want)
+        c = scalar(classic, "app_latency_seconds_count")
+        s = scalar(classic, "app_latency_seconds_sum")
+        state["count"], state["sum"] = (c, count), (s, total)
+        ok = all(h == w for le, (h, w) in state.items() if le != "sum") and close(s, total)
+        return ok, state
+
+    classic_state = wait_until("the classic series holding every observation", classic_holds)
+    # Classic quantile: the same linear interpolation Prometheus does on the
+    # cumulative buckets of the observations since the first scrape.
+    classic_quantiles = {}
+    for q in QUANTILES:
+        estimate = scalar(
+            classic, f"histogram_quantile({q}, sum by (le) (rate(app_latency_seconds_bucket[1h])))"
+        )
+        expected = classic_quantile(q, values)
+        classic_quantiles[str(q)] = {"classic": estimate, "expected": expected}
+        if estimate is None or not math.isclose(estimate, expected, rel_tol=1e-9):
+            sys.exit(f"classic histogram_quantile({q}) is {estimate}, expected {expected}")
+
+    print(json.dumps({
+        "count": got[0],
+        "sum": got[1],
+        "killed": victim,
+        "newcomer": newcomer,
+        "served_by_newcomer": by_newcomer,
+        "quantiles": quantiles,
+        "classic": {k: v for k, v in classic_state.items()},
+        "classic_quantiles": classic_quantiles,
+    }))
+
+
+def classic_quantile(q, values):
+    """Prometheus's histogram_quantile on classic cumulative buckets."""
+    cumulative = [sum(1 for v in values if v <= b) for b in BOUNDS]
+    rank = q * cumulative[-1]
+    i = next(n for n, c in enumerate(cumulative) if c >= rank)
+    if BOUNDS[i] == math.inf:
+        return BOUNDS[-2]
+    lower = 0.0 if i == 0 else BOUNDS[i - 1]
+    below = 0 if i == 0 else cumulative[i - 1]
+    return lower + (BOUNDS[i] - lower) * (rank - below) / (cumulative[i] - below)
+
+
+if __name__ == "__main__":
+    main()
