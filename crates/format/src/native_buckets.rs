@@ -60,7 +60,8 @@ pub fn reduce_index(index: i32, by: u32) -> i32 {
     if by == 0 {
         return index;
     }
-    ((index - 1) >> by.min(31)) + 1
+    // In i64: indices read from a file may be anywhere in i32's range.
+    (((i64::from(index) - 1) >> by.min(40)) + 1) as i32
 }
 
 /// The upper bound of bucket `index` at `schema` (its lower bound is the

@@ -91,7 +91,9 @@ impl NativeHistogram {
                 // Sorted by index: the buckets below the threshold lead.
                 let below = buckets
                     .iter()
-                    .take_while(|&&(i, _)| bucket_upper_bound(i - 1, self.schema) < threshold)
+                    .take_while(|&&(i, _)| {
+                        bucket_upper_bound(i.saturating_sub(1), self.schema) < threshold
+                    })
                     .count();
                 for &(i, count) in &buckets[..below] {
                     self.zero_count = self.zero_count.saturating_add(count);
@@ -111,19 +113,29 @@ impl NativeHistogram {
     }
 
     /// Adds `other`'s observations: both at the coarser schema and the
-    /// wider zero bucket, counts and sums added.
+    /// wider zero bucket, counts and sums added. Linear in the buckets when
+    /// the two share a layout (the usual case: every process records with
+    /// the same settings).
     pub fn merge(&mut self, other: &NativeHistogram) {
+        self.reduce_to(other.schema);
+        self.widen_zero_bucket(other.zero_threshold);
+        let same_layout = other.schema == self.schema
+            && other.zero_threshold.to_bits() == self.zero_threshold.to_bits();
+        if same_layout {
+            self.add_same_layout(other);
+            return;
+        }
         let mut other = other.clone();
-        let schema = self.schema.min(other.schema);
-        self.reduce_to(schema);
-        other.reduce_to(schema);
-        let threshold = self.zero_threshold.max(other.zero_threshold);
-        self.widen_zero_bucket(threshold);
-        other.widen_zero_bucket(threshold);
-        // Widening one may have widened it past the other's.
-        let threshold = self.zero_threshold.max(other.zero_threshold);
-        self.widen_zero_bucket(threshold);
-        other.widen_zero_bucket(threshold);
+        other.reduce_to(self.schema);
+        other.widen_zero_bucket(self.zero_threshold);
+        // Widening `other` may have widened it past this one's threshold.
+        self.widen_zero_bucket(other.zero_threshold);
+        self.add_same_layout(&other);
+    }
+
+    /// Adds `other`, which has this histogram's schema (and a zero
+    /// threshold no wider).
+    fn add_same_layout(&mut self, other: &NativeHistogram) {
         self.zero_count = self.zero_count.saturating_add(other.zero_count);
         self.nan_count = self.nan_count.saturating_add(other.nan_count);
         self.sum += other.sum;
@@ -146,13 +158,42 @@ fn coalesce(buckets: &mut Vec<(i32, u64)>) {
     *buckets = out;
 }
 
-/// Adds `from`'s buckets into `into` (both sorted by index).
+/// Adds `from`'s buckets into `into` (both sorted by index): one linear
+/// pass.
 fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)]) {
     if from.is_empty() {
         return;
     }
-    into.extend_from_slice(from);
-    coalesce(into);
+    if into.is_empty() {
+        into.extend_from_slice(from);
+        return;
+    }
+    let mut out = Vec::with_capacity(into.len() + from.len());
+    let (mut a, mut b) = (into.iter().peekable(), from.iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(&&x), Some(&&y)) if x.0 == y.0 => {
+                a.next();
+                b.next();
+                (x.0, x.1.saturating_add(y.1))
+            }
+            (Some(&&x), Some(&&y)) if x.0 < y.0 => {
+                a.next();
+                x
+            }
+            (_, Some(&&y)) => {
+                b.next();
+                y
+            }
+            (Some(&&x), None) => {
+                a.next();
+                x
+            }
+            (None, None) => break,
+        };
+        out.push(next);
+    }
+    *into = out;
 }
 
 #[cfg(test)]
