@@ -209,8 +209,14 @@
 macro_rules! handle_impls {
     ($($handle:ident),+) => {$(
         impl crate::family::sealed::Member for $handle {
-            fn from_series(series: std::sync::Arc<crate::series::Series>) -> Self {
-                $handle { series }
+            fn create(
+                writer: &std::sync::Arc<crate::directory_writer::DirectoryWriter>,
+                definition: &std::sync::Arc<crate::definition::Definition>,
+                label_values: &[&str],
+                creator: &mut crate::directory_writer::Creator<'_>,
+            ) -> Result<Self, crate::ClientError> {
+                let series = crate::series::Series::create(writer, definition, label_values, creator)?;
+                Ok($handle { series: std::sync::Arc::new(series) })
             }
 
             fn series(&self) -> &std::sync::Arc<crate::series::Series> {
@@ -237,6 +243,9 @@ mod error;
 mod family;
 mod gauge;
 mod histogram;
+mod native_histogram;
+mod native_options;
+mod native_recorder;
 mod registry;
 mod series;
 mod summary;
@@ -244,18 +253,20 @@ mod timer;
 mod validate;
 
 pub use counter::Counter;
-pub use error::{BucketsError, ClientError};
+pub use error::{BucketsError, ClientError, NativeOptionsError};
 pub use family::Family;
 pub use gauge::{Gauge, InProgress, MostRecentGauge};
 pub use histogram::{Histogram, DEFAULT_BUCKETS};
 pub use multiprom_format::GaugeMode;
 pub use multiprom_format::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
+pub use native_histogram::NativeHistogram;
+pub use native_options::NativeHistogramOptions;
 pub use registry::{MultiprocessRegistry, RegistryBuilder};
 pub use summary::Summary;
 pub use timer::Timer;
 
 /// A metric handle that a [`Family`] can hold: [`Counter`], [`Gauge`],
-/// [`MostRecentGauge`], [`Histogram`], [`Summary`]. Sealed.
+/// [`MostRecentGauge`], [`Histogram`], [`NativeHistogram`], [`Summary`]. Sealed.
 pub trait Metric: family::sealed::Member + std::fmt::Debug {}
 
 #[cfg(test)]
