@@ -271,3 +271,6 @@ pub trait Metric: family::sealed::Member + std::fmt::Debug {}
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod native_tests;
