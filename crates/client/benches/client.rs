@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use multiprom_client::{GaugeMode, MultiprocessRegistry, DEFAULT_BUCKETS};
+use multiprom_client::{GaugeMode, MultiprocessRegistry, NativeHistogramOptions, DEFAULT_BUCKETS};
 use prometheus_client::metrics::counter::Counter as PcCounter;
 use prometheus_client::metrics::exemplar::{
     CounterWithExemplar as PcCounterWithExemplar,
@@ -123,6 +123,41 @@ fn histogram_observe(c: &mut Criterion) {
     g.finish();
 }
 
+/// One thread: what recording natively adds to an observation (a bucket
+/// lookup, two atomic adds under a shared lock) beside the classic part.
+fn native_histogram_observe(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let registry = registry(&dir);
+    let classic = registry
+        .histogram("classic_seconds", "Latency", &DEFAULT_BUCKETS)
+        .expect("histogram");
+    let native_only = registry
+        .native_histogram(
+            "native_seconds",
+            "Latency",
+            NativeHistogramOptions::default(),
+        )
+        .expect("native histogram");
+    let both = registry
+        .native_histogram(
+            "both_seconds",
+            "Latency",
+            NativeHistogramOptions::default().classic_buckets(&DEFAULT_BUCKETS),
+        )
+        .expect("native histogram with classic buckets");
+    let mut g = c.benchmark_group("native_histogram_observe");
+    g.bench_function("classic", |b| {
+        b.iter(|| black_box(&classic).observe(black_box(0.3)))
+    });
+    g.bench_function("native_only", |b| {
+        b.iter(|| black_box(&native_only).observe(black_box(0.3)))
+    });
+    g.bench_function("classic_and_native", |b| {
+        b.iter(|| black_box(&both).observe(black_box(0.3)))
+    });
+    g.finish();
+}
+
 fn labelled_lookup_inc(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let ours = registry(&dir)
@@ -220,6 +255,7 @@ mod group {
         counter_inc_2_threads,
         gauge_set,
         histogram_observe,
+        native_histogram_observe,
         labelled_lookup_inc,
         exemplar_updates,
         fork_check

@@ -3,14 +3,16 @@
 
 use std::fmt;
 
-use multiprom_format::{encode_key, float_to_go_string, MetricKind};
+use multiprom_format::{encode_key, float_to_go_string, MetricKind, NativeHistogramConfig};
 
 use crate::error::ClientError;
+use crate::native_options::NativeHistogramOptions;
 use crate::validate;
 
 /// A validated metric definition.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Definition {
+// `pub` (in a private module) because the sealed `Member` trait names it.
+pub struct Definition {
     /// Family name: the name as given, with a counter's `_total` stripped.
     pub(crate) family: String,
     /// Type and gauge mode (which file the entries go to).
@@ -24,6 +26,8 @@ pub(crate) struct Definition {
     pub(crate) labelled: bool,
     /// Histogram upper bounds, `+Inf` included; empty for other types.
     pub(crate) buckets: Vec<f64>,
+    /// How a native histogram records; `None` for every other metric.
+    pub(crate) native: Option<NativeHistogramConfig>,
 }
 
 impl Definition {
@@ -63,7 +67,47 @@ impl Definition {
             label_names,
             labelled,
             buckets,
+            native: None,
         })
+    }
+
+    /// Validates a native histogram: a histogram whose classic part has
+    /// the buckets of `options`, or only `+Inf` (the form that marks a
+    /// native-only histogram, which Python's constructor cannot make).
+    pub(crate) fn native(
+        name: &str,
+        help: &str,
+        label_names: Option<&[&str]>,
+        options: &NativeHistogramOptions,
+    ) -> Result<Definition, ClientError> {
+        let classic = options.classic().unwrap_or(&[]);
+        let mut definition = match options.classic() {
+            Some(_) => Definition::new(name, MetricKind::Histogram, help, label_names, classic)?,
+            // Validated with a stand-in bound, then replaced by `+Inf` alone.
+            None => Definition::new(name, MetricKind::Histogram, help, label_names, &[0.0])?,
+        };
+        if options.classic().is_none() {
+            definition.buckets = vec![f64::INFINITY];
+        }
+        let config = options
+            .config()
+            .map_err(|reason| ClientError::InvalidNativeOptions {
+                metric: definition.family.clone(),
+                reason,
+            })?;
+        definition.native = Some(config);
+        Ok(definition)
+    }
+
+    /// The key of one child's native series: the `*.db` key form with the
+    /// histogram's own name as family and sample, and no `le` label.
+    pub(crate) fn native_key(&self, label_values: &[&str]) -> String {
+        let labels = self
+            .label_names
+            .iter()
+            .map(String::as_str)
+            .zip(label_values.iter().copied());
+        encode_key(&self.family, &self.family, labels, &self.help)
     }
 
     /// The sample names this metric exposes or clashes with, as Python's
@@ -125,6 +169,13 @@ impl fmt::Display for Definition {
             write!(f, " family with labels {:?}", self.label_names)?;
         } else {
             f.write_str(" without labels")?;
+        }
+        if let Some(native) = &self.native {
+            write!(
+                f,
+                ", native schema {} max_buckets {} zero_threshold {:e}",
+                native.schema, native.max_buckets, native.zero_threshold
+            )?;
         }
         if self.kind == MetricKind::Histogram {
             write!(f, ", buckets {:?}", self.buckets)?;

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use multiprom_format::fork::fork_generation;
-use multiprom_format::{ExemplarSlot, ExemplarWriter, FileName, FileWriter, MetricKind, ValueSlot};
+use multiprom_format::{
+    ExemplarSlot, ExemplarWriter, FileName, FileWriter, MetricKind, NativeHistogramConfig,
+    NativeHistogramWriter, NativeSeries, ValueSlot,
+};
 
 use crate::definition::Definition;
 use crate::error::ClientError;
@@ -60,6 +63,13 @@ struct FilesAndRegistrations {
     /// Every key created, in creation order: after a fork the child re-creates
     /// all of them in its own files, as Python does.
     known: Vec<(MetricKind, Arc<str>)>,
+    /// The native histogram file of `writers_generation`, opened by the
+    /// first native histogram (in a forked child: its first native update).
+    native_writer: Option<NativeHistogramWriter>,
+    /// Fork generation whose native file holds every key of `known_natives`.
+    natives_generation: u64,
+    /// Every native series created, as `known` for values.
+    known_natives: Vec<(Arc<str>, NativeHistogramConfig)>,
     registered: HashMap<String, Registered>,
     /// Sample name -> family that claims it.
     claimed: HashMap<String, String>,
@@ -67,7 +77,8 @@ struct FilesAndRegistrations {
 
 /// This process's writer of one directory, shared by a registry, its
 /// metrics, families and every handle.
-pub(crate) struct DirectoryWriter {
+// `pub` (in a private module) because the sealed `Member` trait names it.
+pub struct DirectoryWriter {
     dir: PathBuf,
     id_source: IdSource,
     original_generation: u64,
@@ -76,6 +87,8 @@ pub(crate) struct DirectoryWriter {
     reported_generation: AtomicU64,
     /// Last fork generation for which a failure to store exemplars was printed.
     reported_exemplar_generation: AtomicU64,
+    /// Last fork generation for which a failure to record natively was printed.
+    reported_native_generation: AtomicU64,
 }
 
 impl std::fmt::Debug for DirectoryWriter {
@@ -101,11 +114,15 @@ impl DirectoryWriter {
                 writers: BTreeMap::new(),
                 exemplar_writers: BTreeMap::new(),
                 known: Vec::new(),
+                native_writer: None,
+                natives_generation: generation,
+                known_natives: Vec::new(),
                 registered: HashMap::new(),
                 claimed: HashMap::new(),
             }),
             reported_generation: AtomicU64::new(u64::MAX),
             reported_exemplar_generation: AtomicU64::new(u64::MAX),
+            reported_native_generation: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -140,14 +157,7 @@ impl DirectoryWriter {
         if generation == state.generation {
             return Ok(());
         }
-        if state.writers_generation != generation {
-            // Dropping the inherited writers only unmaps and closes in this
-            // process; the parent's files are untouched.
-            state.writers.clear();
-            state.exemplar_writers.clear();
-            state.process_id = self.id_source.id_for(generation, self.original_generation);
-            state.writers_generation = generation;
-        }
+        self.switch_files(state, generation);
         for i in 0..state.known.len() {
             let (kind, key) = state.known[i].clone();
             writer(&self.dir, state, kind)?.slot(&key)?;
@@ -156,9 +166,68 @@ impl DirectoryWriter {
         Ok(())
     }
 
+    /// In a process forked since the files were opened, drops the inherited
+    /// writers and names files with this process's identifier.
+    fn switch_files(&self, state: &mut FilesAndRegistrations, generation: u64) {
+        if state.writers_generation != generation {
+            // Dropping the inherited writers only unmaps and closes in this
+            // process; the parent's files are untouched.
+            state.writers.clear();
+            state.exemplar_writers.clear();
+            state.native_writer = None;
+            state.process_id = self.id_source.id_for(generation, self.original_generation);
+            state.writers_generation = generation;
+        }
+    }
+
     /// Re-creates files after a fork now rather than on the first update.
     pub(crate) fn reopen_after_fork(&self) -> Result<(), ClientError> {
-        self.sync_fork(&mut self.lock())
+        let mut state = self.lock();
+        self.sync_fork(&mut state)?;
+        self.sync_natives(&mut state)
+    }
+
+    /// As [`DirectoryWriter::sync_fork`] for native series, separately:
+    /// a native file that cannot be made must never stop the values.
+    fn sync_natives(&self, state: &mut FilesAndRegistrations) -> Result<(), ClientError> {
+        let generation = fork_generation();
+        if generation == state.natives_generation {
+            return Ok(());
+        }
+        self.switch_files(state, generation);
+        for i in 0..state.known_natives.len() {
+            let (key, config) = state.known_natives[i].clone();
+            native_writer(&self.dir, state)?.series(&key, config)?;
+        }
+        state.natives_generation = generation;
+        Ok(())
+    }
+
+    /// The native series of `key` in this (forked) process's own native file.
+    pub(crate) fn rebind_native(
+        &self,
+        key: &str,
+        config: NativeHistogramConfig,
+    ) -> Result<NativeSeries, ClientError> {
+        let mut state = self.lock();
+        self.sync_natives(&mut state)?;
+        Ok(native_writer(&self.dir, &mut state)?.series(key, config)?)
+    }
+
+    /// Prints a failure to record natively after a fork, once per fork:
+    /// native observations are dropped, the classic part is still counted.
+    pub(crate) fn report_native_failure(&self, err: &ClientError) {
+        let generation = fork_generation();
+        if self
+            .reported_native_generation
+            .swap(generation, Ordering::Relaxed)
+            != generation
+        {
+            eprintln!(
+                "multiprom-client: after fork(), cannot create this process's native histogram file in {}: {err}; native observations are dropped, classic buckets are still counted",
+                self.dir.display()
+            );
+        }
     }
 
     /// Registers `definition`, or returns the handle of an identical earlier
@@ -213,18 +282,13 @@ impl DirectoryWriter {
         Ok(handle)
     }
 
-    /// Creates one child's entries (all at 0, Python's order).
-    pub(crate) fn create_entries(
-        &self,
-        definition: &Definition,
-        label_values: &[&str],
-    ) -> Result<NewEntries, ClientError> {
+    /// Runs `create` (which makes one child's entries) with the state locked.
+    pub(crate) fn with_creator<R>(&self, create: impl FnOnce(&mut Creator<'_>) -> R) -> R {
         let mut state = self.lock();
-        Creator {
+        create(&mut Creator {
             writer: self,
             state: &mut state,
-        }
-        .entries(definition, label_values)
+        })
     }
 
     /// The slots of `keys` in this (forked) process's own files.
@@ -316,7 +380,8 @@ pub(crate) struct NewEntries {
 }
 
 /// Creates entries while the state is locked (registration holds the lock).
-pub(crate) struct Creator<'a> {
+// `pub` (in a private module) because the sealed `Member` trait names it.
+pub struct Creator<'a> {
     writer: &'a DirectoryWriter,
     state: &'a mut FilesAndRegistrations,
 }
@@ -355,6 +420,38 @@ impl Creator<'_> {
             generation: self.state.generation,
             slots,
         })
+    }
+}
+
+impl Creator<'_> {
+    /// Creates the native series of `key` (empty) in this process's native
+    /// histogram file, opening the file on first use; returns it with the
+    /// fork generation it belongs to.
+    pub(crate) fn native_series(
+        &mut self,
+        key: &str,
+        config: NativeHistogramConfig,
+    ) -> Result<(NativeSeries, u64), ClientError> {
+        let directory = self.writer;
+        directory.sync_natives(self.state)?;
+        let series = native_writer(&directory.dir, self.state)?.series(key, config)?;
+        self.state.known_natives.push((Arc::from(key), config));
+        Ok((series, self.state.natives_generation))
+    }
+}
+
+/// This process's native histogram file, opened on first use.
+fn native_writer<'s>(
+    dir: &Path,
+    state: &'s mut FilesAndRegistrations,
+) -> Result<&'s mut NativeHistogramWriter, ClientError> {
+    match &mut state.native_writer {
+        Some(writer) => Ok(writer),
+        empty => {
+            let name = FileName::new(MetricKind::Histogram, state.process_id.clone())
+                .map_err(ClientError::InvalidProcessId)?;
+            Ok(empty.insert(NativeHistogramWriter::open(dir, &name)?))
+        }
     }
 }
 

@@ -23,6 +23,21 @@ pub enum BucketsError {
     TooFew,
 }
 
+/// Why native histogram options were refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NativeOptionsError {
+    /// The schema is outside the range Prometheus accepts.
+    #[error("schema outside -4..=8")]
+    Schema,
+    /// `max_buckets` is 0 or more than a record can hold.
+    #[error("max_buckets outside 1..=65536")]
+    MaxBuckets,
+    /// The zero threshold is negative, infinite or NaN.
+    #[error("zero_threshold must be finite and not negative")]
+    ZeroThreshold,
+}
+
 /// Everything that can go wrong in this crate.
 ///
 /// Errors come from the calls that create a registry, a metric or a labelled
@@ -109,6 +124,14 @@ pub enum ClientError {
         metric: String,
         /// What is wrong with them.
         reason: BucketsError,
+    },
+    /// Native histogram options outside what Prometheus accepts.
+    #[error("native histogram {metric}: {reason}")]
+    InvalidNativeOptions {
+        /// The metric.
+        metric: String,
+        /// What is wrong with them.
+        reason: NativeOptionsError,
     },
     /// A gauge mode that does not fit the gauge type asked for.
     #[error("gauge {metric}: mode {mode} {reason}")]

@@ -9,19 +9,26 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::definition::Definition;
 use crate::directory_writer::DirectoryWriter;
 use crate::error::ClientError;
-use crate::series::Series;
 use crate::Metric;
 
 pub(crate) mod sealed {
     use std::sync::Arc;
 
+    use crate::definition::Definition;
+    use crate::directory_writer::{Creator, DirectoryWriter};
+    use crate::error::ClientError;
     use crate::series::Series;
 
     /// How a family makes and finds its children. Not implementable outside
     /// this crate.
     pub trait Member: Clone + Send + Sync + 'static {
-        /// Wraps a newly created child.
-        fn from_series(series: Arc<Series>) -> Self;
+        /// Creates the child with `label_values` (its entries at 0).
+        fn create(
+            writer: &Arc<DirectoryWriter>,
+            definition: &Arc<Definition>,
+            label_values: &[&str],
+            creator: &mut Creator<'_>,
+        ) -> Result<Self, ClientError>;
         /// The child's entries.
         fn series(&self) -> &Arc<Series>;
     }
@@ -103,9 +110,8 @@ impl<M: Metric> Family<M> {
         }
         let values: Vec<&str> = values.iter().map(AsRef::as_ref).collect();
         let writer = &self.table.writer;
-        let entries = writer.create_entries(definition, &values)?;
-        let series = Series::new(Arc::clone(writer), Arc::clone(definition), &values, entries);
-        let child = M::from_series(Arc::new(series));
+        let child =
+            writer.with_creator(|creator| M::create(writer, definition, &values, creator))?;
         children.entry(hash).or_default().push(child.clone());
         Ok(child)
     }

@@ -51,10 +51,44 @@
 //! | [`Gauge`], [`MostRecentGauge`] | `<name>` | file `gauge_<mode>_<id>.db` |
 //! | [`Summary`] | `<name>_count`, `<name>_sum` | |
 //! | [`Histogram`] | `<name>_sum`, `<name>_bucket` per bound | per-bucket counts, no `_count` |
+//! | [`NativeHistogram`] | as [`Histogram`]; native-only: `<name>_sum`, `<name>_bucket{le="+Inf"}` | and a native series, below |
 //!
 //! Gauges in the `mostrecent` and `livemostrecent` modes are
 //! [`MostRecentGauge`]s: they have `set` only (Python raises on `inc`/`dec`)
 //! and every `set` stores the wall-clock time, which the merge uses.
+//!
+//! # Native histograms
+//!
+//! [`MultiprocessRegistry::native_histogram`] and
+//! [`MultiprocessRegistry::native_histogram_family`] make
+//! [`NativeHistogram`]s: Prometheus's sparse exponential buckets
+//! ([`NativeHistogramOptions`]: schema 3, at most 160 buckets, the zero
+//! bucket width of client_golang, no classic buckets by default). Each
+//! observation goes into the process's `histogram_<id>.db` as a
+//! [`Histogram`] with the options' classic buckets would write it (a
+//! native-only histogram has the single bucket `le="+Inf"`: Python's
+//! collector and the text formats show its count and sum), and into the
+//! companion file `native-histograms/histogram_<id>.native` (layout:
+//! [`multiprom_format::native_file`]) that Python never opens and
+//! multiprom's collector merges. The options are checked as Prometheus
+//! would take them ([`ClientError::InvalidNativeOptions`]); names and
+//! labels as a histogram's (`le` is refused).
+//!
+//! Creating a native histogram or a child returns the failure to create
+//! its native file as any creating call returns the failure to create its
+//! `*.db` file (the rule of this crate: failures come from the creating
+//! call); nothing is written to the `*.db` file then. A metric that
+//! cannot record natively is refused rather than quietly made
+//! classic-only, since the application asked for native buckets and can
+//! fall back to [`MultiprocessRegistry::histogram`] itself. Observations
+//! never fail: a native file that has reached its size limit keeps
+//! counting each observation in the nearest bucket it has, and a forked
+//! child that cannot create its own native file drops its native
+//! observations (printed once) while its classic part is still counted.
+//! After `fork()` a child records natively into its own file, as its
+//! values go into its own `*.db` files: it is made, holding every native
+//! series this process had (empty), on the child's first native
+//! observation or by [`MultiprocessRegistry::reopen_after_fork`].
 //!
 //! # Exemplars
 //!
@@ -209,8 +243,14 @@
 macro_rules! handle_impls {
     ($($handle:ident),+) => {$(
         impl crate::family::sealed::Member for $handle {
-            fn from_series(series: std::sync::Arc<crate::series::Series>) -> Self {
-                $handle { series }
+            fn create(
+                writer: &std::sync::Arc<crate::directory_writer::DirectoryWriter>,
+                definition: &std::sync::Arc<crate::definition::Definition>,
+                label_values: &[&str],
+                creator: &mut crate::directory_writer::Creator<'_>,
+            ) -> Result<Self, crate::ClientError> {
+                let series = crate::series::Series::create(writer, definition, label_values, creator)?;
+                Ok($handle { series: std::sync::Arc::new(series) })
             }
 
             fn series(&self) -> &std::sync::Arc<crate::series::Series> {
@@ -237,6 +277,9 @@ mod error;
 mod family;
 mod gauge;
 mod histogram;
+mod native_histogram;
+mod native_options;
+mod native_recorder;
 mod registry;
 mod series;
 mod summary;
@@ -244,19 +287,24 @@ mod timer;
 mod validate;
 
 pub use counter::Counter;
-pub use error::{BucketsError, ClientError};
+pub use error::{BucketsError, ClientError, NativeOptionsError};
 pub use family::Family;
 pub use gauge::{Gauge, InProgress, MostRecentGauge};
 pub use histogram::{Histogram, DEFAULT_BUCKETS};
 pub use multiprom_format::GaugeMode;
 pub use multiprom_format::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
+pub use native_histogram::NativeHistogram;
+pub use native_options::NativeHistogramOptions;
 pub use registry::{MultiprocessRegistry, RegistryBuilder};
 pub use summary::Summary;
 pub use timer::Timer;
 
 /// A metric handle that a [`Family`] can hold: [`Counter`], [`Gauge`],
-/// [`MostRecentGauge`], [`Histogram`], [`Summary`]. Sealed.
+/// [`MostRecentGauge`], [`Histogram`], [`NativeHistogram`], [`Summary`]. Sealed.
 pub trait Metric: family::sealed::Member + std::fmt::Debug {}
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod native_tests;

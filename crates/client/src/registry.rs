@@ -10,8 +10,10 @@ use crate::definition::Definition;
 use crate::directory_writer::{directory_writer_for, DirectoryWriter, IdSource};
 use crate::error::ClientError;
 use crate::family::Family;
-use crate::series::Series;
-use crate::{Counter, Gauge, Histogram, Metric, MostRecentGauge, Summary};
+use crate::{
+    Counter, Gauge, Histogram, Metric, MostRecentGauge, NativeHistogram, NativeHistogramOptions,
+    Summary,
+};
 
 /// Configures a [`MultiprocessRegistry`].
 #[derive(Debug, Clone, Default)]
@@ -289,6 +291,34 @@ impl MultiprocessRegistry {
         )?)
     }
 
+    /// A native histogram without labels: Prometheus's exponential buckets,
+    /// recorded beside a classic part (see [`NativeHistogram`]). Names and
+    /// labels follow the histogram's rules; options outside what Prometheus
+    /// accepts are [`ClientError::InvalidNativeOptions`].
+    ///
+    /// Like every creating call, this returns the failure to create its
+    /// files, the native histogram file included: a metric that cannot
+    /// record natively is refused rather than made quietly classic-only.
+    pub fn native_histogram(
+        &self,
+        name: &str,
+        help: &str,
+        options: NativeHistogramOptions,
+    ) -> Result<NativeHistogram, ClientError> {
+        self.plain(Definition::native(name, help, None, &options)?)
+    }
+
+    /// A native histogram family; see [`MultiprocessRegistry::native_histogram`].
+    pub fn native_histogram_family(
+        &self,
+        name: &str,
+        help: &str,
+        options: NativeHistogramOptions,
+        label_names: &[&str],
+    ) -> Result<Family<NativeHistogram>, ClientError> {
+        self.family(Definition::native(name, help, Some(label_names), &options)?)
+    }
+
     /// A summary (count and sum) without labels.
     pub fn summary(&self, name: &str, help: &str) -> Result<Summary, ClientError> {
         self.plain(Definition::new(name, MetricKind::Summary, help, None, &[])?)
@@ -313,9 +343,7 @@ impl MultiprocessRegistry {
     fn plain<M: Metric>(&self, definition: Definition) -> Result<M, ClientError> {
         self.writer
             .register(definition, |writer, definition, creator| {
-                let entries = creator.entries(&definition, &[])?;
-                let series = Series::new(Arc::clone(writer), definition, &[], entries);
-                Ok(M::from_series(Arc::new(series)))
+                M::create(writer, &definition, &[], creator)
             })
     }
 

@@ -9,7 +9,8 @@ use multiprom_format::{ExemplarSlot, MetricKind, ValueSlot};
 
 use crate::clock::unix_time;
 use crate::definition::Definition;
-use crate::directory_writer::{DirectoryWriter, NewEntries};
+use crate::directory_writer::{Creator, DirectoryWriter, NewEntries};
+use crate::error::ClientError;
 
 /// Slots re-created in a forked child's own files.
 type Rebound = Option<(u64, Box<[ValueSlot]>)>;
@@ -66,6 +67,23 @@ impl Series {
             exemplars: OnceLock::new(),
             rebound_exemplars: Mutex::new(None),
         }
+    }
+
+    /// Creates the entries of `definition`'s child with `label_values`
+    /// (at 0) and returns the child.
+    pub(crate) fn create(
+        writer: &Arc<DirectoryWriter>,
+        definition: &Arc<Definition>,
+        label_values: &[&str],
+        creator: &mut Creator<'_>,
+    ) -> Result<Series, ClientError> {
+        let entries = creator.entries(definition, label_values)?;
+        Ok(Series::new(
+            Arc::clone(writer),
+            Arc::clone(definition),
+            label_values,
+            entries,
+        ))
     }
 
     pub(crate) fn definition(&self) -> &Definition {

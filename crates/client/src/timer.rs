@@ -2,12 +2,13 @@
 
 use std::time::Instant;
 
-use crate::{Histogram, Summary};
+use crate::{Histogram, NativeHistogram, Summary};
 
 /// What a [`Timer`] observes into.
 #[derive(Debug, Clone, Copy)]
 enum Target<'a> {
     Histogram(&'a Histogram),
+    NativeHistogram(&'a NativeHistogram),
     Summary(&'a Summary),
 }
 
@@ -23,6 +24,13 @@ impl<'a> Timer<'a> {
     pub(crate) fn histogram(histogram: &'a Histogram) -> Timer<'a> {
         Timer {
             target: Some(Target::Histogram(histogram)),
+            start: Instant::now(),
+        }
+    }
+
+    pub(crate) fn native_histogram(histogram: &'a NativeHistogram) -> Timer<'a> {
+        Timer {
+            target: Some(Target::NativeHistogram(histogram)),
             start: Instant::now(),
         }
     }
@@ -48,6 +56,7 @@ impl<'a> Timer<'a> {
         let seconds = self.start.elapsed().as_secs_f64();
         match self.target.take() {
             Some(Target::Histogram(h)) => h.observe(seconds),
+            Some(Target::NativeHistogram(h)) => h.observe(seconds),
             Some(Target::Summary(s)) => s.observe(seconds),
             None => {}
         }
