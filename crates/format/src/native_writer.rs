@@ -230,7 +230,10 @@ impl WriterInner {
         push(&mut entry, histogram.nan_count);
         push(&mut entry, histogram.sum.to_bits());
         push(&mut entry, histogram.bucket_count() as u64);
-        let mut index = HashMap::with_capacity(histogram.bucket_count());
+        let mut index = foldhash::HashMap::with_capacity_and_hasher(
+            histogram.bucket_count(),
+            foldhash::fast::RandomState::default(),
+        );
         let sides = [(&histogram.positive, false), (&histogram.negative, true)];
         for (buckets, negative) in sides {
             for &(i, count) in buckets {
@@ -282,7 +285,7 @@ struct RecordState {
     zero_threshold: f64,
     capacity: usize,
     /// Bucket word to slot number.
-    index: HashMap<u64, usize>,
+    index: foldhash::HashMap<u64, usize>,
 }
 
 impl RecordState {
