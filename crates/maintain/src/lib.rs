@@ -31,6 +31,7 @@
 //! ```
 
 mod compaction;
+mod companion;
 mod config;
 mod maintainer;
 mod process;
