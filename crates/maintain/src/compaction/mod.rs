@@ -35,6 +35,15 @@
 //! the compacted exemplar file before step 5, the folded files' exemplar
 //! files removed with them in step 6.
 //!
+//! Native histograms are totals, so they follow the journal (see
+//! `natives`): the folded files' native files are staged and the new
+//! `histogram_compacted.native` written whole in staging before step 4,
+//! renamed into place right after the `*.db` commit of step 5 (recovery of
+//! a committed fold finishes that rename), and the staged native files
+//! deleted in step 6. A kill before the commit leaves every worker's native
+//! histograms in its own file (recovery puts them back), one after it
+//! leaves them in the compacted file only.
+//!
 //! [`Compactor::recover`] (run at open and before every pass) finishes or
 //! undoes whatever a killed pass left: with a journal whose inode the
 //! compacted name has, it deletes the staged files (their values are in the
