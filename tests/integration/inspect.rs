@@ -452,3 +452,57 @@ fn a_file_that_is_not_a_metrics_file_is_named_for_what_it_is() {
     );
     assert!(!stdout.contains("unreadable"), "{stdout}");
 }
+
+#[test]
+fn native_histogram_files_are_shown_per_series_and_checked() {
+    let dir = temp_dir();
+    write(
+        dir.path(),
+        MetricKind::Histogram,
+        "101",
+        &[(
+            "latency",
+            "latency_bucket",
+            &[("le", "+Inf")],
+            "Latency.",
+            3.0,
+        )],
+    );
+    let name = FileName::new(MetricKind::Histogram, "101").unwrap();
+    let writer = multiprom_format::NativeHistogramWriter::open(dir.path(), &name).unwrap();
+    let key = encode_key("latency", "latency", [("route", "/")], "Latency.");
+    let series = writer
+        .series(&key, multiprom_format::NativeHistogramConfig::default())
+        .unwrap();
+    for v in [0.0, 0.5, 4.0] {
+        series.observe(v);
+    }
+    drop((series, writer));
+
+    let (code, table, stderr) = inspect(dir.path(), &["."]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{table}");
+    let expected = "./native-histograms/histogram_101.native: native histograms of \
+                    histogram_101.db, 1 series\n  \
+                    FAMILY   LABELS     SCHEMA  COUNT  SUM  ZERO BUCKET                       BUCKETS\n  \
+                    latency  route=\"/\"  3       3      4.5  1 (|x| <= 2.938735877055719e-39)  2\n";
+    assert!(table.ends_with(expected), "{table}");
+    let (code, check, _) = inspect(dir.path(), &["--check", "."]);
+    assert_eq!((code, check.as_str()), (0, ""));
+
+    // Damaged: reported like any damaged file, exit status 1.
+    let native = dir.path().join("native-histograms/histogram_101.native");
+    std::fs::write(&native, b"not a native histogram file, at all").unwrap();
+    let (code, check, _) = inspect(dir.path(), &["--check", "."]);
+    assert_eq!(code, 1, "{check}");
+    assert_eq!(
+        check,
+        "./native-histograms/histogram_101.native: offset 0: not a multiprom native histogram file (magic or version differs)\n"
+    );
+    let (code, table, _) = inspect(dir.path(), &["native-histograms/histogram_101.native"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        table,
+        "native-histograms/histogram_101.native: native histograms of histogram_101.db, not readable\n  \
+         problem: offset 0: not a multiprom native histogram file (magic or version differs)\n"
+    );
+}

@@ -1,4 +1,5 @@
-//! `multiprom inspect`: show or check the contents of `*.db` files.
+//! `multiprom inspect`: show or check the contents of `*.db` files, and of
+//! the native histogram files beside them.
 //!
 //! Files are read with `pread` (never mapped), so inspecting files that
 //! workers are writing right now is safe, and entry by entry, so a damaged
@@ -17,6 +18,7 @@ use serde::Serialize;
 
 use crate::exit_code::ExitCode;
 
+mod native;
 mod sniff;
 
 /// Arguments of `multiprom inspect`.
@@ -32,7 +34,9 @@ pub(crate) struct Args {
     /// Only validate: print each problem as `path: offset N: reason`.
     #[arg(long)]
     pub check: bool,
-    /// Files, or directories (their *.db files, in name order).
+    /// Files, or directories (their *.db files, then their
+    /// native-histograms/*.native files, in name order). Native histogram
+    /// files are shown per series; --json leaves them out.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 }
@@ -100,26 +104,31 @@ fn inspect_file(path: &Path) -> Inspected {
     inspected
 }
 
-/// Expands directories to their `*.db` files; reports missing paths.
-fn expand(paths: &[PathBuf]) -> (Vec<PathBuf>, bool) {
+/// Expands directories to their `*.db` files and their native histogram
+/// files; reports missing paths.
+fn expand(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>, bool) {
     let mut files = Vec::new();
+    let mut natives = Vec::new();
     let mut missing = false;
     for path in paths {
         match std::fs::metadata(path) {
             Ok(meta) if meta.is_dir() => match scan_dir(path) {
                 Ok(found) if found.is_empty() => {
+                    natives.extend(native::files_in(path));
                     eprintln!("multiprom inspect: {}: no *.db files", path.display());
                 }
                 Ok(mut found) => {
                     // For people: name order (the merge takes listing order).
                     found.sort();
                     files.extend(found);
+                    natives.extend(native::files_in(path));
                 }
                 Err(err) => {
                     eprintln!("multiprom inspect: {}: cannot list: {err}", path.display());
                     missing = true;
                 }
             },
+            Ok(_) if native::is_native(path) => natives.push(path.clone()),
             Ok(_) => files.push(path.clone()),
             // A dangling symlink still names something a scrape would see.
             Err(_) if std::fs::symlink_metadata(path).is_ok() => files.push(path.clone()),
@@ -129,12 +138,12 @@ fn expand(paths: &[PathBuf]) -> (Vec<PathBuf>, bool) {
             }
         }
     }
-    (files, missing)
+    (files, natives, missing)
 }
 
 /// Runs `multiprom inspect`.
 pub(crate) fn main(args: Args) -> ExitCode {
-    let (files, missing) = expand(&args.paths);
+    let (files, natives, missing) = expand(&args.paths);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut any_bad = false;
@@ -158,6 +167,26 @@ pub(crate) fn main(args: Args) -> ExitCode {
             if let Some(problem) = &inspected.problem {
                 eprintln!("{problem}");
             }
+        }
+    }
+    for path in &natives {
+        let inspected = native::InspectedNative::read(path);
+        any_bad |= inspected.problem().is_some();
+        let written = if args.check {
+            inspected.write_check(&mut out)
+        } else if args.json {
+            // JSON lines are `*.db` entries; a problem still goes to stderr.
+            if let Some(problem) = inspected.problem() {
+                eprintln!("{problem}");
+            }
+            Ok(())
+        } else {
+            let separator = if first { Ok(()) } else { writeln!(out) };
+            first = false;
+            separator.and_then(|()| inspected.write_table(&mut out))
+        };
+        if let Err(err) = written.and_then(|()| out.flush()) {
+            return write_failed(&err);
         }
     }
     if let Err(err) = out.flush() {
@@ -333,23 +362,7 @@ fn write_table(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
                 format_timestamp(entry.timestamp),
             ]);
         }
-        let mut widths = [0usize; 5];
-        for row in &rows {
-            for (width, cell) in widths.iter_mut().zip(row) {
-                *width = (*width).max(cell.chars().count());
-            }
-        }
-        for row in &rows {
-            let mut line = String::from(" ");
-            for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-                line.push(' ');
-                line.push_str(cell);
-                if i + 1 < row.len() {
-                    line.push_str(&" ".repeat(width - cell.chars().count() + 1));
-                }
-            }
-            writeln!(out, "{line}")?;
-        }
+        write_rows(out, &rows)?;
     }
     if let Some(problem) = &inspected.problem {
         writeln!(
@@ -357,6 +370,28 @@ fn write_table(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
             "  problem: offset {}: {}",
             problem.offset, problem.kind
         )?;
+    }
+    Ok(())
+}
+
+/// Rows as columns, each as wide as its widest cell, indented by two.
+fn write_rows<const N: usize>(out: &mut impl Write, rows: &[[String; N]]) -> io::Result<()> {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let mut line = String::from(" ");
+        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+            line.push(' ');
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                line.push_str(&" ".repeat(width - cell.chars().count() + 1));
+            }
+        }
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }

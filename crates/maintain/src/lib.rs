@@ -10,6 +10,10 @@
 //!   as its [`MaintainConfig`] says. Collections ask it which live gauges
 //!   to leave out ([`Maintainer::retired_live_gauges`]), and what it has
 //!   done ([`Maintainer::status`]).
+//!   A `*.db` file's companions (its exemplar file, its native histogram
+//!   file) go where it goes: removed with it, folded with it (native
+//!   histograms exactly once, under the same journal as the values), and
+//!   removed as orphans once it and its process are gone.
 //! * [`process_state`], [`is_gone`]: whether a writer's process is alive,
 //!   as this pid namespace sees it.
 //! * [`WritersSeen`]: whether the directory's writers are visible from here
@@ -31,6 +35,7 @@
 //! ```
 
 mod compaction;
+mod companion;
 mod config;
 mod maintainer;
 mod process;

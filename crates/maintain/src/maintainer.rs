@@ -10,7 +10,7 @@ use multiprom_collector::DirCollector;
 
 use crate::compaction::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
 use crate::config::MaintainConfig;
-use crate::reap::{remove_due, remove_orphan_exemplars, Reaper};
+use crate::reap::{remove_due, remove_orphan_companions, Reaper};
 use crate::status::{MaintenanceStatus, Totals};
 
 /// The shortest interval between two passes of one kind, whatever the
@@ -299,7 +299,7 @@ impl Maintainer {
         }
         // Compaction never runs meanwhile (the schedule is locked), so a
         // `*.db` file being folded is seen in staging.
-        let orphans = remove_orphan_exemplars(&self.dir);
+        let orphans = remove_orphan_companions(&self.dir);
         self.log_removal(&orphans.removed, &orphans.failed);
     }
 

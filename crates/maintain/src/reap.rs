@@ -57,8 +57,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use multiprom_format::exemplar_file::{db_name_of_exemplar_file, exemplar_path, EXEMPLAR_DIR};
 use multiprom_format::{FileIdentity, FileName, MetricKind, STAGING_DIR};
+
+use crate::companion::Companion;
 
 use crate::process::{holders, last_allocated_pid, process_state, PidWindow, ProcessState};
 use crate::set_aside::{move_no_replace, set_aside, Aside};
@@ -197,10 +198,14 @@ impl Reaper {
         if std::mem::replace(&mut self.recovered, true) {
             return pass;
         }
-        let exemplar_pid = |path: &Path| exemplar_file_pid(path).map(|(_, pid)| pid);
-        let places: [(PathBuf, &PidOf<'_>); 2] = [
+        let companion_pid =
+            |kind: Companion| move |path: &Path| companion_file_pid(kind, path).map(|(_, pid)| pid);
+        let exemplar_pid = companion_pid(Companion::Exemplars);
+        let native_pid = companion_pid(Companion::NativeHistograms);
+        let places: [(PathBuf, &PidOf<'_>); 3] = [
             (dir.to_owned(), &live_gauge_pid),
-            (dir.join(EXEMPLAR_DIR), &exemplar_pid),
+            (dir.join(Companion::Exemplars.subdir()), &exemplar_pid),
+            (dir.join(Companion::NativeHistograms.subdir()), &native_pid),
         ];
         let mut leftovers = Vec::new();
         for (place, pid_of) in places {
@@ -477,7 +482,7 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
     for (path, pid) in outcome.free {
         match std::fs::remove_file(hidden_name(&path)) {
             Ok(()) => {
-                remove_companion_exemplars(&path, pid, &mut removal);
+                remove_companions(&path, pid, &mut removal);
                 removal.removed.push((path, pid));
             }
             Err(e) => removal.failed.push((path, e.to_string())),
@@ -487,39 +492,43 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
     removal
 }
 
-/// Removes the exemplar file of the `*.db` file at `path` (just removed), if
-/// it has one. It needs no settle of its own: only a process with `pid`
-/// opens it, and none has existed for the whole grace period (a writer
-/// opens its `*.db` file, which nobody held, before its exemplar file).
-fn remove_companion_exemplars(path: &Path, pid: u32, removal: &mut Removal) {
+/// Removes the companion files (exemplars, native histograms) of the `*.db`
+/// file at `path` (just removed), if it has any. They need no settle of
+/// their own: only a process with `pid` opens them, and none has existed
+/// for the whole grace period (a writer opens its `*.db` file, which nobody
+/// held, before its companions).
+fn remove_companions(path: &Path, pid: u32, removal: &mut Removal) {
     let (Some(dir), Some(name)) = (path.parent(), db_file_name(path)) else {
         return;
     };
-    let companion = exemplar_path(dir, &name);
-    match std::fs::remove_file(&companion) {
-        Ok(()) => removal.removed.push((companion, pid)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => removal.failed.push((companion, e.to_string())),
+    for kind in Companion::ALL {
+        let companion = kind.path(dir, &name);
+        match std::fs::remove_file(&companion) {
+            Ok(()) => removal.removed.push((companion, pid)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => removal.failed.push((companion, e.to_string())),
+        }
     }
 }
 
-/// The exemplar files in `dir/exemplars` whose `*.db` file is gone (not in
-/// `dir`, not staged for compaction) and whose pid is gone, with the pid:
-/// left by a worker whose `*.db` files someone deleted, or by a reaper or
-/// compaction killed between removing a `*.db` file and its exemplar file.
-/// An exemplar file without its `*.db` file is never read (its keys belong
-/// to entries no longer there).
-pub(crate) fn orphan_exemplar_files(
+/// The companion files of `kind` in their subdirectory of `dir` whose
+/// `*.db` file is gone (not in `dir`, not staged for compaction) and whose
+/// pid is gone, with the pid: left by a worker whose `*.db` files someone
+/// deleted, or by a reaper or compaction killed between removing a `*.db`
+/// file and its companion. A companion without its `*.db` file is never
+/// read (its keys belong to entries no longer there).
+pub(crate) fn orphan_companion_files(
     dir: &Path,
+    kind: Companion,
     view: &mut impl ProcessView,
 ) -> Vec<(PathBuf, u32)> {
-    let Ok(entries) = std::fs::read_dir(dir.join(EXEMPLAR_DIR)) else {
+    let Ok(entries) = std::fs::read_dir(dir.join(kind.subdir())) else {
         return Vec::new();
     };
     let mut orphans = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some((db, pid)) = exemplar_file_pid(&path) else {
+        let Some((db, pid)) = companion_file_pid(kind, &path) else {
             continue;
         };
         let db = db.to_string();
@@ -536,10 +545,13 @@ pub(crate) fn orphan_exemplar_files(
     orphans
 }
 
-/// Removes [`orphan_exemplar_files`] as [`remove_due`] removes files: set
-/// aside, settled, and put back if a process holds one.
-pub(crate) fn remove_orphan_exemplars(dir: &Path) -> Removal {
-    let orphans = orphan_exemplar_files(dir, &mut SystemProcesses);
+/// Removes the [`orphan_companion_files`] of every kind as [`remove_due`]
+/// removes files: set aside, settled, and put back if a process holds one.
+pub(crate) fn remove_orphan_companions(dir: &Path) -> Removal {
+    let orphans = Companion::ALL
+        .into_iter()
+        .flat_map(|kind| orphan_companion_files(dir, kind, &mut SystemProcesses))
+        .collect();
     remove_due_with(orphans, &mut SystemProcesses)
 }
 
@@ -588,10 +600,10 @@ fn live_gauge_pid(path: &Path) -> Option<u32> {
     plain_pid(&name)
 }
 
-/// The `*.db` name and pid of an exemplar file `exemplars/<kind>_<pid>.exemplars`
-/// whose id is a plain decimal pid.
-fn exemplar_file_pid(path: &Path) -> Option<(FileName, u32)> {
-    let name = db_name_of_exemplar_file(path.file_name()?.to_str()?)?;
+/// The `*.db` name and pid of a companion file of `kind` (say
+/// `exemplars/<kind>_<pid>.exemplars`) whose id is a plain decimal pid.
+fn companion_file_pid(kind: Companion, path: &Path) -> Option<(FileName, u32)> {
+    let name = kind.db_name_of(path.file_name()?.to_str()?)?;
     let pid = plain_pid(&name)?;
     Some((name, pid))
 }
@@ -699,11 +711,17 @@ mod tests {
     const GRACE: Duration = Duration::from_secs(300);
 
     fn exemplar_names(dir: &Path) -> Vec<String> {
-        names(&dir.join(EXEMPLAR_DIR))
+        names(&dir.join(Companion::Exemplars.subdir()))
+    }
+
+    fn native_names(dir: &Path) -> Vec<String> {
+        names(&dir.join(Companion::NativeHistograms.subdir()))
     }
 
     fn touch(dir: &Path, names: &[&str]) {
-        std::fs::create_dir_all(dir.join(EXEMPLAR_DIR)).unwrap();
+        for kind in Companion::ALL {
+            std::fs::create_dir_all(dir.join(kind.subdir())).unwrap();
+        }
         for name in names {
             std::fs::write(dir.join(name), b"x").unwrap();
         }
@@ -719,6 +737,8 @@ mod tests {
                 "counter_100.db",
                 "exemplars/gauge_livesum_100.exemplars",
                 "exemplars/counter_100.exemplars",
+                "native-histograms/gauge_livesum_100.native",
+                "native-histograms/histogram_100.native",
             ],
         );
         let mut fake = Fake::default();
@@ -735,10 +755,94 @@ mod tests {
                     100
                 ),
                 (dir.path().join("gauge_livesum_100.db"), 100),
+                (
+                    dir.path()
+                        .join("native-histograms/gauge_livesum_100.native"),
+                    100
+                ),
             ]
         );
-        assert_eq!(names(dir.path()), ["counter_100.db", "exemplars"]);
+        assert_eq!(
+            names(dir.path()),
+            ["counter_100.db", "exemplars", "native-histograms"]
+        );
         assert_eq!(exemplar_names(dir.path()), ["counter_100.exemplars"]);
+        assert_eq!(native_names(dir.path()), ["histogram_100.native"]);
+    }
+
+    #[test]
+    fn native_histogram_files_without_their_db_file_go_once_their_process_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "histogram_300.db",
+                "native-histograms/histogram_100.native",
+                "native-histograms/histogram_200.native",
+                "native-histograms/histogram_300.native",
+                "native-histograms/histogram_400.native",
+                "native-histograms/histogram_0100.native",
+                "native-histograms/histogram_compacted.native",
+                "native-histograms/notes.txt",
+                // An exemplar file is no native histogram file.
+                "exemplars/histogram_100.exemplars",
+            ],
+        );
+        std::fs::create_dir(dir.path().join(STAGING_DIR)).unwrap();
+        // Being folded by compaction: its histograms are still to be read.
+        std::fs::write(dir.path().join(STAGING_DIR).join("histogram_400.db"), b"x").unwrap();
+        let mut fake = Fake::default();
+        for pid in [100, 300, 400] {
+            fake.states.insert(pid, ProcessState::Gone);
+        }
+        let orphans = orphan_companion_files(dir.path(), Companion::NativeHistograms, &mut fake);
+        let removal = remove_due_with(orphans, &mut fake);
+        assert_eq!(
+            removal.removed,
+            [(
+                dir.path().join("native-histograms/histogram_100.native"),
+                100
+            )]
+        );
+        assert!(removal.failed.is_empty(), "{:?}", removal.failed);
+        assert_eq!(
+            native_names(dir.path()),
+            [
+                "histogram_0100.native",
+                "histogram_200.native",
+                "histogram_300.native",
+                "histogram_400.native",
+                "histogram_compacted.native",
+                "notes.txt",
+            ]
+        );
+        assert_eq!(exemplar_names(dir.path()), ["histogram_100.exemplars"]);
+    }
+
+    #[test]
+    fn a_killed_reapers_native_histogram_leftovers_are_removed_once_a_minute_old() {
+        let dir = tempfile::tempdir().unwrap();
+        touch(
+            dir.path(),
+            &[
+                "native-histograms/.histogram_100.native.reaping",
+                "native-histograms/.histogram_worker.native.reaping",
+            ],
+        );
+        let later = SystemTime::now() + Duration::from_secs(120);
+        let pass =
+            Reaper::new(GRACE).recover_leftovers_with(dir.path(), later, &mut Fake::default());
+        assert_eq!(
+            pass.removed,
+            [(
+                dir.path().join("native-histograms/histogram_100.native"),
+                100
+            )]
+        );
+        assert_eq!(
+            native_names(dir.path()),
+            [".histogram_worker.native.reaping"]
+        );
     }
 
     #[test]
@@ -772,7 +876,7 @@ mod tests {
         fake.opened_meanwhile
             .insert(FileIdentity::of(&held).unwrap());
 
-        let orphans = orphan_exemplar_files(dir.path(), &mut fake);
+        let orphans = orphan_companion_files(dir.path(), Companion::Exemplars, &mut fake);
         let removal = remove_due_with(orphans, &mut fake);
         assert_eq!(
             removal.removed,
@@ -797,7 +901,7 @@ mod tests {
         );
         // Without an exemplars directory there is nothing to do.
         let empty = tempfile::tempdir().unwrap();
-        assert!(orphan_exemplar_files(empty.path(), &mut fake).is_empty());
+        assert!(orphan_companion_files(empty.path(), Companion::Exemplars, &mut fake).is_empty());
     }
 
     #[test]

@@ -35,6 +35,15 @@
 //! the compacted exemplar file before step 5, the folded files' exemplar
 //! files removed with them in step 6.
 //!
+//! Native histograms are totals, so they follow the journal (see
+//! `natives`): the folded files' native files are staged and the new
+//! `histogram_compacted.native` written whole in staging before step 4,
+//! renamed into place right after the `*.db` commit of step 5 (recovery of
+//! a committed fold finishes that rename), and the staged native files
+//! deleted in step 6. A kill before the commit leaves every worker's native
+//! histograms in its own file (recovery puts them back), one after it
+//! leaves them in the compacted file only.
+//!
 //! [`Compactor::recover`] (run at open and before every pass) finishes or
 //! undoes whatever a killed pass left: with a journal whose inode the
 //! compacted name has, it deletes the staged files (their values are in the
@@ -46,6 +55,7 @@ mod error;
 mod exemplars;
 mod fold;
 mod journal;
+mod natives;
 mod staging;
 mod sync_dir;
 #[cfg(test)]
@@ -81,6 +91,10 @@ const MAX_FILES_PER_FOLD: usize = 2000;
 pub(crate) enum Step {
     /// A file was moved into staging.
     Staged(FileName),
+    /// The native histogram file of a staged file was moved into staging.
+    NativeStaged(FileName),
+    /// The new compacted native histogram file is written and flushed.
+    NativeWritten(FileName),
     /// Holders were looked for; held files are back in place.
     Checked,
     /// The new compacted file is written and flushed (not yet journaled).
@@ -89,8 +103,12 @@ pub(crate) enum Step {
     Journaled(FileName),
     /// The new compacted file replaced the old one: the fold is committed.
     Committed(FileName),
+    /// The new compacted native histogram file replaced the old one.
+    NativeCommitted(FileName),
     /// A folded file was deleted from staging.
     Removed(FileName),
+    /// A folded file's native histogram file was deleted from staging.
+    NativeRemoved(FileName),
     /// The journal is gone; the fold of this compacted file is complete.
     Finished(FileName),
     /// Recovery put a staged file back into the directory (under the name
@@ -185,7 +203,13 @@ impl Compactor {
                 }
             };
             if current == Some(journal.new) {
-                // Committed: the compacted file holds the staged values.
+                // Committed: the compacted file holds the staged values,
+                // and the new native file (still in staging, if the kill
+                // came between the two renames) the staged histograms.
+                if natives::commit_new_native(&self.staging, &journal.target)? {
+                    observer(&Step::NativeCommitted(journal.target.clone()));
+                }
+                natives::remove_staged_natives(&self.staging, &journal.folded, observer)?;
                 for name in &journal.folded {
                     self.staging.remove(&name.to_string())?;
                     observer(&Step::Removed(name.clone()));
@@ -204,7 +228,9 @@ impl Compactor {
             observer(&Step::Finished(journal.target));
         }
         self.discard_unjournaled_new_files()?;
-        // Staged files no journal claims were never folded: they go back.
+        natives::discard_new_native(&self.staging)?;
+        // Staged files no journal claims were never folded: they go back,
+        // each native file beside its `*.db` file.
         for name in self.staging.staged_files()? {
             let back = self
                 .staging
@@ -213,8 +239,13 @@ impl Compactor {
                     path: self.staging.staged(&name),
                     source,
                 })?;
+            natives::put_back_native(&self.staging, &name, &back)?;
             observer(&Step::PutBack(back.clone()));
             recovery.put_back.push(back);
+        }
+        // Native files whose `*.db` file went back before a kill.
+        for name in natives::staged_natives(&self.staging) {
+            natives::put_back_native(&self.staging, &name, &name)?;
         }
         if !recovery.put_back.is_empty() {
             self.staging.sync()?;
@@ -398,6 +429,16 @@ impl Compactor {
             );
         }
 
+        // Totals: staged and written before the journal, committed with
+        // the `*.db` file (see `natives`).
+        let mut staged_natives = Vec::new();
+        if kind == MetricKind::Histogram {
+            staged_natives = natives::stage_natives(&self.staging, &folded, observer)?;
+            if natives::write_new_native(&self.staging, &target, &mut staged_natives)? {
+                observer(&Step::NativeWritten(target.clone()));
+            }
+        }
+
         let new_name = format!("{}{target}", staging::NEW_PREFIX);
         let new_path = self.staging.path().join(&new_name);
         self.staging.remove(&new_name)?;
@@ -427,11 +468,15 @@ impl Compactor {
         sync_dir::sync_dir(self.dir())?;
         observer(&Step::Committed(target.clone()));
         reclaimed -= allocated(&target_path);
+        if natives::commit_new_native(&self.staging, &target)? {
+            observer(&Step::NativeCommitted(target.clone()));
+        }
 
         for name in &folded {
             self.staging.remove(&name.to_string())?;
             observer(&Step::Removed(name.clone()));
         }
+        natives::remove_staged_natives(&self.staging, &staged_natives, observer)?;
         // While the journal is there, so recovery finishes it if need be.
         self.remove_exemplar_files(&folded);
         // The deletions must be on disk before the journal goes: staged

@@ -134,12 +134,21 @@ fn names(dir: &Path) -> BTreeSet<String> {
         .collect()
 }
 
+/// The files in staging but its lock, native histogram files included.
 fn staged(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir.join(STAGING_DIR))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != "lock")
-        .collect()
+    let mut files = BTreeSet::new();
+    let mut dirs = vec![dir.join(STAGING_DIR)];
+    while let Some(at) = dirs.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                dirs.push(entry.path());
+            } else if entry.file_name() != "lock" {
+                files.insert(entry.file_name().into_string().unwrap());
+            }
+        }
+    }
+    files
 }
 
 const KEPT: [&str; 1] = ["counter_worker.db"];
@@ -486,4 +495,217 @@ fn a_fold_without_exemplars_makes_no_exemplar_directory() {
     compactor.pass(&mut |_| {}).unwrap();
     assert_compacted(dir.path());
     assert!(!dir.path().join("exemplars").exists());
+}
+
+/// Records `observations` into the native histograms of `histogram_<id>`
+/// at `schema`, on two series (by route).
+fn write_natives(dir: &Path, id: &str, schema: i8, observations: &[(&str, f64)]) {
+    let name = FileName::new(MetricKind::Histogram, id).unwrap();
+    let writer = multiprom_format::NativeHistogramWriter::open(dir, &name).unwrap();
+    let config = multiprom_format::NativeHistogramConfig {
+        schema,
+        ..Default::default()
+    };
+    for &(route, value) in observations {
+        let key = encode_key("latency", "latency", [("route", route)], "help");
+        writer.series(&key, config).unwrap().observe(value);
+    }
+}
+
+/// The native histograms of every file a collector reads
+/// (`native-histograms/*.native`), merged per series, as (key, schema,
+/// count, sum, zero count, positive buckets, negative buckets).
+type NativeSum = BTreeSet<(
+    String,
+    i8,
+    u64,
+    String,
+    u64,
+    Vec<(i32, u64)>,
+    Vec<(i32, u64)>,
+)>;
+
+fn native_sum(dir: &Path) -> NativeSum {
+    let mut merged: std::collections::BTreeMap<String, multiprom_format::NativeHistogram> =
+        std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("native-histograms")) else {
+        return NativeSum::new();
+    };
+    let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths {
+        let file = multiprom_format::read_native_histogram_file(&path).unwrap();
+        for e in file.entries {
+            match merged.get_mut(&e.raw_key) {
+                Some(h) => h.merge(&e.histogram),
+                None => {
+                    merged.insert(e.raw_key, e.histogram);
+                }
+            }
+        }
+    }
+    merged
+        .into_iter()
+        .map(|(k, h)| {
+            let sum = format!("{}", h.sum);
+            (
+                k,
+                h.schema,
+                h.count(),
+                sum,
+                h.zero_count,
+                h.positive,
+                h.negative,
+            )
+        })
+        .collect()
+}
+
+fn native_names(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir.join("native-histograms"))
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Three dead workers' histogram files with native histograms at schemas
+/// 3, 0 and -2 (values exact in binary, so sums do not depend on order),
+/// and a live one.
+fn populate_natives(dir: &Path) -> Vec<String> {
+    let mut pids = Vec::new();
+    for (w, schema) in [3i8, 0, -2].into_iter().enumerate() {
+        let pid = dead_pid().to_string();
+        let n = w as f64 + 1.0;
+        write(
+            dir,
+            MetricKind::Histogram,
+            &pid,
+            &[("0.5", n, 0.0), ("+Inf", n, 0.0)],
+        );
+        write_natives(
+            dir,
+            &pid,
+            schema,
+            &[
+                ("a", 0.25 * n),
+                ("a", 3.0),
+                ("a", 0.0),
+                ("b", -2.5 * n),
+                ("b", 1024.0),
+            ],
+        );
+        pids.push(pid);
+    }
+    let me = std::process::id().to_string();
+    write(dir, MetricKind::Histogram, &me, &[("+Inf", 1.0, 0.0)]);
+    write_natives(dir, &me, 5, &[("a", 0.75)]);
+    pids
+}
+
+#[test]
+fn a_fold_keeps_the_sum_of_native_histograms() {
+    let dir = tempfile::tempdir().unwrap();
+    populate_natives(dir.path());
+    let before = native_sum(dir.path());
+    assert_eq!(before.len(), 2, "{before:?}");
+    let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let pass = compactor.pass(&mut |_| {}).unwrap();
+    assert_eq!(pass.files_folded(), 3);
+    assert_eq!(native_sum(dir.path()), before);
+    let me = format!("histogram_{}.native", std::process::id());
+    assert_eq!(
+        native_names(dir.path()),
+        BTreeSet::from(["histogram_compacted.native".to_owned(), me.clone()])
+    );
+    assert!(!dir
+        .path()
+        .join(STAGING_DIR)
+        .join("native-histograms/histogram_compacted.native")
+        .exists());
+
+    // The compacted file absorbs a later worker, at yet another schema.
+    let pid = dead_pid().to_string();
+    write(
+        dir.path(),
+        MetricKind::Histogram,
+        &pid,
+        &[("+Inf", 2.0, 0.0)],
+    );
+    write_natives(dir.path(), &pid, 8, &[("a", 0.5), ("c", 7.0)]);
+    let before = native_sum(dir.path());
+    assert_eq!(before.len(), 3);
+    assert_eq!(compactor.pass(&mut |_| {}).unwrap().files_folded(), 1);
+    assert_eq!(native_sum(dir.path()), before);
+    assert_eq!(
+        native_names(dir.path()),
+        BTreeSet::from(["histogram_compacted.native".to_owned(), me])
+    );
+    let db = "latency_bucket{le=\"+Inf\"} 15.0".to_owned();
+    assert!(
+        merged(dir.path()).contains(&db),
+        "{:#?}",
+        merged(dir.path())
+    );
+}
+
+#[test]
+fn a_kill_at_any_step_counts_native_histograms_exactly_once() {
+    let mut at = 1;
+    loop {
+        let dir = tempfile::tempdir().unwrap();
+        populate_natives(dir.path());
+        let before = (merged(dir.path()), native_sum(dir.path()));
+        if !run_child(dir.path(), at, false) {
+            // Three files staged, checked, three native files staged and
+            // written, the `*.db` file written, journaled, both committed,
+            // six removals, finished.
+            assert!(at > 18, "too few steps seen: {at}");
+            break;
+        }
+        run_child(dir.path(), 1, true);
+        let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+        let after = (merged(dir.path()), native_sum(dir.path()));
+        assert_eq!(
+            after,
+            before,
+            "after a kill at step {at}: {:?}",
+            native_names(dir.path())
+        );
+        assert!(staged(dir.path()).is_empty(), "after a kill at step {at}");
+        compactor.pass(&mut |_| {}).unwrap();
+        let after = (merged(dir.path()), native_sum(dir.path()));
+        assert_eq!(after, before, "after a kill at step {at} and a pass");
+        assert_eq!(
+            native_names(dir.path()).len(),
+            2,
+            "after a kill at step {at}"
+        );
+        at += 1;
+    }
+}
+
+#[test]
+fn a_damaged_native_histogram_file_does_not_stop_the_fold() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = populate_natives(dir.path());
+    let damaged = format!("histogram_{}.native", pids[1]);
+    let damaged_path = dir.path().join("native-histograms").join(&damaged);
+    std::fs::write(&damaged_path, b"not a native histogram file").unwrap();
+    let db_before = merged(dir.path());
+    std::fs::rename(&damaged_path, dir.path().join("damaged")).unwrap();
+    let native_before = native_sum(dir.path());
+    std::fs::rename(dir.path().join("damaged"), &damaged_path).unwrap();
+
+    let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
+    let pass = compactor.pass(&mut |_| {}).unwrap();
+    assert_eq!(pass.files_folded(), 3, "{pass:?}");
+    assert_eq!(merged(dir.path()), db_before);
+    // The damaged file stays where it was, unfolded (an orphan now, for
+    // reaping); the others are in the compacted file.
+    assert!(native_names(dir.path()).contains(&damaged));
+    std::fs::remove_file(&damaged_path).unwrap();
+    assert_eq!(native_sum(dir.path()), native_before);
 }
