@@ -23,6 +23,7 @@ mod filter;
 mod intern;
 mod keys;
 mod native_histograms;
+mod native_merge;
 mod op;
 mod parse;
 mod plan;

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use multiprom_format::NativeHistogram;
 
+use crate::native_merge::add_native;
+
 /// Merged native histograms by series (family name and labels).
 ///
 /// ```
@@ -55,10 +57,16 @@ impl NativeHistograms {
     }
 
     /// Merges `histogram` into the series `key` (made by [`series_key`]):
-    /// the first one read is taken as it is.
-    pub(crate) fn merge(&mut self, key: &Arc<[u8]>, histogram: NativeHistogram) {
+    /// the first one read is taken as it is. `scratch`: reused between
+    /// merges.
+    pub(crate) fn merge(
+        &mut self,
+        key: &Arc<[u8]>,
+        histogram: NativeHistogram,
+        scratch: &mut Vec<(i32, u64)>,
+    ) {
         match self.by_series.get_mut(&**key) {
-            Some(merged) => merged.merge(&histogram),
+            Some(merged) => add_native(merged, &histogram, scratch),
             None => {
                 self.by_series.insert(Arc::clone(key), histogram);
             }

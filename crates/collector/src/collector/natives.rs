@@ -18,12 +18,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
-use multiprom_format::{read_native_histogram_file_into, Key, MetricKind, ReadError};
+use multiprom_format::{
+    read_native_histogram_file_into, Key, MetricKind, NativeHistogramFile, ReadError,
+};
 
 use crate::native_histograms::{series_key, NativeHistograms};
 use crate::problem::Warning;
 
 use super::file_entry::{path_bytes, FileEntry};
+use super::gather::cores;
 
 /// What native histogram collection keeps between scrapes.
 #[derive(Debug, Default)]
@@ -34,8 +37,11 @@ pub(super) struct NativeState {
     /// The series each key read names (`None`: a key that does not decode),
     /// by the key as written.
     keys: foldhash::HashMap<Box<str>, Option<Arc<[u8]>>>,
-    /// The bytes of the file being read, kept for the next one.
-    buf: Vec<u8>,
+    /// The bytes of the files being read, one buffer per reading thread,
+    /// kept for the next scrape.
+    bufs: Vec<Vec<u8>>,
+    /// Buckets being merged, kept for the next merge.
+    scratch: Vec<(i32, u64)>,
 }
 
 /// Reads the native histogram files of the good histogram files of `order`
@@ -63,8 +69,7 @@ pub(super) fn collect_natives(
         }
         looked.push((dir, has));
     }
-    let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
-    let mut keys_read = 0;
+    let mut paths: Vec<PathBuf> = Vec::new();
     for &index in order {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -90,16 +95,20 @@ pub(super) fn collect_natives(
                 has
             }
         };
-        if !has {
-            continue;
+        if has {
+            paths.push(native_histogram_path(dir, &file.name));
         }
-        let path = native_histogram_path(dir, &file.name);
-        match read_native_histogram_file_into(&path, &mut state.buf) {
+    }
+    let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
+    let mut keys_read = 0;
+    let read = read_all(&paths, &mut state.bufs);
+    for (path, read) in paths.into_iter().zip(read) {
+        match read {
             Ok(read) => {
                 keys_read += read.entries.len();
                 for entry in read.entries {
                     if let Some(series) = state.series_of(entry.raw_key) {
-                        natives.merge(&series, entry.histogram);
+                        natives.merge(&series, entry.histogram, &mut state.scratch);
                     }
                 }
             }
@@ -120,14 +129,62 @@ pub(super) fn collect_natives(
         // Keys of files gone or rewritten piled up.
         state.keys.clear();
     }
-    if state.buf.capacity() > BUF_KEEP {
-        state.buf = Vec::new();
+    for buf in &mut state.bufs {
+        if buf.capacity() > BUF_KEEP {
+            *buf = Vec::new();
+        }
     }
     natives
 }
 
-/// The read buffer kept between collections; a bigger one is freed.
+/// A read buffer kept between collections; a bigger one is freed.
 const BUF_KEEP: usize = 1 << 20;
+
+/// Below this many files one thread reads them: a thread's start costs
+/// more than it saves.
+const FILES_PER_THREAD: usize = 128;
+
+/// Reads the native histogram files at `paths`, results in the same order,
+/// split between threads on many files (reading is most of what native
+/// histograms cost a scrape: opening, copying and parsing every file, as
+/// workers write them through maps that no event reports). `bufs`: one
+/// read buffer per thread, kept between calls.
+fn read_all(
+    paths: &[PathBuf],
+    bufs: &mut Vec<Vec<u8>>,
+) -> Vec<Result<NativeHistogramFile, ReadError>> {
+    let threads = (paths.len() / FILES_PER_THREAD).clamp(1, cores().min(4));
+    if bufs.len() < threads {
+        bufs.resize_with(threads, Vec::new);
+    }
+    let read_chunk = |chunk: &[PathBuf], buf: &mut Vec<u8>| {
+        chunk
+            .iter()
+            .map(|path| read_native_histogram_file_into(path, buf))
+            .collect::<Vec<_>>()
+    };
+    if threads == 1 {
+        return read_chunk(paths, &mut bufs[0]);
+    }
+    let per_thread = paths.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut chunks = paths.chunks(per_thread).zip(bufs.iter_mut());
+        let here = chunks.next();
+        let handles: Vec<_> = chunks
+            .map(|(chunk, buf)| scope.spawn(move || read_chunk(chunk, buf)))
+            .collect();
+        let mut read = here.map_or_else(Vec::new, |(chunk, buf)| read_chunk(chunk, buf));
+        for handle in handles {
+            // A panic in a reading thread is a bug; pass it on.
+            read.extend(
+                handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
+        }
+        read
+    })
+}
 
 impl NativeState {
     /// The series `raw_key` names: its family name and sorted labels, as
@@ -157,4 +214,49 @@ impl NativeState {
 /// the samples).
 fn has_native_dir(dir: &Path) -> bool {
     std::fs::metadata(dir.join(NATIVE_HISTOGRAM_DIR)).is_ok_and(|meta| meta.is_dir())
+}
+
+#[cfg(test)]
+mod tests {
+    use multiprom_format::{encode_key, FileName, NativeHistogramConfig, NativeHistogramWriter};
+
+    use super::*;
+
+    #[test]
+    fn reads_split_between_threads_come_back_in_order() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let written = [0, 150, 299];
+        let paths: Vec<PathBuf> = (0..300)
+            .map(|n| {
+                let name = FileName::new(MetricKind::Histogram, n.to_string())
+                    .unwrap_or_else(|e| panic!("{e}"));
+                if written.contains(&n) {
+                    let writer = NativeHistogramWriter::open(dir.path(), &name)
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    let key = encode_key("h", "h", [("n", n.to_string().as_str())], "");
+                    writer
+                        .series(&key, NativeHistogramConfig::default())
+                        .unwrap_or_else(|e| panic!("{e}"))
+                        .observe(n as f64);
+                }
+                native_histogram_path(dir.path(), &name)
+            })
+            .collect();
+        let mut bufs = Vec::new();
+        let read = read_all(&paths, &mut bufs);
+        assert_eq!(read.len(), paths.len());
+        for (n, read) in read.iter().enumerate() {
+            match read {
+                Ok(file) => {
+                    assert!(written.contains(&n), "{n}");
+                    assert_eq!(file.entries[0].histogram.sum, n as f64);
+                }
+                Err(error) => assert!(error.is_vanished() && !written.contains(&n), "{n}"),
+            }
+        }
+        assert_eq!(
+            bufs.len(),
+            (300 / FILES_PER_THREAD).clamp(1, cores().min(4))
+        );
+    }
 }
