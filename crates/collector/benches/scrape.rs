@@ -730,6 +730,14 @@ fn natives(c: &mut Criterion) {
     g.bench_function("encode_text", |b| {
         b.iter(|| black_box(&scrape).encode(Format::Prometheus))
     });
+    // The same files with the native histogram files moved out of sight:
+    // what reading and merging them adds to a warm scrape.
+    let natives_dir = dir.path().join("native-histograms");
+    std::fs::rename(&natives_dir, dir.path().join("natives-hidden")).expect("hide natives");
+    warm.collect().expect("collect");
+    g.bench_function("warm_without_native_files", |b| {
+        b.iter(|| black_box(&warm).collect().expect("collect"))
+    });
     g.finish();
 }
 
