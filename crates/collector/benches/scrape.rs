@@ -6,6 +6,9 @@
 //! reads with files kept open, to show what changing the I/O could gain.
 //! The `exemplars` group times a warm scrape of histograms with and without
 //! an exemplar on every bucket, and the exemplar files' reads alone.
+//! The `natives` group times a warm scrape of 1,000 workers' histograms
+//! that also record native histograms, encoded in the protobuf format (with
+//! the native histograms) and in the text format (without).
 //!
 //! `cargo bench -p multiprom-collector --bench scrape`
 //!
@@ -36,7 +39,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use multiprom_collector::{scan_dir, DirCollector, Format};
 use multiprom_format::{
     encode_key, float_to_go_string, open_for_read, read_exemplar_records, read_used_into_with_hint,
-    ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind,
+    ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, NativeHistogramConfig,
+    NativeHistogramWriter,
 };
 
 /// Files per scenario (the later issue's target is stated for 4,000).
@@ -624,6 +628,119 @@ fn exemplars(c: &mut Criterion) {
     g.finish();
 }
 
+/// Workers, histograms per worker and observations per histogram of the
+/// `natives` group.
+const NATIVE_WORKERS: u32 = 1000;
+const NATIVE_HISTOGRAMS: [&str; 4] = ["/", "/api/items", "/api/search", "/login"];
+const NATIVE_OBSERVATIONS: usize = 500;
+/// prometheus_client's default buckets (before `+Inf`).
+const DEFAULT_BOUNDS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+
+/// 1,000 workers' histogram files, each with 4 request-latency series
+/// (prometheus_client's default buckets) and their native histograms
+/// (schema 3, the default) of the same observations: log-normal latencies
+/// around 50 ms, a few seconds at the tail, some 25 to 35 buckets each.
+fn native_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm)
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("temp dir");
+    let mut values = Values(0x2545_F491_4F6C_DD1D);
+    let help = "Request latency.";
+    let name = "http_request_duration_seconds";
+    for pid in 0..NATIVE_WORKERS {
+        let file_name = FileName::new(MetricKind::Histogram, pid.to_string()).expect("name");
+        let mut file = FileWriter::open(dir.path(), &file_name).expect("file");
+        let natives = NativeHistogramWriter::open(dir.path(), &file_name).expect("natives");
+        for route in NATIVE_HISTOGRAMS {
+            let labels = [("route", route)];
+            let native = natives
+                .series(
+                    &encode_key(name, name, labels, help),
+                    NativeHistogramConfig::default(),
+                )
+                .expect("series");
+            let mut counts = [0u32; DEFAULT_BOUNDS.len() + 1];
+            let mut sum = 0.0;
+            for _ in 0..NATIVE_OBSERVATIONS {
+                // Sum of three uniforms: roughly normal, then exponentiated.
+                let normal = values.fraction() + values.fraction() + values.fraction() - 1.5;
+                let latency = 0.05 * (2.0 * normal).exp();
+                native.observe(latency);
+                sum += latency;
+                let at = DEFAULT_BOUNDS.partition_point(|&bound| bound < latency);
+                counts[at] += 1;
+            }
+            let sample = format!("{name}_sum");
+            let key = encode_key(name, &sample, labels, help);
+            file.slot(&key).expect("slot").set(sum);
+            let bucket = format!("{name}_bucket");
+            let bounds = DEFAULT_BOUNDS.iter().chain([f64::INFINITY].iter());
+            for (&bound, &count) in bounds.zip(&counts) {
+                let le = float_to_go_string(bound);
+                let key = encode_key(name, &bucket, [("le", le.as_str()), ("route", route)], help);
+                file.slot(&key).expect("slot").set(f64::from(count));
+            }
+        }
+    }
+    dir
+}
+
+/// A warm scrape with native histograms, encoded as Prometheus asks for it
+/// with native histograms enabled (protobuf) and as text.
+fn natives(c: &mut Criterion) {
+    let mut g = c.benchmark_group("natives");
+    let dir = native_dir();
+    let warm = DirCollector::new(dir.path());
+    let scrape = warm.collect().expect("collect");
+    assert_eq!(
+        scrape.natives.len(),
+        NATIVE_HISTOGRAMS.len(),
+        "every series has its native histogram"
+    );
+    assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
+    g.bench_function("warm", |b| {
+        b.iter(|| black_box(&warm).collect().expect("collect"))
+    });
+    g.bench_function("warm_protobuf", |b| {
+        b.iter(|| {
+            black_box(&warm)
+                .collect()
+                .expect("collect")
+                .encode_protobuf()
+        })
+    });
+    g.bench_function("warm_text", |b| {
+        b.iter(|| {
+            black_box(&warm)
+                .collect()
+                .expect("collect")
+                .encode(Format::Prometheus)
+        })
+    });
+    // The encodings alone, of the same scrape.
+    g.bench_function("encode_protobuf", |b| {
+        b.iter(|| black_box(&scrape).encode_protobuf())
+    });
+    g.bench_function("encode_text", |b| {
+        b.iter(|| black_box(&scrape).encode(Format::Prometheus))
+    });
+    // The same files with the native histogram files moved out of sight:
+    // what reading and merging them adds to a warm scrape.
+    let natives_dir = dir.path().join("native-histograms");
+    std::fs::rename(&natives_dir, dir.path().join("natives-hidden")).expect("hide natives");
+    warm.collect().expect("collect");
+    g.bench_function("warm_without_native_files", |b| {
+        b.iter(|| black_box(&warm).collect().expect("collect"))
+    });
+    g.finish();
+}
+
 fn pread(file: &File, into: &mut [u8]) {
     black_box(file.read_at(into, 0).expect("pread"));
 }
@@ -641,7 +758,7 @@ mod group {
             .sample_size(10)
             .warm_up_time(Duration::from_secs(1))
             .measurement_time(Duration::from_secs(5));
-        targets = scrape, io_floor, exemplars
+        targets = scrape, io_floor, exemplars, natives
     }
 }
 criterion_main!(group::benches);

@@ -22,6 +22,8 @@ mod family;
 mod filter;
 mod intern;
 mod keys;
+mod native_histograms;
+mod native_merge;
 mod op;
 mod parse;
 mod plan;
@@ -42,6 +44,7 @@ pub use collector::{
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use filter::NameFilter;
+pub use native_histograms::NativeHistograms;
 pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;

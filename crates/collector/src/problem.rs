@@ -63,6 +63,10 @@ pub enum Warning {
     /// as always, without its exemplars.
     #[error("skipped exemplars in {0}")]
     Exemplars(ReadError),
+    /// A native histogram file was skipped: its `*.db` file's samples are
+    /// merged as always, without its native histograms.
+    #[error("skipped native histograms in {0}")]
+    NativeHistograms(ReadError),
     /// Files disagree about a family.
     #[error("{0}")]
     Conflict(#[from] Conflict),

@@ -25,7 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use multiprom_collector::exposition::{
-    encode_protobuf_all, Body as ExpositionBody, LineCache, PROTOBUF_CONTENT_TYPE,
+    encode_protobuf, encode_protobuf_all, Body as ExpositionBody, LineCache, PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{CollectError, DirCollector, Format, MergedFamily, NameFilter, Scrape};
 use tokio::sync::Semaphore;
@@ -336,7 +336,9 @@ impl Endpoint {
                 Some(scrape) => {
                     out.reserve(64 * scrape.stats.series + 4096);
                     let own = served.own_families(scrape, filter);
-                    encode_protobuf_all(&[scrape.families.as_slice(), own.as_slice()], &mut out);
+                    // The scrape's own encoding: with its native histograms.
+                    scrape.encode_protobuf_into(&mut out);
+                    encode_protobuf(&own, &mut out);
                 }
                 None => encode_protobuf_all(&[served.unlistable_families(filter)], &mut out),
             }

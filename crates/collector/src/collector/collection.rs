@@ -9,6 +9,7 @@ use crate::problem::{Conflict, Warning};
 use super::exemplars::attach_exemplars;
 use super::file_table::index_paths;
 use super::merge::merge_order;
+use super::natives::collect_natives;
 use super::quiet::Unsettled;
 use super::refresh_files::refresh_files;
 use super::reports::file_reports;
@@ -51,6 +52,13 @@ pub(super) fn collect_paths(
         &mut state.exemplars,
         &mut warnings,
     );
+    let natives = collect_natives(
+        &state.known,
+        &order,
+        pass.dir,
+        &mut state.natives,
+        &mut warnings,
+    );
     let quiet = unsettled
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.plan_generation);
@@ -69,6 +77,7 @@ pub(super) fn collect_paths(
     stats.duration = pass.start.elapsed();
     Scrape {
         families,
+        natives,
         files: reports,
         warnings,
         stats,

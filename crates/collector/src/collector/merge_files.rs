@@ -11,6 +11,7 @@ use super::collection::collect_paths;
 use super::exemplars::attach_exemplars;
 use super::file_entry::path_bytes;
 use super::merge::apply;
+use super::natives::collect_natives;
 use super::scrape::{CollectOptions, Scrape};
 use super::state::{CollectorState, Pass};
 
@@ -114,6 +115,14 @@ pub(super) fn merge_with_duplicates(
             None,
             &mut scrape.families,
             &mut state.exemplars,
+            &mut Vec::new(),
+        );
+        // Each occurrence merged again, as its samples are.
+        scrape.natives = collect_natives(
+            &state.known,
+            &order,
+            None,
+            &mut state.natives,
             &mut Vec::new(),
         );
         scrape.stats.series = scrape.families.iter().map(|f| f.samples.len()).sum();

@@ -32,6 +32,7 @@ mod gather;
 mod listing;
 mod merge;
 mod merge_files;
+mod natives;
 mod quiet;
 mod read_ahead;
 mod refresh;

@@ -9,6 +9,7 @@ use multiprom_format::{FileName, ReadError};
 
 use crate::exposition::Format;
 use crate::family::MergedFamily;
+use crate::native_histograms::NativeHistograms;
 use crate::problem::Warning;
 
 /// How to merge: [`CollectOptions::default`] is Python's
@@ -150,6 +151,10 @@ pub struct ScrapeStats {
 pub struct Scrape {
     /// Merged families, in output order.
     pub families: Vec<MergedFamily>,
+    /// The native histograms of the histogram files merged, per series:
+    /// served by the protobuf format only (the text formats have no room
+    /// for them, and stay as Python's).
+    pub natives: NativeHistograms,
     /// Every `*.db` file seen, in merge (directory listing) order. Shared
     /// with the collector's next collections while no report changes.
     pub files: Arc<[FileReport]>,
@@ -179,12 +184,18 @@ impl Scrape {
 
     /// The families in the Prometheus protobuf format (length-delimited
     /// `MetricFamily` messages), for a collection that accumulated its
-    /// histograms (the default).
+    /// histograms (the default), with each histogram series' native
+    /// histogram.
     #[must_use]
     pub fn encode_protobuf(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 * self.stats.series + 1024);
-        crate::exposition::encode_protobuf(&self.families, &mut out);
+        self.encode_protobuf_into(&mut out);
         out
+    }
+
+    /// Appends [`Scrape::encode_protobuf`]'s bytes to `out`.
+    pub fn encode_protobuf_into(&self, out: &mut Vec<u8>) {
+        crate::exposition::encode_protobuf_with_natives(&self.families, &self.natives, out);
     }
 
     /// Every skipped file's problem (bad and vanished), in merge order.

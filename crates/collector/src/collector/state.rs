@@ -17,6 +17,7 @@ use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
 use super::file_entry::{FileEntry, PathKey};
+use super::natives::NativeState;
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
 use super::scrape::{CollectOptions, FileReport};
@@ -69,6 +70,8 @@ pub(super) struct CollectorState {
     pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
     /// The exemplar files last reported bad, and what exemplar keys resolved to.
     pub(super) exemplars: ExemplarState,
+    /// The native histogram files last reported bad, and what their keys name.
+    pub(super) natives: NativeState,
     pub(super) maps: usize,
     /// Whether each file of the collection under way may be mapped (see
     /// `decide_maps`), kept to reuse its allocation.

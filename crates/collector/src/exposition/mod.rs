@@ -27,4 +27,6 @@ pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
 pub use openmetrics::encode_openmetrics;
 pub use prometheus::encode_prometheus;
-pub use protobuf::{encode_protobuf, encode_protobuf_all, PROTOBUF_CONTENT_TYPE};
+pub use protobuf::{
+    encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, PROTOBUF_CONTENT_TYPE,
+};

@@ -9,7 +9,10 @@
 //! * SUMMARY: `<name>_count`, `<name>_sum` and `<name>{quantile=...}`;
 //! * HISTOGRAM (classic: no native-histogram field set): `<name>_count`,
 //!   `<name>_sum`, `<name>_bucket{le=...}` per bucket and a `le="+Inf"`
-//!   bucket of `sample_count` unless the last bucket's bound is `+Inf`.
+//!   bucket of `sample_count` unless the last bucket's bound is `+Inf`;
+//!   with native-histogram fields (a series with a merged native
+//!   histogram, see `native`), one native histogram series `<name>`, and
+//!   the classic series too where Prometheus is told to keep them.
 //!
 //! Samples that do not fit their family's message (say a `_created`, or a
 //! histogram series without its `_count`) are served as families of their
@@ -18,8 +21,9 @@
 use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
-use multiprom_format::Exemplar;
+use multiprom_format::{Exemplar, NativeHistogram};
 
+use super::native::set_native_fields;
 use super::schema::{
     self, Bucket, Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType, Quantile, Summary,
     Untyped,
@@ -28,10 +32,12 @@ use super::timestamp::timestamp;
 use crate::exposition::names::{push_label_name, push_metric_name};
 use crate::exposition::prometheus::OM_ONLY_SUFFIXES;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
+use crate::native_histograms::NativeHistograms;
 
 /// The messages of `family`: its own (when it has a sample that fits it),
 /// then one per name of the samples that do not fit, in order of appearance.
-pub(super) fn messages(family: &MergedFamily) -> Vec<MetricFamily> {
+/// A histogram series with a native histogram in `natives` carries it.
+pub(super) fn messages(family: &MergedFamily, natives: &NativeHistograms) -> Vec<MetricFamily> {
     let mut misfits = Misfits::default();
     let own = match family.family_type {
         FamilyType::Counter => {
@@ -48,8 +54,8 @@ pub(super) fn messages(family: &MergedFamily) -> Vec<MetricFamily> {
             gauge: Some(Gauge { value: Some(value) }),
             ..Metric::default()
         }),
-        FamilyType::Summary => grouped(family, MetricType::Summary, &mut misfits),
-        FamilyType::Histogram => grouped(family, MetricType::Histogram, &mut misfits),
+        FamilyType::Summary => grouped(family, MetricType::Summary, natives, &mut misfits),
+        FamilyType::Histogram => grouped(family, MetricType::Histogram, natives, &mut misfits),
     };
     let mut messages = Vec::with_capacity(1 + misfits.names.len());
     if !own.metric.is_empty() {
@@ -171,6 +177,7 @@ impl Group<'_> {
 fn grouped<'a>(
     family: &'a MergedFamily,
     metric_type: MetricType,
+    natives: &NativeHistograms,
     misfits: &mut Misfits<'a>,
 ) -> MetricFamily {
     let (bounded_suffix, bound_label) = if metric_type == MetricType::Histogram {
@@ -214,7 +221,7 @@ fn grouped<'a>(
     let mut message = header(&family.name, &family.help, metric_type);
     for (labels, group) in groups {
         let made = if metric_type == MetricType::Histogram {
-            histogram(&group)
+            histogram(&group, natives.get(&family.name, &labels))
         } else {
             summary(&group)
         };
@@ -248,8 +255,9 @@ fn bound_of(sample: &MergedSample, bound_label: &str) -> Option<(Labels, f64)> {
 /// A histogram's metric, when the group is one as Prometheus would read it
 /// back: `_count`, `_sum`, buckets in increasing order, the last `+Inf` and
 /// equal to `_count` (which is what Prometheus serves as its `+Inf`
-/// bucket).
-fn histogram(group: &Group<'_>) -> Option<Metric> {
+/// bucket). With the series' `native` histogram, the native fields too
+/// (see `native`), and the buckets' exemplars in the native exemplars.
+fn histogram(group: &Group<'_>, native: Option<&NativeHistogram>) -> Option<Metric> {
     let (count, sum) = group.count_and_sum()?;
     let (&(last_bound, last), _) = group.bounded.split_last()?;
     let increasing = group.bounded.windows(2).all(|w| w[0].0 < w[1].0);
@@ -270,19 +278,40 @@ fn histogram(group: &Group<'_>) -> Option<Metric> {
             }
         })
         .collect();
+    let mut message = schema::Histogram {
+        sample_count: Some(sample_count),
+        sample_count_float,
+        sample_sum: Some(sum),
+        ..schema::Histogram::default()
+    };
+    // Prometheus makes the `+Inf` bucket from `sample_count` when it is
+    // left out: the native count, with a native histogram, which can
+    // differ from the classic one (a process that records only the classic
+    // part of the same series).
+    let mut inf_from_count = true;
+    if let Some(native) = native {
+        // Native exemplars must have a timestamp.
+        message.exemplars = buckets
+            .iter()
+            .filter_map(|bucket| bucket.exemplar.clone())
+            .filter(|exemplar| exemplar.timestamp.is_some())
+            .collect();
+        set_native_fields(&mut message, native);
+        inf_from_count = (sample_count, sample_count_float) == (native.count(), None);
+        if group.bounded.len() == 1 {
+            // A classic part of `+Inf` alone is a native-only histogram's
+            // (prometheus_client's own have at least two buckets).
+            buckets.clear();
+        }
+    }
     // As client_golang: the `+Inf` bucket only to carry an exemplar;
     // Prometheus makes it from `sample_count` otherwise.
-    if buckets.last().is_some_and(|b| b.exemplar.is_none()) {
+    if inf_from_count && buckets.last().is_some_and(|b| b.exemplar.is_none()) {
         buckets.pop();
     }
+    message.bucket = buckets;
     Some(Metric {
-        histogram: Some(schema::Histogram {
-            sample_count: Some(sample_count),
-            sample_count_float,
-            sample_sum: Some(sum),
-            bucket: buckets,
-            ..schema::Histogram::default()
-        }),
+        histogram: Some(message),
         ..Metric::default()
     })
 }

@@ -10,6 +10,7 @@
 //! encoder escapes them), labels and values, in the same order.
 
 mod family;
+mod native;
 mod timestamp;
 
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub(crate) mod schema {
 use prost::Message;
 
 use crate::family::MergedFamily;
+use crate::native_histograms::NativeHistograms;
 
 /// `Content-Type` of the Prometheus protobuf format, spelt as client_golang
 /// spells `expfmt.FmtProtoDelim`.
@@ -62,8 +64,20 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 /// assert_eq!(&out[3..17], b"requests_total");
 /// ```
 pub fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
+    encode_protobuf_with_natives(families, &NativeHistograms::default(), out);
+}
+
+/// [`encode_protobuf`], each histogram series with its native histogram
+/// from `natives` (found by the family name and the series' labels), as
+/// [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf) writes a
+/// collection.
+pub fn encode_protobuf_with_natives(
+    families: &[MergedFamily],
+    natives: &NativeHistograms,
+    out: &mut Vec<u8>,
+) {
     for family in families {
-        for message in family::messages(family) {
+        for message in family::messages(family, natives) {
             // Cannot fail: prost fails only for a buffer without room
             // left, and a Vec grows.
             let _ = message.encode_length_delimited(out);
