@@ -32,6 +32,7 @@ mod node_exporter;
 mod prometheus_exemplars;
 mod prometheus_protobuf;
 mod prometheus_server;
+mod python_native_histograms;
 mod python_package;
 mod run;
 mod scrape;
