@@ -63,6 +63,27 @@ class NativeHistogramTest(unittest.TestCase):
             {'PROMETHEUS_MULTIPROC_DIR': self.directory})
         self.assertEqual(lines, ['prometheus_client.metrics False'])
 
+    def test_writer_records_natively_in_the_sums_call(self):
+        # With multiprom's writer the native observation rides on _sum.inc;
+        # a subclass's own observe is still called.
+        lines, stderr = run_python(
+            'import multiprom; multiprom.install(collector=False, writer=True, '
+            'native_histograms=True); '
+            'from prometheus_client import Histogram, CollectorRegistry; '
+            'from prometheus_client.multiprocess import MultiProcessCollector\n'
+            'class Counted(Histogram):\n'
+            '    calls = 0\n'
+            '    def observe(self, amount, exemplar=None):\n'
+            '        Counted.calls += 1; super().observe(amount, exemplar)\n'
+            '\nh = Histogram("h", "H.", ["k"]).labels("a"); c = Counted("c", "C."); '
+            'h.observe(1); c.observe(2); c.observe(3); '
+            'print(type(h._sum).__name__, type(c._sum).__name__, Counted.calls); '
+            'r = CollectorRegistry(); MultiProcessCollector(r); '
+            'print(r.get_sample_value("h_sum", {"k": "a"}), r.get_sample_value("c_sum"))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['NativeSum MmapedValue 2', '1.0 5.0'])
+        self.assertEqual(stderr, '')
+
     def test_native_histogram_classic_part_and_children(self):
         lines, stderr = run_python(
             'import multiprom; from prometheus_client import CollectorRegistry; '

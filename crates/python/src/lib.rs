@@ -21,6 +21,7 @@ mod cli;
 mod metrics;
 mod native_files;
 mod native_series;
+mod native_sum;
 mod value;
 mod value_core;
 mod value_files;
@@ -243,6 +244,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<value::Value>()?;
     module.add_class::<value_files::ValueFiles>()?;
     module.add_class::<native_series::NativeSeriesHandle>()?;
+    module.add_class::<native_sum::NativeSum>()?;
     // The bounds multiprom.NativeHistogram checks its settings against.
     module.add(
         "NATIVE_MIN_SCHEMA",

@@ -90,24 +90,10 @@ impl NativeSeriesHandle {
     }
 
     /// Records `value`. Never raises.
-    #[inline]
     fn observe(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
-        if let Some(binding) = &*self.binding.load() {
-            if binding.generation == fork_generation() {
-                if let Some(series) = &binding.series {
-                    match value.extract::<f64>() {
-                        Ok(value) => series.observe(value),
-                        Err(error) => warn_once(py, &format!("{value}: {error}")),
-                    }
-                }
-                return;
-            }
-        }
-        if let Some(series) = self.bind(py) {
-            match value.extract::<f64>() {
-                Ok(value) => series.observe(value),
-                Err(error) => warn_once(py, &format!("{value}: {error}")),
-            }
+        match value.extract::<f64>() {
+            Ok(value) => self.record(py, value),
+            Err(error) => warn_once(py, &format!("{value}: {error}")),
         }
     }
 
@@ -125,6 +111,22 @@ impl NativeSeriesHandle {
 }
 
 impl NativeSeriesHandle {
+    /// Records `value` in the current process's file.
+    #[inline]
+    pub(crate) fn record(&self, py: Python<'_>, value: f64) {
+        if let Some(binding) = &*self.binding.load() {
+            if binding.generation == fork_generation() {
+                if let Some(series) = &binding.series {
+                    series.observe(value);
+                }
+                return;
+            }
+        }
+        if let Some(series) = self.bind(py) {
+            series.observe(value);
+        }
+    }
+
     /// The series in the current process's file, remembered for this fork
     /// generation (also when there is none).
     #[cold]

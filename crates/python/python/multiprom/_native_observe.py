@@ -11,12 +11,19 @@ calls that attribute: one call, no test. Histograms made before the
 wrappers were put on find the class attribute instead, ``bind_lazily``,
 which makes their series on their first observation.
 
+With multiprom's writer, a histogram made while the wrappers are on skips
+even that call: its ``_sum`` value becomes a ``_native.NativeSum``, which
+records natively in the same Rust call that adds to the classic sum
+(``observe`` calls ``_sum.inc(amount)`` once per observation), and its
+``observe`` is prometheus_client's own again, bound on the instance.
+
 Nothing here may fail an observation or a metric's creation: a failure is
 warned of once and leaves the histogram classic only.
 """
 
 import functools
 import logging
+import types
 
 from multiprom import _native, _native_settings
 
@@ -30,12 +37,18 @@ def _nothing(amount):
 def recorder(metric):
     """The native recorder of ``metric`` (an observable histogram): its
     series' ``observe``, or ``_nothing``."""
+    series = _series(metric)
+    return _nothing if series is None else series.observe
+
+
+def _series(metric):
+    """The native series of ``metric``, or ``None``."""
     try:
         from prometheus_client import values
 
         if not getattr(values.ValueClass, "_multiprocess", False):
             # Single-process mode: no directory to record in.
-            return _nothing
+            return None
         settings = getattr(metric, "_multiprom_settings", None)
         if settings is None:
             settings = _native_settings.from_env() + (None,)
@@ -46,10 +59,10 @@ def recorder(metric):
         # failure is logged by the extension and the series stays silent
         # until a fork gives it a new file to try.
         series.open()
-        return series.observe
+        return series
     except Exception as error:  # never fail the application's metric
         _warn_once(error)
-        return _nothing
+        return None
 
 
 def bind_lazily(metric, amount):
@@ -68,6 +81,7 @@ def with_native(classic_observe):
         classic_observe(self, amount, exemplar)
         self._multiprom_native(amount)
 
+    observe._multiprom_wrapper = True
     return observe
 
 
@@ -78,7 +92,18 @@ def with_native_init(classic_init):
     @functools.wraps(classic_init)
     def _metric_init(self):
         classic_init(self)
-        self._multiprom_native = recorder(self)
+        series = _series(self)
+        self._multiprom_native = _nothing if series is None else series.observe
+        observe = type(self).observe
+        # Only under our own wrapper: a subclass's observe stays in charge.
+        if (series is not None and isinstance(self._sum, _native.Value)
+                and getattr(observe, "_multiprom_wrapper", False)):
+            try:
+                self._sum = _native.NativeSum(self._sum, series)
+                self._multiprom_native = _nothing
+                self.observe = types.MethodType(observe.__wrapped__, self)
+            except Exception as error:  # never fail the application's metric
+                _warn_once(error)
 
     return _metric_init
 
