@@ -240,20 +240,24 @@ fn schema_comes_from_the_environment_and_a_bad_one_warns() {
 
 #[test]
 fn forked_child_records_in_its_own_file() {
-    let dir = temp_dir();
-    let out = script(&["fork", dir.path().to_str().unwrap()], &[]);
-    let pids: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pid = |name: &str| u32::try_from(pids[name].as_u64().unwrap()).unwrap();
-    let latency = key("latency_seconds", &[], "Latency.");
-    // 1 and 3 (2^1.58: bucket 13) in the parent, 2 twice in the child.
-    assert_eq!(
-        natives(dir.path(), pid("parent")),
-        BTreeMap::from([(latency.clone(), histogram(3, 0, 4.0, &[(0, 1), (13, 1)]))])
-    );
-    assert_eq!(
-        natives(dir.path(), pid("child")),
-        BTreeMap::from([(latency, histogram(3, 0, 4.0, &[(8, 2)]))])
-    );
+    for value_class in ["python", "multiprom"] {
+        let dir = temp_dir();
+        let out = script(&["fork", dir.path().to_str().unwrap(), value_class], &[]);
+        let pids: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let pid = |name: &str| u32::try_from(pids[name].as_u64().unwrap()).unwrap();
+        let latency = key("latency_seconds", &[], "Latency.");
+        // 1 and 3 (2^1.58: bucket 13) in the parent, 2 twice in the child.
+        assert_eq!(
+            natives(dir.path(), pid("parent")),
+            BTreeMap::from([(latency.clone(), histogram(3, 0, 4.0, &[(0, 1), (13, 1)]))]),
+            "{value_class}"
+        );
+        assert_eq!(
+            natives(dir.path(), pid("child")),
+            BTreeMap::from([(latency, histogram(3, 0, 4.0, &[(8, 2)]))]),
+            "{value_class}"
+        );
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@ or without multiprom's native histograms
 (tests/integration/python_native_histograms.rs).
 
 usage: native_histogram_writer.py write DIR VALUE_CLASS NATIVE
-       native_histogram_writer.py fork DIR
+       native_histogram_writer.py fork DIR VALUE_CLASS
        native_histogram_writer.py collect DIR
 
 `write`: VALUE_CLASS is `python` (prometheus_client's own multiprocess
@@ -15,7 +15,8 @@ runs can be compared: `time()` reads a fake clock that advances 0.25 s a
 call. Prints the pid (the file names' identifier) as JSON.
 
 `fork`: a histogram observed 1.0 in the parent, 2.0 twice in a forked
-child, then 3.0 in the parent; prints both pids.
+child, then 3.0 in the parent (VALUE_CLASS as for `write`); prints both
+pids.
 
 `collect`: prometheus_client's own MultiProcessCollector over DIR, as
 generate_latest prints it.
@@ -72,10 +73,11 @@ def write(value_class, native):
     print(json.dumps({'pid': os.getpid()}))
 
 
-def fork():
+def fork(value_class):
     import multiprom
 
-    multiprom.install(collector=False, native_histograms=True)
+    multiprom.install(collector=False, writer=value_class == 'multiprom',
+                      native_histograms=True)
     from prometheus_client import Histogram
 
     latency = Histogram('latency_seconds', 'Latency.')
@@ -110,7 +112,7 @@ def main():
     if command == 'write':
         write(sys.argv[3], sys.argv[4])
     elif command == 'fork':
-        fork()
+        fork(sys.argv[3])
     else:
         sys.exit(f'unknown command {command!r}')
 
