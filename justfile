@@ -72,6 +72,17 @@ bench-writer dir="/dev/shm/multiprom-bench-writer":
     target/py-venv-bench/bin/python tests/python/bench_writer.py {{dir}}
     rm -rf {{dir}}
 
+# What native histograms add to prometheus_client's Histogram.observe():
+# the opt-in (install(native_histograms=True)) off and on, with
+# prometheus_client's own value class and with multiprom's writer, and
+# multiprom.NativeHistogram, in one run; files under `dir` (tmpfs).
+bench-native-python dir="/dev/shm/multiprom-bench-native":
+    python3 -m venv target/py-venv-bench
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0 maturin==1.16.0
+    PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
+    target/py-venv-bench/bin/python tests/python/bench_native_observe.py {{dir}}
+    rm -rf {{dir}}
+
 # Compaction under worker churn (docs/benchmarks.md, last section): 100,000
 # simulated worker lifetimes through one directory, `batch` workers between
 # two scrapes, with and without compaction.

@@ -33,6 +33,7 @@ mod prometheus_exemplars;
 mod prometheus_native_histograms;
 mod prometheus_protobuf;
 mod prometheus_server;
+mod python_native_histograms;
 mod python_package;
 mod run;
 mod scrape;

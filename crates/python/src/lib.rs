@@ -11,11 +11,17 @@
 //! listed, even a bug in the engine, become reports, never exceptions: a
 //! scrape must not fail because of one file.
 //!
+//! `NativeSeries` records native histograms beside the classic buckets
+//! (`multiprom.install(native_histograms=True)`, `multiprom.NativeHistogram`).
+//!
 //! It also carries the whole `multiprom` command line (`cli::main`, the
 //! `multiprom` command's and `python -m multiprom`'s engine).
 
 mod cli;
 mod metrics;
+mod native_files;
+mod native_series;
+mod native_sum;
 mod value;
 mod value_core;
 mod value_files;
@@ -237,6 +243,21 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDirCollector>()?;
     module.add_class::<value::Value>()?;
     module.add_class::<value_files::ValueFiles>()?;
+    module.add_class::<native_series::NativeSeriesHandle>()?;
+    module.add_class::<native_sum::NativeSum>()?;
+    // The bounds multiprom.NativeHistogram checks its settings against.
+    module.add(
+        "NATIVE_MIN_SCHEMA",
+        multiprom_format::native_buckets::MIN_SCHEMA,
+    )?;
+    module.add(
+        "NATIVE_MAX_SCHEMA",
+        multiprom_format::native_buckets::MAX_SCHEMA,
+    )?;
+    module.add(
+        "NATIVE_MAX_BUCKETS",
+        multiprom_format::native_file::MAX_NATIVE_BUCKETS,
+    )?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(cli::main, module)?)?;

@@ -58,7 +58,7 @@ impl Value {
     }
 
     /// `value += amount`; the timestamp is written 0.0, as Python does.
-    fn inc(&self, py: Python<'_>, amount: f64) -> PyResult<()> {
+    pub(crate) fn inc(&self, py: Python<'_>, amount: f64) -> PyResult<()> {
         self.files.get().check_identifier(py)?;
         self.core.inc(amount)
     }

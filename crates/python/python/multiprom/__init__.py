@@ -38,6 +38,13 @@ update). ``multiprom.install(writer=True)`` (or
 ``MULTIPROM_INSTALL=collector,writer``) makes it the value class of
 ``prometheus_client``'s metrics.
 
+Native histograms: ``multiprom.install(native_histograms=True)`` (or
+``native-histograms`` in ``MULTIPROM_INSTALL``) makes every
+``prometheus_client`` ``Histogram`` also record each observation as a
+Prometheus native histogram, in files beside the ``*.db`` files, which
+stay as they are; ``multiprom.NativeHistogram`` is a histogram recorded
+natively only.
+
 Importing this package does not import ``prometheus_client``: applications
 that set ``PROMETHEUS_MULTIPROC_DIR`` before importing ``prometheus_client``
 (it reads the variable when first imported) keep working with ``install()``
@@ -54,7 +61,8 @@ import warnings
 from multiprom import _native
 from multiprom._values import MultiProcessValue
 
-__all__ = ["MultiProcessCollector", "MultiProcessValue", "install", "install_writer"]
+__all__ = ["MultiProcessCollector", "MultiProcessValue", "NativeHistogram", "install",
+           "install_native_histograms", "install_writer"]
 
 # The version of this build; the `multiprom` command (`multiprom --version`)
 # is the same build.
@@ -214,11 +222,13 @@ def _adopt():
     _on_import("prometheus_client.exposition", _exposition.patch)
 
 
-def install(exposition=True, *, writer=False, collector=True):
+def install(exposition=True, *, writer=False, collector=True, native_histograms=False):
     """Make ``prometheus_client.multiprocess.MultiProcessCollector`` this
     package's class (``collector=False``: leave it) and, with
     ``writer=True``, make ``prometheus_client``'s metrics write their files
-    through multiprom (see ``install_writer``).
+    through multiprom (see ``install_writer``); with
+    ``native_histograms=True``, make every ``prometheus_client``
+    ``Histogram`` record natively too (see ``install_native_histograms``).
 
     If ``prometheus_client.multiprocess`` is imported already, it is patched
     now; otherwise it is patched the moment it is imported (``install()``
@@ -235,6 +245,8 @@ def install(exposition=True, *, writer=False, collector=True):
     """
     if writer:
         install_writer()
+    if native_histograms:
+        install_native_histograms()
     if not collector:
         return
     from multiprom import _exposition
@@ -263,6 +275,35 @@ def install_writer():
     from multiprom import _writer_install
 
     _on_import("prometheus_client.values", _writer_install.patch)
+
+
+def install_native_histograms():
+    """Make every ``prometheus_client`` ``Histogram`` (made before or after,
+    labelled children and ``time()`` included) also record each
+    observation as a native histogram, in this process's
+    ``native-histograms/histogram_<pid>.native`` file in the multiprocess
+    directory, with the schema ``MULTIPROM_NATIVE_HISTOGRAM_SCHEMA`` (default
+    3) and at most ``MULTIPROM_NATIVE_HISTOGRAM_MAX_BUCKETS`` buckets (default
+    160). The classic buckets and ``*.db`` files stay exactly as they are.
+
+    Done now if ``prometheus_client.metrics`` is imported, else the moment it
+    is. In single-process mode (no ``PROMETHEUS_MULTIPROC_DIR`` when
+    ``prometheus_client`` was imported) it does nothing. A native failure is
+    logged once and never fails an observation.
+    """
+    from multiprom import _native_install
+
+    _on_import("prometheus_client.metrics", _native_install.patch)
+
+
+def __getattr__(name):
+    # NativeHistogram subclasses prometheus_client's Histogram: imported on
+    # first use, so importing multiprom does not import prometheus_client.
+    if name == "NativeHistogram":
+        from multiprom._native_histogram import NativeHistogram
+
+        return NativeHistogram
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _on_import(name, patch):

@@ -5,7 +5,8 @@ set.
 ``MULTIPROM_INSTALL`` is a comma-separated list of features: ``collector``
 (``prometheus_client``'s ``MultiProcessCollector`` becomes multiprom's) and
 ``writer`` (``prometheus_client``'s metrics write their files through
-multiprom), e.g. ``collector,writer``. ``1``, ``true``, ``yes`` and ``on``
+multiprom) and ``native-histograms`` (every ``prometheus_client``
+``Histogram`` also records natively), e.g. ``collector,writer``. ``1``, ``true``, ``yes`` and ``on``
 mean ``collector``; ``""``, ``0``, ``false``, ``no`` and ``off`` mean
 nothing.
 
@@ -19,7 +20,7 @@ import warnings
 
 _OFF = ("", "0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
-FEATURES = ("collector", "writer")
+FEATURES = ("collector", "writer", "native-histograms")
 
 
 def features(setting):
@@ -48,7 +49,8 @@ def _run():
             return
         import multiprom
 
-        multiprom.install(collector="collector" in wanted, writer="writer" in wanted)
+        multiprom.install(collector="collector" in wanted, writer="writer" in wanted,
+                          native_histograms="native-histograms" in wanted)
     except BaseException as error:  # noqa: B036 -- start-up must go on
         warnings.warn(
             f"multiprom: MULTIPROM_INSTALL is set but multiprom could not be installed "

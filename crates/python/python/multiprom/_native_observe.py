@@ -1,0 +1,122 @@
+"""Recording a prometheus_client ``Histogram``'s observations natively
+too: the ``observe`` and ``_metric_init`` wrappers shared by the opt-in
+(``install(native_histograms=True)``, which puts them on
+``prometheus_client``'s ``Histogram``) and by ``multiprom.NativeHistogram``.
+
+Each observable histogram (a label-less one, or a labelled one's child)
+gets a ``_multiprom_native`` attribute: the bound ``observe`` of its
+``_native.NativeSeries``, or a function that does nothing (single-process
+mode, or a failure). The wrapped ``observe`` runs the classic one, then
+calls that attribute: one call, no test. Histograms made before the
+wrappers were put on find the class attribute instead, ``bind_lazily``,
+which makes their series on their first observation.
+
+With multiprom's writer, a histogram made while the wrappers are on skips
+even that call: its ``_sum`` value becomes a ``_native.NativeSum``, which
+records natively in the same Rust call that adds to the classic sum
+(``observe`` calls ``_sum.inc(amount)`` once per observation), and its
+``observe`` is prometheus_client's own again, bound on the instance.
+
+Nothing here may fail an observation or a metric's creation: a failure is
+warned of once and leaves the histogram classic only.
+"""
+
+import functools
+import logging
+import types
+
+from multiprom import _native, _native_settings
+
+_warned = False
+
+
+def _nothing(amount):
+    """What a histogram without a native series records natively."""
+
+
+def recorder(metric):
+    """The native recorder of ``metric`` (an observable histogram): its
+    series' ``observe``, or ``_nothing``."""
+    series = _series(metric)
+    return _nothing if series is None else series.observe
+
+
+def _series(metric):
+    """The native series of ``metric``, or ``None``."""
+    try:
+        from prometheus_client import values
+
+        if not getattr(values.ValueClass, "_multiprocess", False):
+            # Single-process mode: no directory to record in.
+            return None
+        settings = getattr(metric, "_multiprom_settings", None)
+        if settings is None:
+            settings = _native_settings.from_env() + (None,)
+        schema, max_buckets, zero_threshold = settings
+        series = _native.NativeSeries(metric._name, metric._labelnames, metric._labelvalues,
+                                      metric._documentation, schema, max_buckets, zero_threshold)
+        # Open now, so the series is native from its first scrape on; a
+        # failure is logged by the extension and the series stays silent
+        # until a fork gives it a new file to try.
+        series.open()
+        return series
+    except Exception as error:  # never fail the application's metric
+        _warn_once(error)
+        return None
+
+
+def bind_lazily(metric, amount):
+    """The class attribute ``_multiprom_native``: the first observation of a
+    histogram made before the wrappers were put on (or whose
+    ``_metric_init`` did not run ours) makes its recorder."""
+    native = metric._multiprom_native = recorder(metric)
+    native(amount)
+
+
+def with_native(classic_observe):
+    """``observe`` recording natively after ``classic_observe``."""
+
+    @functools.wraps(classic_observe)
+    def observe(self, amount, exemplar=None):
+        classic_observe(self, amount, exemplar)
+        self._multiprom_native(amount)
+
+    observe._multiprom_wrapper = True
+    return observe
+
+
+def with_native_init(classic_init):
+    """``_metric_init`` making the native recorder after ``classic_init``
+    made the classic values."""
+
+    @functools.wraps(classic_init)
+    def _metric_init(self):
+        classic_init(self)
+        series = _series(self)
+        self._multiprom_native = _nothing if series is None else series.observe
+        observe = type(self).observe
+        # Only under our own wrapper: a subclass's observe stays in charge.
+        if (series is not None and isinstance(self._sum, _native.Value)
+                and getattr(observe, "_multiprom_wrapper", False)):
+            try:
+                self._sum = _native.NativeSum(self._sum, series)
+                self._multiprom_native = _nothing
+                self.observe = types.MethodType(observe.__wrapped__, self)
+            except Exception as error:  # never fail the application's metric
+                _warn_once(error)
+
+    return _metric_init
+
+
+def classic(function):
+    """prometheus_client's own function under our wrapper, if wrapped."""
+    return getattr(function, "__wrapped__", function)
+
+
+def _warn_once(error):
+    global _warned
+    if not _warned:
+        _warned = True
+        logging.getLogger("multiprom").warning(
+            "native histograms are not recorded (%r); classic histograms are unaffected. "
+            "Logged once per process", error)

@@ -1,0 +1,66 @@
+//! This process's native histogram files: one
+//! `native-histograms/histogram_<pid>.native` per multiprocess directory,
+//! the companion of the `histogram_<pid>.db` file prometheus_client's
+//! value class writes there (named after `os.getpid()`, as its default
+//! process identifier names it).
+//!
+//! A forked child inherits its parent's open writers and their mappings;
+//! writing through them would land in the parent's file. So the writers
+//! are kept with the fork generation they were opened at, and a child
+//! (a new generation) forgets them and opens its own pid's files.
+//!
+//! Only cold paths come here (a series' first observation, or its first
+//! after a fork). The lock is held with the GIL held and never across a
+//! call into Python: no other thread can hold it when the process forks
+//! (`os.fork` holds the GIL), so a child never finds it locked.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use multiprom_format::fork::fork_generation;
+use multiprom_format::{
+    FileName, MetricKind, NativeHistogramConfig, NativeHistogramWriter, NativeSeries,
+};
+
+/// The writers of the current fork generation, by directory (a directory
+/// is opened once: two writers of one file would overwrite each other's
+/// records).
+struct Writers {
+    generation: u64,
+    by_dir: HashMap<PathBuf, NativeHistogramWriter>,
+}
+
+static WRITERS: Mutex<Option<Writers>> = Mutex::new(None);
+
+/// The series of `key` in this process's native histogram file in `dir`,
+/// opening the file if this process (this fork generation) has not yet.
+/// The error says why there is none, for the one warning.
+pub(crate) fn series(
+    dir: &Path,
+    key: &str,
+    config: NativeHistogramConfig,
+) -> Result<NativeSeries, String> {
+    let generation = fork_generation();
+    let mut writers = WRITERS.lock().unwrap_or_else(PoisonError::into_inner);
+    let current = match writers.take() {
+        Some(current) if current.generation == generation => current,
+        // A new process (or the first use): the inherited writers are the
+        // parent's. Dropping them unmaps them here only.
+        _ => Writers {
+            generation,
+            by_dir: HashMap::new(),
+        },
+    };
+    let current = writers.insert(current);
+    let writer = match current.by_dir.get(dir) {
+        Some(writer) => writer,
+        None => {
+            let pid = std::process::id().to_string();
+            let name = FileName::new(MetricKind::Histogram, pid).map_err(|e| e.to_string())?;
+            let writer = NativeHistogramWriter::open(dir, &name).map_err(|e| e.to_string())?;
+            current.by_dir.entry(dir.to_owned()).or_insert(writer)
+        }
+    };
+    writer.series(key, config).map_err(|e| e.to_string())
+}

@@ -1,0 +1,170 @@
+//! `multiprom._native.NativeSeries`: one native histogram series of a
+//! prometheus_client `Histogram` (or child), recorded in this process's
+//! native histogram file beside the classic buckets.
+//!
+//! `observe` is the hot path: one fork-generation load, one pointer load
+//! and the series' own lock-free recording. The file is opened on the
+//! first observation (or by `open()`), never by the constructor, and again
+//! after a fork, in the child's own file.
+//!
+//! Native recording must never cost the application its classic
+//! observation: every failure (no directory, an unwritable one, a full
+//! file, a value that is not a number) is logged once per process and the
+//! call returns normally; a series that cannot be opened stops trying
+//! until the next fork.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwapOption;
+use multiprom_format::fork::{fork_generation, watch_forks};
+use multiprom_format::native_buckets::DEFAULT_ZERO_THRESHOLD;
+use multiprom_format::{encode_key, NativeHistogramConfig, NativeSeries};
+use pyo3::prelude::*;
+
+use crate::native_files;
+use crate::value_files::report;
+
+/// Whether a native failure was logged already: once per process is
+/// enough to say native data is being lost; more would flood the log of a
+/// busy application.
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// One native histogram series.
+#[pyclass(frozen, module = "multiprom._native", name = "NativeSeries")]
+pub(crate) struct NativeSeriesHandle {
+    /// The `*.db` key form: name as family and sample, labels, help.
+    key: Box<str>,
+    config: NativeHistogramConfig,
+    /// Where observations go in the fork generation it was made at;
+    /// `None` until the first observation.
+    binding: ArcSwapOption<Binding>,
+}
+
+struct Binding {
+    generation: u64,
+    /// `None`: the series could not be opened in this generation (logged).
+    series: Option<NativeSeries>,
+}
+
+#[pymethods]
+impl NativeSeriesHandle {
+    /// The series of histogram `name` with `labelnames` = `labelvalues`
+    /// and help `documentation`, with the given schema (-4 to 8), bucket
+    /// limit and zero threshold (`None`: client_golang's 2^-128).
+    #[new]
+    #[pyo3(signature = (name, labelnames, labelvalues, documentation, schema = 3, max_buckets = 160, zero_threshold = None))]
+    fn new(
+        name: &str,
+        labelnames: Vec<String>,
+        labelvalues: Vec<String>,
+        documentation: &str,
+        schema: i8,
+        max_buckets: u32,
+        zero_threshold: Option<f64>,
+    ) -> Self {
+        // Forks are counted from here on (idempotent). Should counting be
+        // impossible, the generation never moves and a forked child keeps
+        // its parent's series: refuse to record at all rather than that.
+        let forks_counted = watch_forks().is_ok();
+        let labels = labelnames
+            .iter()
+            .zip(&labelvalues)
+            .map(|(name, value)| (name.as_str(), value.as_str()));
+        let binding = (!forks_counted).then(|| {
+            Arc::new(Binding {
+                generation: fork_generation(),
+                series: None,
+            })
+        });
+        NativeSeriesHandle {
+            key: encode_key(name, name, labels, documentation).into_boxed_str(),
+            config: NativeHistogramConfig {
+                schema,
+                zero_threshold: zero_threshold.unwrap_or(DEFAULT_ZERO_THRESHOLD),
+                max_buckets,
+            },
+            binding: ArcSwapOption::new(binding),
+        }
+    }
+
+    /// Records `value`. Never raises.
+    fn observe(&self, py: Python<'_>, value: &Bound<'_, PyAny>) {
+        match value.extract::<f64>() {
+            Ok(value) => self.record(py, value),
+            Err(error) => warn_once(py, &format!("{value}: {error}")),
+        }
+    }
+
+    /// Opens the series in this process's file now (otherwise the first
+    /// observation does), so a histogram with no observation yet is
+    /// already native. `False` if it cannot record (logged once).
+    fn open(&self, py: Python<'_>) -> bool {
+        if let Some(binding) = &*self.binding.load() {
+            if binding.generation == fork_generation() {
+                return binding.series.is_some();
+            }
+        }
+        self.bind(py).is_some()
+    }
+}
+
+impl NativeSeriesHandle {
+    /// Records `value` in the current process's file.
+    #[inline]
+    pub(crate) fn record(&self, py: Python<'_>, value: f64) {
+        if let Some(binding) = &*self.binding.load() {
+            if binding.generation == fork_generation() {
+                if let Some(series) = &binding.series {
+                    series.observe(value);
+                }
+                return;
+            }
+        }
+        if let Some(series) = self.bind(py) {
+            series.observe(value);
+        }
+    }
+
+    /// The series in the current process's file, remembered for this fork
+    /// generation (also when there is none).
+    #[cold]
+    fn bind(&self, py: Python<'_>) -> Option<NativeSeries> {
+        let generation = fork_generation();
+        let series = match dir_from_environ(py) {
+            Ok(dir) => native_files::series(&dir, &self.key, self.config),
+            Err(error) => Err(error),
+        };
+        let series = series.map_err(|error| warn_once(py, &error)).ok();
+        self.binding.store(Some(Arc::new(Binding {
+            generation,
+            series: series.clone(),
+        })));
+        series
+    }
+}
+
+/// `os.environ['PROMETHEUS_MULTIPROC_DIR']`, as the value classes read it
+/// when they open a file.
+fn dir_from_environ(py: Python<'_>) -> Result<PathBuf, String> {
+    let dir: Option<PathBuf> = py
+        .import("os")
+        .and_then(|os| os.getattr("environ"))
+        .and_then(|environ| environ.call_method1("get", ("PROMETHEUS_MULTIPROC_DIR",)))
+        .and_then(|dir| dir.extract())
+        .map_err(|error| error.to_string())?;
+    dir.ok_or_else(|| "PROMETHEUS_MULTIPROC_DIR is not set".to_owned())
+}
+
+#[cold]
+fn warn_once(py: Python<'_>, error: &str) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        report(
+            py,
+            &format!(
+                "native histogram observations are being dropped ({error}); classic histograms are unaffected. Logged once per process"
+            ),
+        );
+    }
+}

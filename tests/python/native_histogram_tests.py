@@ -1,0 +1,137 @@
+"""The multiprom package's native histograms, beyond what the files show
+(tests/integration/python_native_histograms.rs).
+
+usage: native_histogram_tests.py   (unittest; exits non-zero if a test fails)
+
+Single-process mode leaves prometheus_client as it is; NativeHistogram's
+classic part is the +Inf bucket alone, its children inherit its settings,
+and it refuses settings out of range; a directory where the native file
+cannot be made costs the native data only, with one warning.
+"""
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+# Bounds every subprocess: a failing test fails, never hangs.
+PATIENCE = 60
+
+
+def run_python(code, env):
+    """`code` in a fresh interpreter of this venv: (stdout lines, stderr)."""
+    full_env = {k: v for k, v in os.environ.items()
+                if k not in ('MULTIPROM_INSTALL', 'PROMETHEUS_MULTIPROC_DIR')}
+    full_env.update(env)
+    out = subprocess.run([sys.executable, '-c', code], env=full_env, capture_output=True,
+                         text=True, timeout=PATIENCE)
+    if out.returncode != 0:
+        raise AssertionError(f'python -c failed ({out.returncode}):\n{out.stderr}')
+    return out.stdout.splitlines(), out.stderr
+
+
+class NativeHistogramTest(unittest.TestCase):
+    def setUp(self):
+        self.directory = tempfile.mkdtemp(prefix='multiprom-native-')
+
+    def tearDown(self):
+        shutil.rmtree(self.directory)
+
+    def test_single_process_mode_is_left_alone(self):
+        lines, stderr = run_python(
+            'import multiprom; multiprom.install(collector=False, native_histograms=True); '
+            'from prometheus_client import Histogram, REGISTRY; '
+            'h = Histogram("h", "H."); h.observe(2); '
+            'n = multiprom.NativeHistogram("n", "N."); n.observe(3); '
+            'print(Histogram.observe.__module__, hasattr(Histogram.observe, "__wrapped__")); '
+            'print(REGISTRY.get_sample_value("h_sum"), REGISTRY.get_sample_value("n_count"))',
+            {})
+        self.assertEqual(lines, ['prometheus_client.metrics False', '2.0 1.0'])
+        self.assertEqual(stderr, '')
+
+    def test_opt_in_wraps_observe_once(self):
+        lines, _ = run_python(
+            'import multiprom; multiprom.install(collector=False, native_histograms=True); '
+            'multiprom.install(collector=False, native_histograms=True); '
+            'from prometheus_client import Histogram; '
+            'multiprom.install(collector=False, native_histograms=True); '
+            'print(Histogram.observe.__wrapped__.__module__, '
+            'hasattr(Histogram.observe.__wrapped__, "__wrapped__"))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['prometheus_client.metrics False'])
+
+    def test_writer_records_natively_in_the_sums_call(self):
+        # With multiprom's writer the native observation rides on _sum.inc;
+        # a subclass's own observe is still called.
+        lines, stderr = run_python(
+            'import multiprom; multiprom.install(collector=False, writer=True, '
+            'native_histograms=True); '
+            'from prometheus_client import Histogram, CollectorRegistry; '
+            'from prometheus_client.multiprocess import MultiProcessCollector\n'
+            'class Counted(Histogram):\n'
+            '    calls = 0\n'
+            '    def observe(self, amount, exemplar=None):\n'
+            '        Counted.calls += 1; super().observe(amount, exemplar)\n'
+            '\nh = Histogram("h", "H.", ["k"]).labels("a"); c = Counted("c", "C."); '
+            'h.observe(1); c.observe(2); c.observe(3); '
+            'print(type(h._sum).__name__, type(c._sum).__name__, Counted.calls); '
+            'r = CollectorRegistry(); MultiProcessCollector(r); '
+            'print(r.get_sample_value("h_sum", {"k": "a"}), r.get_sample_value("c_sum"))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['NativeSum MmapedValue 2', '1.0 5.0'])
+        self.assertEqual(stderr, '')
+
+    def test_native_histogram_classic_part_and_children(self):
+        lines, stderr = run_python(
+            'import multiprom; from prometheus_client import CollectorRegistry; '
+            'r = CollectorRegistry(); '
+            'n = multiprom.NativeHistogram("n", "N.", ["k"], registry=r, schema=0, '
+            'max_buckets=20, zero_threshold=0.001); '
+            'c = n.labels("a"); c.observe(3); '
+            'print(type(c).__name__, c._multiprom_settings, c._upper_bounds); '
+            'print(" ".join(sorted(s.name + str(s.labels) for s in list(r.collect())[0].samples '
+            'if not s.name.endswith("_created"))))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, [
+            'NativeHistogram (0, 20, 0.001) [inf]',
+            "n_bucket{'k': 'a', 'le': '+Inf'} n_count{'k': 'a'} n_sum{'k': 'a'}"])
+        self.assertEqual(stderr, '')
+
+    def test_native_histogram_refuses_settings_out_of_range(self):
+        import multiprom
+
+        for settings in ({'schema': 9}, {'schema': -5}, {'schema': 2.0}, {'max_buckets': 0},
+                         {'max_buckets': 70000}, {'zero_threshold': -1},
+                         {'zero_threshold': math.inf}):
+            with self.assertRaises(ValueError, msg=settings):
+                multiprom.NativeHistogram('bad', 'Bad.', registry=None, **settings)
+
+    def test_unwritable_native_directory_warns_once_and_keeps_the_classic(self):
+        # A file where the native files' directory should be.
+        open(os.path.join(self.directory, 'native-histograms'), 'w').close()
+        lines, stderr = run_python(
+            'import multiprom; multiprom.install(collector=False, native_histograms=True); '
+            'from prometheus_client import Histogram, CollectorRegistry; '
+            'from prometheus_client.multiprocess import MultiProcessCollector; '
+            'a = Histogram("a", "A."); b = Histogram("b", "B.", ["x"]); '
+            'a.observe(1); a.observe(2); b.labels("y").observe(4); '
+            'r = CollectorRegistry(); MultiProcessCollector(r); '
+            'print(r.get_sample_value("a_sum"), r.get_sample_value("b_count", {"x": "y"}))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, ['3.0 1.0'])
+        self.assertEqual(stderr.count('native histogram observations are being dropped'), 1,
+                         stderr)
+
+    def test_startup_feature(self):
+        from multiprom._startup import features
+
+        self.assertEqual(features('collector,native-histograms'),
+                         ({'collector', 'native-histograms'}, []))
+        self.assertEqual(features('native-histogram'), (set(), ['native-histogram']))
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
