@@ -70,6 +70,8 @@ fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
         native.stderr(),
         classic.stderr()
     );
+    // What Prometheus answered, in the test's output for the record.
+    eprintln!("{}", stdout.trim());
     serde_json::from_str(stdout.trim()).unwrap()
 }
 
