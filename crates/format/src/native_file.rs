@@ -296,15 +296,17 @@ impl<'a> NativeRecord<'a> {
     /// the order they were made (not sorted; an index seen twice, which a
     /// writer never writes, is to be added up).
     pub fn buckets(&self) -> impl Iterator<Item = (i32, bool, u64)> + 'a {
-        self.buckets.chunks_exact(NATIVE_BUCKET_LEN).filter_map(|b| {
-            let word = u64::from_le_bytes(b[..8].try_into().ok()?);
-            let count = u64::from_le_bytes(b[8..].try_into().ok()?);
-            if count == 0 {
-                return None;
-            }
-            let (index, negative) = decode_bucket_word(word)?;
-            Some((index, negative, count))
-        })
+        self.buckets
+            .chunks_exact(NATIVE_BUCKET_LEN)
+            .filter_map(|b| {
+                let word = u64::from_le_bytes(b[..8].try_into().ok()?);
+                let count = u64::from_le_bytes(b[8..].try_into().ok()?);
+                if count == 0 {
+                    return None;
+                }
+                let (index, negative) = decode_bucket_word(word)?;
+                Some((index, negative, count))
+            })
     }
 
     /// The histogram, its buckets sorted by index.
@@ -459,7 +461,9 @@ pub fn visit_native_histogram_file<'a>(
     // A key with two current records: a writer moved it and had not yet
     // marked the old one when the bytes were copied. The later one counts.
     scratch.hashes.clear();
-    scratch.hashes.extend(scratch.current.iter().map(|&(hash, _)| hash));
+    scratch
+        .hashes
+        .extend(scratch.current.iter().map(|&(hash, _)| hash));
     scratch.hashes.sort_unstable();
     let twice = scratch.hashes.windows(2).any(|w| w[0] == w[1]);
     for (n, &(hash, at)) in scratch.current.iter().enumerate() {
