@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{
-    read_native_histogram_bytes, visit_native_histogram_file, Key, MetricKind, NativeHistogram,
-    NativeVisitScratch, ReadError,
+    read_native_histogram_bytes, visit_native_histogram_file, FileName, Key, MetricKind,
+    NativeHistogram, NativeVisitScratch, ReadError,
 };
 
 use crate::native_histograms::{series_key, NativeHistograms};
@@ -79,12 +79,20 @@ struct SettledNatives {
     records: usize,
 }
 
-/// A histogram file whose companion is to be read.
-struct Companion {
-    path: PathBuf,
+/// A histogram file whose companion is to be read (its path is made only
+/// when it is read: most are settled files' on a big directory).
+struct Companion<'a> {
+    dir: &'a Path,
+    name: &'a FileName,
     /// Its index in the file table and the collection its writer was seen
     /// gone in, for a settled file.
     settled: Option<(usize, u64)>,
+}
+
+impl Companion<'_> {
+    fn path(&self) -> PathBuf {
+        native_histogram_path(self.dir, self.name)
+    }
 }
 
 /// Reads the native histogram files of the good histogram files of `order`
@@ -114,7 +122,7 @@ pub(super) fn collect_natives(
         }
         looked.push((dir, has));
     }
-    let mut companions: Vec<Companion> = Vec::new();
+    let mut companions: Vec<Companion<'_>> = Vec::new();
     for &index in order {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -145,7 +153,8 @@ pub(super) fn collect_natives(
                 .filter(|&generation| file.is_settled(generation))
                 .map(|_| (index, file.writer_gone_in));
             companions.push(Companion {
-                path: native_histogram_path(dir, &file.name),
+                dir,
+                name: &file.name,
                 settled,
             });
         }
@@ -159,10 +168,10 @@ pub(super) fn collect_natives(
             .iter()
             .map(|(p, e)| (p.clone(), e.clone())),
     );
-    let live: Vec<&Path> = companions
+    let live: Vec<PathBuf> = companions
         .iter()
         .filter(|c| c.settled.is_none())
-        .map(|c| c.path.as_path())
+        .map(Companion::path)
         .collect();
     let mut natives = state.settled.merged.clone();
     records += state.read_into(&live, &mut natives, &mut problems);
@@ -189,7 +198,7 @@ impl NativeState {
     /// `companions`: grown by the newly settled ones while every file
     /// merged stays settled, else made afresh. Returns the records it
     /// holds.
-    fn update_settled(&mut self, companions: &[Companion]) -> usize {
+    fn update_settled(&mut self, companions: &[Companion<'_>]) -> usize {
         let now: Vec<(usize, u64)> = companions.iter().filter_map(|c| c.settled).collect();
         let still = now
             .iter()
@@ -201,13 +210,13 @@ impl NativeState {
         if still < self.settled.files.len() {
             self.settled = SettledNatives::default();
         }
-        let new: Vec<&Path> = companions
+        let new: Vec<PathBuf> = companions
             .iter()
             .filter(|c| {
                 c.settled
                     .is_some_and(|(index, since)| self.settled.files.get(&index) != Some(&since))
             })
-            .map(|c| c.path.as_path())
+            .map(Companion::path)
             .collect();
         let mut merged = std::mem::take(&mut self.settled.merged);
         let mut problems = std::mem::take(&mut self.settled.problems);
@@ -222,7 +231,7 @@ impl NativeState {
     /// `into`, their problems into `problems`: the records merged.
     fn read_into(
         &mut self,
-        paths: &[&Path],
+        paths: &[PathBuf],
         into: &mut NativeHistograms,
         problems: &mut BTreeMap<PathBuf, ReadError>,
     ) -> usize {
@@ -292,7 +301,7 @@ struct Part {
 impl Reader {
     /// Reads the files at `paths` and merges their records by what `keys`
     /// says they name.
-    fn read(&mut self, paths: &[&Path], keys: &SeriesOfKeys) -> Part {
+    fn read(&mut self, paths: &[PathBuf], keys: &SeriesOfKeys) -> Part {
         let mut part = Part::default();
         let histogram = self
             .histogram
@@ -335,7 +344,7 @@ impl Reader {
 /// a scrape: opening, copying and parsing every file, as workers write
 /// them through maps that no event reports). `readers`: one per thread,
 /// kept between calls.
-fn read_all(paths: &[&Path], keys: &SeriesOfKeys, readers: &mut Vec<Reader>) -> Vec<Part> {
+fn read_all(paths: &[PathBuf], keys: &SeriesOfKeys, readers: &mut Vec<Reader>) -> Vec<Part> {
     let threads = (paths.len() / FILES_PER_THREAD).clamp(1, cores().min(4));
     if readers.len() < threads {
         readers.resize_with(threads, Reader::default);
@@ -399,7 +408,6 @@ mod tests {
                 native_histogram_path(dir.path(), &name)
             })
             .collect();
-        let paths: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
         let mut state = NativeState::default();
         let mut merged = NativeHistograms::default();
         let mut problems = BTreeMap::new();
