@@ -2,6 +2,9 @@
 //! settled histogram files (writers gone) once: their merge is kept while
 //! they stay settled, and a file unsettled again is read again.
 
+// Test helpers: a failed setup step is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
