@@ -13,8 +13,9 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use multiprom_collector::{CollectOptions, DirCollector, FileState, Format};
+use multiprom_collector::{CollectOptions, DirCollector, FileState, Format, Natives};
 
 use crate::dir_resolution;
 use crate::exit_code::ExitCode;
@@ -73,7 +74,12 @@ pub(crate) fn main(args: Args) -> ExitCode {
     // One collection: reading the files costs less than mapping them (no
     // maps to set up and tear down), and the RSS holds no file pages.
     let collector = DirCollector::with_options(&dir, options).map_files(false);
-    let scrape = match collector.collect() {
+    // Native histograms are shown by the protobuf format only.
+    let natives = match args.format {
+        FormatArg::Protobuf => Natives::Merge,
+        FormatArg::Prometheus | FormatArg::Openmetrics => Natives::Skip,
+    };
+    let scrape = match collector.collect_with(|_| Arc::default(), None, natives) {
         Ok(scrape) => scrape,
         Err(err) => {
             // Listed as a directory a moment ago, now unreadable or gone.

@@ -7,8 +7,10 @@
 //! The `exemplars` group times a warm scrape of histograms with and without
 //! an exemplar on every bucket, and the exemplar files' reads alone.
 //! The `natives` group times a warm scrape of 1,000 workers' histograms
-//! that also record native histograms, encoded in the protobuf format (with
-//! the native histograms) and in the text format (without).
+//! that also record native histograms, in the protobuf format (with the
+//! native histograms) and in the text format (which reads none), for
+//! exited and for live workers, and the system calls that reading the live
+//! workers' native files costs at least.
 //!
 //! `cargo bench -p multiprom-collector --bench scrape`
 //!
@@ -36,7 +38,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use multiprom_collector::{scan_dir, DirCollector, Format};
+use multiprom_collector::{scan_dir, DirCollector, Format, Natives};
+use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{
     encode_key, float_to_go_string, open_for_read, read_exemplar_records, read_used_into_with_hint,
     ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, NativeHistogramConfig,
@@ -691,53 +694,78 @@ fn native_dir() -> tempfile::TempDir {
     dir
 }
 
-/// A warm scrape with native histograms, encoded as Prometheus asks for it
-/// with native histograms enabled (protobuf) and as text.
+/// Warm scrapes of the same 1,000 histogram files with native histograms,
+/// side by side: a protobuf scrape (with the native histograms, as
+/// Prometheus asks when native histograms are on) and a text scrape (which
+/// reads no native file), for exited workers and for live ones.
+///
+/// The collector learns which writers are gone from the caller
+/// ([`DirCollector::settle_exited_writers`]); the HTTP endpoint answers
+/// with pid liveness (a pid no process has). The files here are written by
+/// this process, whose writers are dropped before the benchmark runs, so
+/// nothing writes them; their pids (0 to 999) name no running worker. So
+/// each collector is given the endpoint's answer for the case it times:
+/// `exited/*` "gone" for every file (workers that have exited: their files
+/// settle after a few scrapes), `live/*` "alive" for every file (running
+/// workers: every scrape reads every file, native companions included).
+/// Nothing else in the collector depends on which processes exist.
+///
+/// `live/read_floor` is what the live protobuf scrape cannot go below with
+/// files read by system calls: one `open`, one `pread` of the used bytes
+/// and one `close` per native histogram file, nothing parsed or merged.
 fn natives(c: &mut Criterion) {
     let mut g = c.benchmark_group("natives");
     let dir = native_dir();
-    let warm = DirCollector::new(dir.path());
-    let scrape = warm.collect().expect("collect");
-    assert_eq!(
-        scrape.natives.len(),
-        NATIVE_HISTOGRAMS.len(),
-        "every series has its native histogram"
-    );
-    assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
-    g.bench_function("warm", |b| {
-        b.iter(|| black_box(&warm).collect().expect("collect"))
-    });
-    g.bench_function("warm_protobuf", |b| {
-        b.iter(|| {
-            black_box(&warm)
-                .collect()
+    for (case, gone) in [("exited", true), ("live", false)] {
+        let warm = DirCollector::new(dir.path()).settle_exited_writers(move |_| gone);
+        let protobuf = || {
+            warm.collect_with(|_| Default::default(), None, Natives::Merge)
                 .expect("collect")
-                .encode_protobuf()
-        })
-    });
-    g.bench_function("warm_text", |b| {
-        b.iter(|| {
-            black_box(&warm)
-                .collect()
-                .expect("collect")
-                .encode(Format::Prometheus)
-        })
-    });
-    // The encodings alone, of the same scrape.
-    g.bench_function("encode_protobuf", |b| {
-        b.iter(|| black_box(&scrape).encode_protobuf())
-    });
-    g.bench_function("encode_text", |b| {
-        b.iter(|| black_box(&scrape).encode(Format::Prometheus))
-    });
-    // The same files with the native histogram files moved out of sight:
-    // what reading and merging them adds to a warm scrape.
-    let natives_dir = dir.path().join("native-histograms");
-    std::fs::rename(&natives_dir, dir.path().join("natives-hidden")).expect("hide natives");
-    warm.collect().expect("collect");
-    g.bench_function("warm_without_native_files", |b| {
-        b.iter(|| black_box(&warm).collect().expect("collect"))
-    });
+        };
+        // Enough collections to map, watch and settle.
+        for _ in 0..5 {
+            let scrape = protobuf();
+            assert_eq!(scrape.natives.len(), NATIVE_HISTOGRAMS.len());
+            assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
+        }
+        let settled = protobuf().stats.files_settled;
+        assert_eq!(settled, if gone { NATIVE_WORKERS as usize } else { 0 });
+        g.bench_function(format!("{case}/protobuf"), |b| {
+            b.iter(|| black_box(protobuf()).encode_protobuf())
+        });
+        g.bench_function(format!("{case}/text"), |b| {
+            b.iter(|| {
+                black_box(&warm)
+                    .collect()
+                    .expect("collect")
+                    .encode(Format::Prometheus)
+            })
+        });
+        if !gone {
+            let paths: Vec<PathBuf> = (0..NATIVE_WORKERS)
+                .map(|pid| {
+                    let name = FileName::new(MetricKind::Histogram, pid.to_string()).expect("name");
+                    native_histogram_path(dir.path(), &name)
+                })
+                .collect();
+            let used: Vec<usize> = paths
+                .iter()
+                .map(|path| {
+                    let header = std::fs::read(path).expect("native file");
+                    u32::from_le_bytes(header[..4].try_into().expect("header")) as usize
+                })
+                .collect();
+            let mut buf = vec![0u8; used.iter().copied().max().unwrap_or(0)];
+            g.bench_function("live/read_floor", |b| {
+                b.iter(|| {
+                    for (path, &used) in paths.iter().zip(&used) {
+                        let file = File::open(path).expect("open");
+                        pread(&file, &mut buf[..used]);
+                    }
+                })
+            });
+        }
+    }
     g.finish();
 }
 

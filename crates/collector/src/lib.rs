@@ -38,8 +38,8 @@ mod watch;
 mod writers;
 
 pub use collector::{
-    merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Scrape,
-    ScrapeStats,
+    merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Natives,
+    Scrape, ScrapeStats,
 };
 pub use exposition::{encode_openmetrics, encode_prometheus, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};

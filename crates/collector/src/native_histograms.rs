@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use multiprom_format::NativeHistogram;
+use multiprom_format::{NativeHistogram, NativeRecord};
 
-use crate::native_merge::add_native;
+use crate::native_merge::{add_native, add_record};
 
 /// Merged native histograms by series (family name and labels).
 ///
@@ -54,6 +54,36 @@ impl NativeHistograms {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.by_series.is_empty()
+    }
+
+    /// Merges the histogram of `record` into the series `key` (made by
+    /// [`series_key`]). `scratch_histogram`, `scratch`: reused between
+    /// merges.
+    pub(crate) fn merge_record(
+        &mut self,
+        key: &Arc<[u8]>,
+        record: &NativeRecord<'_>,
+        scratch_histogram: &mut NativeHistogram,
+        scratch: &mut Vec<(i32, u64)>,
+    ) {
+        match self.by_series.get_mut(&**key) {
+            Some(merged) => add_record(merged, record, scratch_histogram, scratch),
+            None => {
+                self.by_series
+                    .insert(Arc::clone(key), record.to_histogram());
+            }
+        }
+    }
+
+    /// Merges every series of `other` into these.
+    pub(crate) fn absorb(&mut self, other: NativeHistograms, scratch: &mut Vec<(i32, u64)>) {
+        if self.by_series.is_empty() {
+            *self = other;
+            return;
+        }
+        for (key, histogram) in other.by_series {
+            self.merge(&key, histogram, scratch);
+        }
     }
 
     /// Merges `histogram` into the series `key` (made by [`series_key`]):

@@ -7,7 +7,7 @@
 //! then a merge is one walk of two sorted lists: this does that, and hands
 //! anything else to [`NativeHistogram::merge`], so the result is the same.
 
-use multiprom_format::NativeHistogram;
+use multiprom_format::{NativeHistogram, NativeRecord};
 
 /// Adds `other`'s observations to `into`. `scratch` is reused between
 /// calls for the merged buckets.
@@ -25,6 +25,39 @@ pub(crate) fn add_native(
     into.sum += other.sum;
     add_buckets(&mut into.positive, &other.positive, scratch);
     add_buckets(&mut into.negative, &other.negative, scratch);
+}
+
+/// Adds the histogram of `record` (a file's record, its buckets unsorted)
+/// to `into`. When both share schema and zero bucket, each bucket is found
+/// in `into`'s sorted buckets by binary search (after a few scrapes a
+/// merged histogram has every bucket its workers use), so a record is
+/// neither copied nor sorted; otherwise it is made a histogram in
+/// `scratch_histogram` and merged as [`add_native`] does.
+pub(crate) fn add_record(
+    into: &mut NativeHistogram,
+    record: &NativeRecord<'_>,
+    scratch_histogram: &mut NativeHistogram,
+    scratch: &mut Vec<(i32, u64)>,
+) {
+    if into.schema != record.schema || into.zero_threshold != record.zero_threshold {
+        record.histogram_into(scratch_histogram);
+        add_native(into, scratch_histogram, scratch);
+        return;
+    }
+    into.zero_count = into.zero_count.saturating_add(record.zero_count);
+    into.nan_count = into.nan_count.saturating_add(record.nan_count);
+    into.sum += record.sum;
+    for (index, negative, count) in record.buckets() {
+        let buckets = if negative {
+            &mut into.negative
+        } else {
+            &mut into.positive
+        };
+        match buckets.binary_search_by_key(&index, |&(i, _)| i) {
+            Ok(at) => buckets[at].1 = buckets[at].1.saturating_add(count),
+            Err(at) => buckets.insert(at, (index, count)),
+        }
+    }
 }
 
 /// Adds `from`'s buckets to `into`'s (both sorted by index, no zero

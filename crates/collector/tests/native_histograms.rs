@@ -8,7 +8,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use multiprom_collector::{merge_files, CollectOptions, DirCollector, Format, Warning};
+use multiprom_collector::{
+    merge_files, CollectOptions, DirCollector, Format, Natives, Scrape, Warning,
+};
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{
     encode_key, float_to_go_string, ExemplarWriter, FileName, FileWriter, MetricKind,
@@ -24,6 +26,13 @@ mod schema {
 
 const HELP: &str = "Latency.";
 const BOUNDS: [f64; 2] = [0.25, 1.0];
+
+/// A collection as a protobuf scrape asks for it: with native histograms.
+fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
+    collector
+        .collect_with(|_| Arc::default(), None, Natives::Merge)
+        .unwrap()
+}
 
 fn labels(route: &str) -> [(&str, &str); 1] {
     [("route", route)]
@@ -130,7 +139,7 @@ fn series_merge_at_the_coarsest_schema_and_widest_zero_bucket() {
     );
     // A prometheus_client process: classic part only.
     worker(dir.path(), "3", "/", &BOUNDS, &[0.5], None);
-    let scrape = DirCollector::new(dir.path()).collect().unwrap();
+    let scrape = for_protobuf(&DirCollector::new(dir.path()));
     assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
     let merged = scrape.natives.get("latency_seconds", &route("/")).unwrap();
     let all: Vec<f64> = FIRST.iter().chain(&SECOND).copied().collect();
@@ -237,7 +246,7 @@ fn protobuf_carries_every_native_field() {
         .store([("trace_id", "n")], 2.0, 1_700_000_001.0)
         .unwrap();
 
-    let scrape = DirCollector::new(dir.path()).collect().unwrap();
+    let scrape = for_protobuf(&DirCollector::new(dir.path()));
     let families = decode(&scrape.encode_protobuf());
     let all: Vec<f64> = FIRST.iter().chain(&SECOND).copied().collect();
     let expected = observed(&all, config(1, threshold));
@@ -303,7 +312,7 @@ fn a_classic_count_other_than_the_native_one_keeps_the_inf_bucket() {
     worker(dir.path(), "1", "/", &BOUNDS, &FIRST, Some(config(3, 0.0)));
     // Classic only: the classic count is one more than the native one.
     worker(dir.path(), "2", "/", &BOUNDS, &[5.0], None);
-    let scrape = DirCollector::new(dir.path()).collect().unwrap();
+    let scrape = for_protobuf(&DirCollector::new(dir.path()));
     let families = decode(&scrape.encode_protobuf());
     let h = histogram_of(&families, "/");
     let native = FIRST.len() as u64;
@@ -328,12 +337,12 @@ fn a_bad_native_file_is_reported_once_and_costs_only_its_histograms() {
         &SECOND,
         Some(config(3, 0.0)),
     );
-    let clean = DirCollector::new(dir.path()).collect().unwrap();
+    let clean = for_protobuf(&DirCollector::new(dir.path()));
     let bad = native_histogram_path(dir.path(), &histogram_name("2"));
     std::fs::write(&bad, b"not a native histogram file").unwrap();
 
     let collector = DirCollector::new(dir.path());
-    let scrape = collector.collect().unwrap();
+    let scrape = for_protobuf(&collector);
     assert_eq!(scrape.warnings.len(), 1, "{:?}", scrape.warnings);
     let Warning::NativeHistograms(error) = &scrape.warnings[0] else {
         panic!("unexpected warning {:?}", scrape.warnings[0]);
@@ -348,12 +357,12 @@ fn a_bad_native_file_is_reported_once_and_costs_only_its_histograms() {
         .natives
         .get("latency_seconds", &route("/b"))
         .is_some());
-    assert!(collector.collect().unwrap().warnings.is_empty());
+    assert!(for_protobuf(&collector).warnings.is_empty());
 
     // Cut short (a used length past its end): reported again, as new.
     let good = std::fs::read(native_histogram_path(dir.path(), &histogram_name("3"))).unwrap();
     std::fs::write(&bad, &good[..40]).unwrap();
-    let scrape = collector.collect().unwrap();
+    let scrape = for_protobuf(&collector);
     assert!(
         matches!(&scrape.warnings[..], [Warning::NativeHistograms(e)] if e.path == bad),
         "{:?}",
@@ -361,7 +370,7 @@ fn a_bad_native_file_is_reported_once_and_costs_only_its_histograms() {
     );
     // Gone: no warning, no natives of it.
     std::fs::remove_file(&bad).unwrap();
-    let scrape = collector.collect().unwrap();
+    let scrape = for_protobuf(&collector);
     assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
     assert_eq!(scrape.natives.len(), 2);
 }
@@ -375,8 +384,8 @@ fn text_and_openmetrics_are_the_same_with_and_without_native_files() {
         worker(dir, "2", "/", &BOUNDS, &SECOND, native);
         worker(dir, "3", "/n", &[], &[0.5, 2.0], native);
     }
-    let with = DirCollector::new(with.path()).collect().unwrap();
-    let without = DirCollector::new(without.path()).collect().unwrap();
+    let with = for_protobuf(&DirCollector::new(with.path()));
+    let without = for_protobuf(&DirCollector::new(without.path()));
     assert_eq!(with.natives.len(), 2);
     assert!(without.natives.is_empty());
     for format in [Format::Prometheus, Format::OpenMetrics] {

@@ -39,6 +39,7 @@
 //! sees both and takes the later.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ReadError, ReadErrorKind};
@@ -250,6 +251,96 @@ pub(crate) fn parse_entry(
     at: usize,
     used: usize,
 ) -> Result<ParsedRecord<'_>, ParseError> {
+    let view = parse_record(bytes, at, used)?;
+    Ok(ParsedRecord {
+        key: view.key,
+        record: view.record,
+        moved: view.moved,
+        histogram: view.to_histogram(),
+        end: view.end,
+    })
+}
+
+/// One record of a native histogram file, checked, its buckets left in
+/// the file's bytes: what [`visit_native_histogram_file`] hands out.
+#[derive(Debug, Clone, Copy)]
+pub struct NativeRecord<'a> {
+    key: &'a str,
+    /// Where the record (after key and padding) starts.
+    record: usize,
+    moved: bool,
+    /// Where the entry ends.
+    end: usize,
+    /// The schema.
+    pub schema: i8,
+    /// The zero bucket's upper bound.
+    pub zero_threshold: f64,
+    /// Observations in the zero bucket.
+    pub zero_count: u64,
+    /// NaN observations.
+    pub nan_count: u64,
+    /// The sum of the observations.
+    pub sum: f64,
+    /// The buckets in use, 16 bytes each, their sides checked.
+    buckets: &'a [u8],
+}
+
+impl<'a> NativeRecord<'a> {
+    /// The series' key, as written (the `*.db` key form).
+    #[must_use]
+    pub fn key(&self) -> &'a str {
+        self.key
+    }
+
+    /// The buckets with observations, as `(index, negative, count)`, in
+    /// the order they were made (not sorted; an index seen twice, which a
+    /// writer never writes, is to be added up).
+    pub fn buckets(&self) -> impl Iterator<Item = (i32, bool, u64)> + 'a {
+        self.buckets
+            .chunks_exact(NATIVE_BUCKET_LEN)
+            .filter_map(|b| {
+                let word = u64::from_le_bytes(b[..8].try_into().ok()?);
+                let count = u64::from_le_bytes(b[8..].try_into().ok()?);
+                if count == 0 {
+                    return None;
+                }
+                let (index, negative) = decode_bucket_word(word)?;
+                Some((index, negative, count))
+            })
+    }
+
+    /// The histogram, its buckets sorted by index.
+    #[must_use]
+    pub fn to_histogram(&self) -> NativeHistogram {
+        let mut histogram = NativeHistogram::empty(self.schema, self.zero_threshold);
+        self.histogram_into(&mut histogram);
+        histogram
+    }
+
+    /// Makes `into` the histogram (buckets sorted by index), reusing its
+    /// bucket lists.
+    pub fn histogram_into(&self, into: &mut NativeHistogram) {
+        into.schema = self.schema;
+        into.zero_threshold = self.zero_threshold;
+        into.zero_count = self.zero_count;
+        into.nan_count = self.nan_count;
+        into.sum = self.sum;
+        into.positive.clear();
+        into.negative.clear();
+        for (index, negative, count) in self.buckets() {
+            if negative {
+                into.negative.push((index, count));
+            } else {
+                into.positive.push((index, count));
+            }
+        }
+        normalize(&mut into.positive);
+        normalize(&mut into.negative);
+    }
+}
+
+/// Parses and checks the entry at `at`, which must end by `used`.
+fn parse_record(bytes: &[u8], at: usize, used: usize) -> Result<NativeRecord<'_>, ParseError> {
     let fail = |kind| ParseError::new(at as u64, kind);
     let bad = |what| fail(ReadErrorKind::BadNativeHistogramRecord(what));
     let u32_at = |at: usize| {
@@ -308,33 +399,85 @@ pub(crate) fn parse_entry(
     if buckets_used > capacity {
         return Err(bad("more buckets in use than the record has room for"));
     }
-    let mut histogram = NativeHistogram::empty(schema as i8, zero_threshold);
-    histogram.zero_count = w(word::ZERO_COUNT);
-    histogram.nan_count = w(word::NAN_COUNT);
-    histogram.sum = f64::from_bits(w(word::SUM));
-    for n in 0..buckets_used {
-        let slot = word::BUCKETS + 2 * n;
-        let count = w(slot + 1);
-        if count == 0 {
-            continue;
-        }
-        let (index, negative) =
-            decode_bucket_word(w(slot)).ok_or_else(|| bad("bucket of no side"))?;
-        if negative {
-            histogram.negative.push((index, count));
-        } else {
-            histogram.positive.push((index, count));
+    // Only the buckets in use are looked at: the rest of the capacity is
+    // zeros.
+    let buckets = &bytes[header_end..header_end + buckets_used * NATIVE_BUCKET_LEN];
+    for bucket in buckets.chunks_exact(NATIVE_BUCKET_LEN) {
+        let mut half = [0u8; 8];
+        half.copy_from_slice(&bucket[..8]);
+        let mut count = [0u8; 8];
+        count.copy_from_slice(&bucket[8..]);
+        if u64::from_le_bytes(count) != 0 && decode_bucket_word(u64::from_le_bytes(half)).is_none()
+        {
+            return Err(bad("bucket of no side"));
         }
     }
-    normalize(&mut histogram.positive);
-    normalize(&mut histogram.negative);
-    Ok(ParsedRecord {
+    Ok(NativeRecord {
         key,
         record,
         moved: flags & MOVED != 0,
-        histogram,
         end,
+        schema: schema as i8,
+        zero_threshold,
+        zero_count: w(word::ZERO_COUNT),
+        nan_count: w(word::NAN_COUNT),
+        sum: f64::from_bits(w(word::SUM)),
+        buckets,
     })
+}
+
+/// Buffers [`visit_native_histogram_file`] reuses from one file to the
+/// next.
+#[derive(Debug, Default)]
+pub struct NativeVisitScratch {
+    /// Each current record's key hash and offset.
+    current: Vec<(u64, usize)>,
+    hashes: Vec<u64>,
+}
+
+/// Calls `visit` with each series' current record in a native histogram
+/// file's bytes (at least its used region), in file order, borrowing
+/// everything from `bytes`: no allocation once `scratch` has grown to the
+/// file's size. The whole file is checked before the first call, so a
+/// damaged file gives an error and no record, as
+/// [`parse_native_histogram_file`] does.
+pub fn visit_native_histogram_file<'a>(
+    bytes: &'a [u8],
+    file_size: u64,
+    scratch: &mut NativeVisitScratch,
+    mut visit: impl FnMut(NativeRecord<'a>),
+) -> Result<(), ParseError> {
+    let used = parse_native_header(bytes, file_size)?;
+    scratch.current.clear();
+    let mut at = NATIVE_HEADER_LEN;
+    while at < used {
+        let record = parse_record(bytes, at, used)?;
+        if !record.moved {
+            let hash = foldhash::quality::FixedState::with_seed(0).hash_one(record.key);
+            scratch.current.push((hash, at));
+        }
+        at = record.end;
+    }
+    // A key with two current records: a writer moved it and had not yet
+    // marked the old one when the bytes were copied. The later one counts.
+    scratch.hashes.clear();
+    scratch
+        .hashes
+        .extend(scratch.current.iter().map(|&(hash, _)| hash));
+    scratch.hashes.sort_unstable();
+    let twice = scratch.hashes.windows(2).any(|w| w[0] == w[1]);
+    for (n, &(hash, at)) in scratch.current.iter().enumerate() {
+        let record = parse_record(bytes, at, used)?;
+        let superseded = twice
+            && scratch.current[n + 1..].iter().any(|&(later, later_at)| {
+                later == hash
+                    && parse_record(bytes, later_at, used).is_ok_and(|r| r.key == record.key)
+            });
+        if !superseded {
+            visit(record);
+        }
+    }
+    Ok(())
 }
 
 /// Sorts buckets by index, adding up equal indices (a writer never writes
@@ -366,6 +509,14 @@ pub fn read_native_histogram_file_into(
     path: &Path,
     buf: &mut Vec<u8>,
 ) -> Result<NativeHistogramFile, ReadError> {
+    let size = read_native_histogram_bytes(path, buf)?;
+    parse_native_histogram_file(buf, size).map_err(|e| e.at(path))
+}
+
+/// Reads the used bytes of the native histogram file at `path` into `buf`
+/// (cleared first, reused across calls), its header checked: the file's
+/// size, for [`visit_native_histogram_file`].
+pub fn read_native_histogram_bytes(path: &Path, buf: &mut Vec<u8>) -> Result<u64, ReadError> {
     let (file, meta) = open_for_read(path)?;
     let size = meta.len();
     if size > MAX_NATIVE_FILE_LEN {
@@ -392,7 +543,7 @@ pub fn read_native_histogram_file_into(
             },
         ));
     }
-    parse_native_histogram_file(buf, size).map_err(|e| e.at(path))
+    Ok(size)
 }
 
 #[cfg(test)]
@@ -432,5 +583,68 @@ mod tests {
             parse_native_histogram_file(&bytes, 16).unwrap_err().kind,
             ReadErrorKind::UsedPastEnd { .. }
         ));
+    }
+
+    /// What a visit hands out, as histograms by key.
+    fn visited(bytes: &[u8]) -> Result<Vec<(String, NativeHistogram)>, ParseError> {
+        let mut out = Vec::new();
+        let mut scratch = NativeVisitScratch::default();
+        visit_native_histogram_file(bytes, bytes.len() as u64, &mut scratch, |record| {
+            out.push((record.key().to_owned(), record.to_histogram()));
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn a_visit_sees_what_a_parse_sees_and_a_half_done_move_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Histogram, "3").unwrap();
+        let writer = crate::NativeHistogramWriter::open(dir.path(), &name).unwrap();
+        let config = crate::NativeHistogramConfig {
+            max_buckets: 4,
+            ..crate::NativeHistogramConfig::default()
+        };
+        for (key, scale) in [("a", 1.0), ("b", -3.0)] {
+            let series = writer.series(key, config).unwrap();
+            // Values spread over more buckets than the record has room
+            // for: the series moves to a new record.
+            for n in 1..40 {
+                series.observe(scale * f64::from(n) * 0.37);
+            }
+        }
+        let path = native_histogram_path(dir.path(), &name);
+        let mut bytes = Vec::new();
+        read_native_histogram_bytes(&path, &mut bytes).unwrap();
+        let parsed = parse_native_histogram_file(&bytes, bytes.len() as u64).unwrap();
+        let expected: Vec<(String, NativeHistogram)> = parsed
+            .entries
+            .iter()
+            .map(|e| (e.raw_key.clone(), e.histogram.clone()))
+            .collect();
+        assert_eq!(visited(&bytes).unwrap(), expected);
+        // Unmark every moved record: as if copied before the writer
+        // marked them. Each key still counts once, by its last record.
+        let used = parse_native_header(&bytes, bytes.len() as u64).unwrap();
+        let mut at = NATIVE_HEADER_LEN;
+        let mut unmarked = 0;
+        while at < used {
+            let record = parse_record(&bytes, at, used).unwrap();
+            let (moved, flags_at) = (record.moved, record.record);
+            at = record.end;
+            if moved {
+                bytes[flags_at] &= !(MOVED as u8);
+                unmarked += 1;
+            }
+        }
+        assert!(unmarked > 0, "no record moved");
+        let reparsed = parse_native_histogram_file(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(reparsed, parsed);
+        assert_eq!(visited(&bytes).unwrap(), expected);
+        // A damaged record anywhere: an error, and nothing visited.
+        bytes.truncate(used);
+        let end = used as u32 + 8;
+        bytes[..4].copy_from_slice(&end.to_le_bytes());
+        bytes.extend_from_slice(&[7u8; 8]);
+        assert!(visited(&bytes).is_err());
     }
 }

@@ -27,7 +27,9 @@ use axum::Router;
 use multiprom_collector::exposition::{
     encode_protobuf, encode_protobuf_all, Body as ExpositionBody, LineCache, PROTOBUF_CONTENT_TYPE,
 };
-use multiprom_collector::{CollectError, DirCollector, Format, MergedFamily, NameFilter, Scrape};
+use multiprom_collector::{
+    CollectError, DirCollector, Format, MergedFamily, NameFilter, Natives, Scrape,
+};
 use tokio::sync::Semaphore;
 
 use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
@@ -313,14 +315,18 @@ impl Endpoint {
         format: Format,
         filter: Option<NameFilter>,
     ) -> Result<String, ScrapeFailure> {
-        self.rendered(filter, move |served, scrape, filter| match scrape {
-            Some(scrape) => served.render_metrics(scrape, format, filter),
-            None => {
-                let mut out = String::new();
-                format.encode(&served.unlistable_families(filter), &mut out);
-                out
-            }
-        })
+        self.rendered(
+            filter,
+            Natives::Skip,
+            move |served, scrape, filter| match scrape {
+                Some(scrape) => served.render_metrics(scrape, format, filter),
+                None => {
+                    let mut out = String::new();
+                    format.encode(&served.unlistable_families(filter), &mut out);
+                    out
+                }
+            },
+        )
         .await
     }
 
@@ -330,7 +336,9 @@ impl Endpoint {
         &self,
         filter: Option<NameFilter>,
     ) -> Result<Vec<u8>, ScrapeFailure> {
-        self.rendered(filter, |served, scrape, filter| {
+        // The only format that shows native histograms: the only one that
+        // reads their files.
+        self.rendered(filter, Natives::Merge, |served, scrape, filter| {
             let mut out = Vec::new();
             match scrape {
                 Some(scrape) => {
@@ -352,6 +360,7 @@ impl Endpoint {
     async fn rendered<T, R>(
         &self,
         filter: Option<NameFilter>,
+        natives: Natives,
         render: R,
     ) -> Result<T, ScrapeFailure>
     where
@@ -361,7 +370,7 @@ impl Endpoint {
         let render = Arc::new(render);
         let (kept, render_listed) = (filter.clone(), Arc::clone(&render));
         let result = self
-            .bounded(filter.clone(), move |served, scrape| {
+            .bounded(filter.clone(), natives, move |served, scrape| {
                 served.listability.listed(served.collector.dir());
                 render_listed(served, Some(scrape), kept.as_ref())
             })
@@ -387,7 +396,7 @@ impl Endpoint {
     pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
         let metrics_path = self.metrics_path.clone();
         let result = self
-            .bounded(None, move |served, scrape| {
+            .bounded(None, Natives::Skip, move |served, scrape| {
                 let history = served.history_snapshot();
                 let maintenance = served.config.maintainer.as_ref().map(|m| m.status());
                 let view = StatusView {
@@ -416,6 +425,7 @@ impl Endpoint {
     async fn bounded<T: Send + 'static>(
         &self,
         filter: Option<NameFilter>,
+        natives: Natives,
         finish: impl FnOnce(&ServedDir, &Arc<Scrape>) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
         let served = self.served.clone();
@@ -444,7 +454,7 @@ impl Endpoint {
             // reaping; removing them is its own passes' work), the rest is
             // merged.
             let mut left_out = 0;
-            let scrape = served.collector.collect_without(
+            let scrape = served.collector.collect_with(
                 |paths| match &served.config.maintainer {
                     Some(maintainer) => {
                         let retired = maintainer.retired_live_gauges(paths);
@@ -454,6 +464,7 @@ impl Endpoint {
                     None => Arc::default(),
                 },
                 filter.as_ref(),
+                natives,
             )?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;

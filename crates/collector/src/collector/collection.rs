@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::native_histograms::NativeHistograms;
 use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
@@ -13,7 +14,7 @@ use super::natives::collect_natives;
 use super::quiet::Unsettled;
 use super::refresh_files::refresh_files;
 use super::reports::file_reports;
-use super::scrape::{Scrape, ScrapeStats};
+use super::scrape::{Natives, Scrape, ScrapeStats};
 use super::settle::keep_unsettled;
 use super::state::{CollectorState, Pass};
 
@@ -52,13 +53,17 @@ pub(super) fn collect_paths(
         &mut state.exemplars,
         &mut warnings,
     );
-    let natives = collect_natives(
-        &state.known,
-        &order,
-        pass.dir,
-        &mut state.natives,
-        &mut warnings,
-    );
+    let natives = match pass.natives {
+        Natives::Skip => NativeHistograms::default(),
+        Natives::Merge => collect_natives(
+            &state.known,
+            &order,
+            pass.dir,
+            pass.exited.map(|_| state.plan_generation),
+            &mut state.natives,
+            &mut warnings,
+        ),
+    };
     let quiet = unsettled
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.plan_generation);

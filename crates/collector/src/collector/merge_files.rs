@@ -122,6 +122,7 @@ pub(super) fn merge_with_duplicates(
             &state.known,
             &order,
             None,
+            None,
             &mut state.natives,
             &mut Vec::new(),
         );

@@ -44,7 +44,9 @@ mod settle;
 mod state;
 
 pub use merge_files::merge_files;
-pub use scrape::{CollectError, CollectOptions, FileReport, FileState, Scrape, ScrapeStats};
+pub use scrape::{
+    CollectError, CollectOptions, FileReport, FileState, Natives, Scrape, ScrapeStats,
+};
 
 /// The last collection, shared with callers that arrived while it ran.
 #[derive(Debug)]
@@ -52,6 +54,9 @@ struct LastScrape {
     at: Instant,
     /// The filter it was collected with.
     filter: Option<NameFilter>,
+    /// Whether its native histograms were read: a scrape without them
+    /// serves no caller that asked for them.
+    natives: Natives,
     scrape: Arc<Scrape>,
 }
 
@@ -310,6 +315,19 @@ impl DirCollector {
         leave_out: impl FnOnce(&Arc<Vec<PathBuf>>) -> Arc<HashSet<PathBuf>>,
         filter: Option<&NameFilter>,
     ) -> Result<Arc<Scrape>, CollectError> {
+        self.collect_with(leave_out, filter, Natives::Skip)
+    }
+
+    /// [`DirCollector::collect_without`], reading the native histogram
+    /// files too when `natives` says so (for the protobuf format; see
+    /// [`Natives`]). A call that asks for them is never given a
+    /// concurrent collection that did not read them.
+    pub fn collect_with(
+        &self,
+        leave_out: impl FnOnce(&Arc<Vec<PathBuf>>) -> Arc<HashSet<PathBuf>>,
+        filter: Option<&NameFilter>,
+        natives: Natives,
+    ) -> Result<Arc<Scrape>, CollectError> {
         let arrived = Instant::now();
         // A panic elsewhere while holding a lock leaves state that is still
         // consistent enough to go on from; never poison scrapes.
@@ -322,10 +340,11 @@ impl DirCollector {
                 .last
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(last) = last
-                .as_ref()
-                .filter(|last| last.at >= arrived && last.filter.as_ref() == filter)
-            {
+            if let Some(last) = last.as_ref().filter(|last| {
+                last.at >= arrived
+                    && last.filter.as_ref() == filter
+                    && (natives == Natives::Skip || last.natives == Natives::Merge)
+            }) {
                 return Ok(Arc::clone(&last.scrape));
             }
         }
@@ -368,6 +387,7 @@ impl DirCollector {
             filter,
             exited: self.exited.as_ref().filter(|_| settle),
             dir: Some(&self.dir),
+            natives,
         };
         let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;
@@ -380,6 +400,7 @@ impl DirCollector {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(LastScrape {
             at: Instant::now(),
             filter: filter.cloned(),
+            natives,
             scrape: Arc::clone(&scrape),
         });
         Ok(scrape)

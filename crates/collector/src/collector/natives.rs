@@ -1,17 +1,35 @@
 //! Native histograms: read from the companion files of the histogram files
 //! merged (`native-histograms/histogram_<id>.native`, see
-//! [`multiprom_format::native_file`]) and merged per series.
+//! [`multiprom_format::native_file`]) and merged per series, for a
+//! protobuf scrape only (the text formats have no room for them).
 //!
 //! Every listed histogram file's companion is read, dead workers' and the
 //! compacted file's too, as their `*.db` values are merged: a native
 //! histogram counts every observation ever made, as the classic one does.
-//! The merge goes in merge order (files as listed, each file's series in
-//! file order), so the same directory always gives the same sums.
+//!
+//! Settled files cost nothing: the companion of a histogram file the
+//! collector has settled (its writer is gone, see
+//! `DirCollector::settle_exited_writers`) cannot change either. Only its
+//! writer writes it, and a process records a native observation only after
+//! it has opened its histogram `*.db` file (a metric's classic part is made
+//! with it, before the metric is handed out), so a new process with the
+//! same pid shows up as an open of the `*.db` file, which unsettles it (as
+//! does any event naming it, and the periodic resync). A settled file is
+//! read once, after its writer was seen gone; the settled files' native
+//! histograms are kept merged, and grown, while those files stay settled
+//! (each by the collection its writer was seen gone in, so a file
+//! unsettled and settled again in between is read again): a scrape reads
+//! and merges only the other files' companions onto a copy of them.
+//! Counts are exact; sums are added in a different order than the listing
+//! (settled files first, then the others; files read on several threads
+//! are merged per thread first), so the last bits of a sum may differ from
+//! a merge in listing order.
 //!
 //! A companion that is missing is the usual case (a process that records
 //! no native histogram); a bad one costs its native histograms and a
 //! warning, once, never a sample and never the scrape. What each key names
-//! is decoded once and kept, so a warm scrape decodes no key.
+//! is decoded once and kept, so a warm scrape decodes no key, and records
+//! are merged from the bytes read, with no allocation per record.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,7 +37,8 @@ use std::sync::Arc;
 
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{
-    read_native_histogram_file_into, Key, MetricKind, NativeHistogramFile, ReadError,
+    read_native_histogram_bytes, visit_native_histogram_file, FileName, Key, MetricKind,
+    NativeHistogram, NativeVisitScratch, ReadError,
 };
 
 use crate::native_histograms::{series_key, NativeHistograms};
@@ -28,34 +47,67 @@ use crate::problem::Warning;
 use super::file_entry::{path_bytes, FileEntry};
 use super::gather::cores;
 
+/// The series each key names (`None`: a key that does not decode), by the
+/// key as written.
+type SeriesOfKeys = foldhash::HashMap<Box<str>, Option<Arc<[u8]>>>;
+
 /// What native histogram collection keeps between scrapes.
 #[derive(Debug, Default)]
 pub(super) struct NativeState {
     /// The native histogram files last reported bad, so each problem is
     /// reported once.
     reported: BTreeMap<PathBuf, ReadError>,
-    /// The series each key read names (`None`: a key that does not decode),
-    /// by the key as written.
-    keys: foldhash::HashMap<Box<str>, Option<Arc<[u8]>>>,
-    /// The bytes of the files being read, one buffer per reading thread,
-    /// kept for the next scrape.
-    bufs: Vec<Vec<u8>>,
+    keys: SeriesOfKeys,
+    /// One reader per reading thread, kept for the next scrape.
+    readers: Vec<Reader>,
     /// Buckets being merged, kept for the next merge.
     scratch: Vec<(i32, u64)>,
+    /// The settled files' native histograms.
+    settled: SettledNatives,
+}
+
+/// The native histograms of settled files, merged.
+#[derive(Debug, Default)]
+struct SettledNatives {
+    /// The files merged: index in the file table, and the collection its
+    /// writer was seen gone in.
+    files: foldhash::HashMap<usize, u64>,
+    merged: NativeHistograms,
+    /// Those files' bad native histogram files.
+    problems: BTreeMap<PathBuf, ReadError>,
+    /// Records merged.
+    records: usize,
+}
+
+/// A histogram file whose companion is to be read (its path is made only
+/// when it is read: most are settled files' on a big directory).
+struct Companion<'a> {
+    dir: &'a Path,
+    name: &'a FileName,
+    /// Its index in the file table and the collection its writer was seen
+    /// gone in, for a settled file.
+    settled: Option<(usize, u64)>,
+}
+
+impl Companion<'_> {
+    fn path(&self) -> PathBuf {
+        native_histogram_path(self.dir, self.name)
+    }
 }
 
 /// Reads the native histogram files of the good histogram files of `order`
 /// (in `known`) and merges them per series. A bad native histogram file is
 /// skipped and reported in `warnings` once. `dir`: the directory all the
-/// files are in, if they are in one.
+/// files are in, if they are in one. `settled`: the generation of the plan
+/// whose settled files may be kept merged (`None`: nothing settles).
 pub(super) fn collect_natives(
     known: &[Option<FileEntry>],
     order: &[usize],
     dir: Option<&Path>,
+    settled: Option<u64>,
     state: &mut NativeState,
     warnings: &mut Vec<Warning>,
 ) -> NativeHistograms {
-    let mut natives = NativeHistograms::default();
     // Whether each directory has a native histogram subdirectory, looked at
     // once: a directory without one (prometheus_client's alone) costs one
     // `stat` per collection, not a failed `open` per histogram file.
@@ -65,11 +117,12 @@ pub(super) fn collect_natives(
         if !has {
             state.reported.clear();
             state.keys.clear();
-            return natives;
+            state.settled = SettledNatives::default();
+            return NativeHistograms::default();
         }
         looked.push((dir, has));
     }
-    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut companions: Vec<Companion<'_>> = Vec::new();
     for &index in order {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -96,97 +149,107 @@ pub(super) fn collect_natives(
             }
         };
         if has {
-            paths.push(native_histogram_path(dir, &file.name));
+            let settled = settled
+                .filter(|&generation| file.is_settled(generation))
+                .map(|_| (index, file.writer_gone_in));
+            companions.push(Companion {
+                dir,
+                name: &file.name,
+                settled,
+            });
         }
     }
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
-    let mut keys_read = 0;
-    let read = read_all(&paths, &mut state.bufs);
-    for (path, read) in paths.into_iter().zip(read) {
-        match read {
-            Ok(read) => {
-                keys_read += read.entries.len();
-                for entry in read.entries {
-                    if let Some(series) = state.series_of(entry.raw_key) {
-                        natives.merge(&series, entry.histogram, &mut state.scratch);
-                    }
-                }
-            }
-            // Missing: a process without native histograms (or reaped).
-            Err(error) if error.is_vanished() => {}
-            Err(error) => {
-                problems.insert(path, error);
-            }
-        }
-    }
+    let mut records = state.update_settled(&companions);
+    problems.extend(
+        state
+            .settled
+            .problems
+            .iter()
+            .map(|(p, e)| (p.clone(), e.clone())),
+    );
+    let live: Vec<PathBuf> = companions
+        .iter()
+        .filter(|c| c.settled.is_none())
+        .map(Companion::path)
+        .collect();
+    let mut natives = state.settled.merged.clone();
+    records += state.read_into(&live, &mut natives, &mut problems);
     for (path, error) in &problems {
         if state.reported.get(path) != Some(error) {
             warnings.push(Warning::NativeHistograms(error.clone()));
         }
     }
     state.reported = problems;
-    if state.keys.len() > 2 * keys_read + 1024 {
+    if state.keys.len() > 2 * records + 1024 {
         // Keys of files gone or rewritten piled up.
         state.keys.clear();
     }
-    for buf in &mut state.bufs {
-        if buf.capacity() > BUF_KEEP {
-            *buf = Vec::new();
+    for reader in &mut state.readers {
+        if reader.buf.capacity() > BUF_KEEP {
+            reader.buf = Vec::new();
         }
     }
     natives
 }
 
-/// A read buffer kept between collections; a bigger one is freed.
-const BUF_KEEP: usize = 1 << 20;
-
-/// Below this many files one thread reads them: a thread's start costs
-/// more than it saves.
-const FILES_PER_THREAD: usize = 128;
-
-/// Reads the native histogram files at `paths`, results in the same order,
-/// split between threads on many files (reading is most of what native
-/// histograms cost a scrape: opening, copying and parsing every file, as
-/// workers write them through maps that no event reports). `bufs`: one
-/// read buffer per thread, kept between calls.
-fn read_all(
-    paths: &[PathBuf],
-    bufs: &mut Vec<Vec<u8>>,
-) -> Vec<Result<NativeHistogramFile, ReadError>> {
-    let threads = (paths.len() / FILES_PER_THREAD).clamp(1, cores().min(4));
-    if bufs.len() < threads {
-        bufs.resize_with(threads, Vec::new);
-    }
-    let read_chunk = |chunk: &[PathBuf], buf: &mut Vec<u8>| {
-        chunk
-            .iter()
-            .map(|path| read_native_histogram_file_into(path, buf))
-            .collect::<Vec<_>>()
-    };
-    if threads == 1 {
-        return read_chunk(paths, &mut bufs[0]);
-    }
-    let per_thread = paths.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut chunks = paths.chunks(per_thread).zip(bufs.iter_mut());
-        let here = chunks.next();
-        let handles: Vec<_> = chunks
-            .map(|(chunk, buf)| scope.spawn(move || read_chunk(chunk, buf)))
-            .collect();
-        let mut read = here.map_or_else(Vec::new, |(chunk, buf)| read_chunk(chunk, buf));
-        for handle in handles {
-            // A panic in a reading thread is a bug; pass it on.
-            read.extend(
-                handle
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            );
-        }
-        read
-    })
-}
-
 impl NativeState {
+    /// Brings the settled files' merge up to the settled files of
+    /// `companions`: grown by the newly settled ones while every file
+    /// merged stays settled, else made afresh. Returns the records it
+    /// holds.
+    fn update_settled(&mut self, companions: &[Companion<'_>]) -> usize {
+        let now: Vec<(usize, u64)> = companions.iter().filter_map(|c| c.settled).collect();
+        let still = now
+            .iter()
+            .filter(|(index, since)| self.settled.files.get(index) == Some(since))
+            .count();
+        if still == now.len() && still == self.settled.files.len() {
+            return self.settled.records;
+        }
+        if still < self.settled.files.len() {
+            self.settled = SettledNatives::default();
+        }
+        let new: Vec<PathBuf> = companions
+            .iter()
+            .filter(|c| {
+                c.settled
+                    .is_some_and(|(index, since)| self.settled.files.get(&index) != Some(&since))
+            })
+            .map(Companion::path)
+            .collect();
+        let mut merged = std::mem::take(&mut self.settled.merged);
+        let mut problems = std::mem::take(&mut self.settled.problems);
+        self.settled.records += self.read_into(&new, &mut merged, &mut problems);
+        self.settled.merged = merged;
+        self.settled.problems = problems;
+        self.settled.files.extend(now);
+        self.settled.records
+    }
+
+    /// Reads the native histogram files at `paths` and merges them into
+    /// `into`, their problems into `problems`: the records merged.
+    fn read_into(
+        &mut self,
+        paths: &[PathBuf],
+        into: &mut NativeHistograms,
+        problems: &mut BTreeMap<PathBuf, ReadError>,
+    ) -> usize {
+        let read = read_all(paths, &self.keys, &mut self.readers);
+        let mut records = 0;
+        for part in read {
+            records += part.records;
+            into.absorb(part.merged, &mut self.scratch);
+            for (raw_key, histogram) in part.unknown {
+                if let Some(series) = self.series_of(raw_key) {
+                    into.merge(&series, histogram, &mut self.scratch);
+                }
+            }
+            problems.extend(part.problems);
+        }
+        records
+    }
+
     /// The series `raw_key` names: its family name and sorted labels, as
     /// [`series_key`] encodes them; decoded the first time the key is read.
     fn series_of(&mut self, raw_key: String) -> Option<Arc<[u8]>> {
@@ -209,6 +272,109 @@ impl NativeState {
     }
 }
 
+/// A read buffer kept between collections; a bigger one is freed.
+const BUF_KEEP: usize = 1 << 20;
+
+/// Below this many files one thread reads them: a thread's start costs
+/// more than it saves.
+const FILES_PER_THREAD: usize = 128;
+
+/// What one reading thread keeps between scrapes.
+#[derive(Debug, Default)]
+struct Reader {
+    buf: Vec<u8>,
+    visit: NativeVisitScratch,
+    histogram: Option<NativeHistogram>,
+    scratch: Vec<(i32, u64)>,
+}
+
+/// What one thread read and merged.
+#[derive(Debug, Default)]
+struct Part {
+    merged: NativeHistograms,
+    /// Records whose key was not decoded yet (read once per key).
+    unknown: Vec<(String, NativeHistogram)>,
+    problems: Vec<(PathBuf, ReadError)>,
+    records: usize,
+}
+
+impl Reader {
+    /// Reads the files at `paths` and merges their records by what `keys`
+    /// says they name.
+    fn read(&mut self, paths: &[PathBuf], keys: &SeriesOfKeys) -> Part {
+        let mut part = Part::default();
+        let histogram = self
+            .histogram
+            .get_or_insert_with(|| NativeHistogram::empty(0, 0.0));
+        for path in paths {
+            let size = match read_native_histogram_bytes(path, &mut self.buf) {
+                Ok(size) => size,
+                // Missing: a process without native histograms (or reaped).
+                Err(error) if error.is_vanished() => continue,
+                Err(error) => {
+                    part.problems.push((path.to_path_buf(), error));
+                    continue;
+                }
+            };
+            // Checked whole before the first record: a bad file merges
+            // nothing.
+            let visited = visit_native_histogram_file(&self.buf, size, &mut self.visit, |record| {
+                part.records += 1;
+                match keys.get(record.key()) {
+                    Some(Some(series)) => {
+                        part.merged
+                            .merge_record(series, &record, histogram, &mut self.scratch);
+                    }
+                    Some(None) => {}
+                    None => part
+                        .unknown
+                        .push((record.key().to_owned(), record.to_histogram())),
+                }
+            });
+            if let Err(error) = visited {
+                part.problems.push((path.to_path_buf(), error.at(path)));
+            }
+        }
+        part
+    }
+}
+
+/// Reads and merges the native histogram files at `paths`, split between
+/// threads on many files (reading is most of what native histograms cost
+/// a scrape: opening, copying and parsing every file, as workers write
+/// them through maps that no event reports). `readers`: one per thread,
+/// kept between calls.
+fn read_all(paths: &[PathBuf], keys: &SeriesOfKeys, readers: &mut Vec<Reader>) -> Vec<Part> {
+    let threads = (paths.len() / FILES_PER_THREAD).clamp(1, cores().min(4));
+    if readers.len() < threads {
+        readers.resize_with(threads, Reader::default);
+    }
+    if threads == 1 {
+        return vec![readers[0].read(paths, keys)];
+    }
+    let per_thread = paths.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut chunks = paths.chunks(per_thread).zip(readers.iter_mut());
+        let here = chunks.next();
+        let handles: Vec<_> = chunks
+            .map(|(chunk, reader)| scope.spawn(move || reader.read(chunk, keys)))
+            .collect();
+        let mut read: Vec<Part> = here
+            .map(|(chunk, reader)| reader.read(chunk, keys))
+            .into_iter()
+            .collect();
+        for handle in handles {
+            // A panic in a reading thread is a bug; pass it on.
+            read.push(
+                handle
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
+        }
+        read
+    })
+}
+
 /// Whether `dir` has a native histogram subdirectory (one that cannot be
 /// looked at counts as none: native histograms are then left out, never
 /// the samples).
@@ -223,7 +389,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_split_between_threads_come_back_in_order() {
+    fn reads_split_between_threads_all_merge() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let written = [0, 150, 299];
         let paths: Vec<PathBuf> = (0..300)
@@ -242,20 +408,22 @@ mod tests {
                 native_histogram_path(dir.path(), &name)
             })
             .collect();
-        let mut bufs = Vec::new();
-        let read = read_all(&paths, &mut bufs);
-        assert_eq!(read.len(), paths.len());
-        for (n, read) in read.iter().enumerate() {
-            match read {
-                Ok(file) => {
-                    assert!(written.contains(&n), "{n}");
-                    assert_eq!(file.entries[0].histogram.sum, n as f64);
-                }
-                Err(error) => assert!(error.is_vanished() && !written.contains(&n), "{n}"),
-            }
+        let mut state = NativeState::default();
+        let mut merged = NativeHistograms::default();
+        let mut problems = BTreeMap::new();
+        // Keys first read, then known: the same histograms either way.
+        for _ in 0..2 {
+            merged = NativeHistograms::default();
+            assert_eq!(state.read_into(&paths, &mut merged, &mut problems), 3);
+        }
+        assert!(problems.is_empty());
+        for n in written {
+            let labels: [(Arc<str>, Arc<str>); 1] = [("n".into(), n.to_string().into())];
+            let histogram = merged.get("h", &labels).unwrap_or_else(|| panic!("{n}"));
+            assert_eq!(histogram.sum, n as f64);
         }
         assert_eq!(
-            bufs.len(),
+            state.readers.len(),
             (300 / FILES_PER_THREAD).clamp(1, cores().min(4))
         );
     }

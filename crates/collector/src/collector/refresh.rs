@@ -36,6 +36,7 @@ pub(super) fn refresh_file(
     {
         return;
     }
+    let collection = state.collections;
     let was_bad = known.problem.is_some();
     let problem = match &mut known.file {
         None => Some(name_problem(&known.path)),
@@ -64,6 +65,7 @@ pub(super) fn refresh_file(
                             && exited.test(&file.name)
                         {
                             file.settled = Settled::WriterGone;
+                            file.writer_gone_in = collection;
                         }
                     }
                     None

@@ -44,6 +44,27 @@ impl CollectOptions {
     }
 }
 
+/// Whether a collection also reads and merges the native histogram files
+/// (see [`Scrape::natives`]): only the protobuf format serves them, so a
+/// text scrape need not pay for them.
+///
+/// ```
+/// use multiprom_collector::{DirCollector, Natives};
+/// let dir = tempfile::tempdir()?;
+/// let collector = DirCollector::new(dir.path());
+/// let for_protobuf = collector.collect_with(|_| Default::default(), None, Natives::Merge)?;
+/// assert!(for_protobuf.natives.is_empty()); // none written here
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Natives {
+    /// The `*.db` files only: everything the text formats show.
+    #[default]
+    Skip,
+    /// The native histogram files too, merged into [`Scrape::natives`].
+    Merge,
+}
+
 /// The directory could not be listed at all (files within it never fail a
 /// collection).
 #[derive(Debug, thiserror::Error)]
@@ -153,7 +174,9 @@ pub struct Scrape {
     pub families: Vec<MergedFamily>,
     /// The native histograms of the histogram files merged, per series:
     /// served by the protobuf format only (the text formats have no room
-    /// for them, and stay as Python's).
+    /// for them, and stay as Python's). Empty unless the collection was
+    /// asked for them ([`Natives::Merge`]; [`merge_files`](crate::merge_files)
+    /// always reads them).
     pub natives: NativeHistograms,
     /// Every `*.db` file seen, in merge (directory listing) order. Shared
     /// with the collector's next collections while no report changes.
@@ -185,7 +208,7 @@ impl Scrape {
     /// The families in the Prometheus protobuf format (length-delimited
     /// `MetricFamily` messages), for a collection that accumulated its
     /// histograms (the default), with each histogram series' native
-    /// histogram.
+    /// histogram (from a collection with [`Natives::Merge`]).
     #[must_use]
     pub fn encode_protobuf(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 * self.stats.series + 1024);

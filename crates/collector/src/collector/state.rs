@@ -20,7 +20,7 @@ use super::file_entry::{FileEntry, PathKey};
 use super::natives::NativeState;
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
-use super::scrape::{CollectOptions, FileReport};
+use super::scrape::{CollectOptions, FileReport, Natives};
 
 /// A listing, the files left out of it, and the rest.
 pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
@@ -115,6 +115,8 @@ pub(super) struct Pass<'a> {
     /// directory's listing): its exemplar files are looked for once, not
     /// per file.
     pub(super) dir: Option<&'a Path>,
+    /// Whether the native histogram files are read.
+    pub(super) natives: Natives,
 }
 
 impl Pass<'_> {
@@ -127,6 +129,7 @@ impl Pass<'_> {
             filter: None,
             exited: None,
             dir: None,
+            natives: Natives::Merge,
         }
     }
 }

@@ -111,6 +111,11 @@ pub(crate) struct TrackedFile {
     /// Whether the file's writer is gone, so its contents cannot change
     /// until something opens or touches it (see `DirCollector::settle_exited_writers`).
     pub settled: Settled,
+    /// The collection in which its writer was last seen gone (the file
+    /// going from [`Settled::No`] to [`Settled::WriterGone`]): a file that
+    /// settles again after an event is told apart from one that stayed
+    /// settled.
+    pub writer_gone_in: u64,
 }
 
 /// Whether a file can still change under its map.
@@ -145,6 +150,7 @@ impl TrackedFile {
             suspect: false,
             stamp: None,
             settled: Settled::No,
+            writer_gone_in: 0,
         }
     }
 
