@@ -117,6 +117,14 @@ fn demo_serves_restarts_a_worker_and_leaves_files_in_dir() {
         files.join(format!("counter_{old_pid}.db")).exists(),
         "counters of dead workers must stay"
     );
+    assert!(
+        files
+            .join("native-histograms")
+            .join(format!("histogram_{old_pid}.native"))
+            .exists(),
+        "the workers record time to first token as a native histogram too, \
+         and a dead worker's stays"
+    );
     let body = metrics_until(addr, "the dead worker gone from liveall", |b| {
         !worker_pids(b).contains(&old_pid) && worker_pids(b).len() == 2
     });

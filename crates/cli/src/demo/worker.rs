@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use multiprom_client::{ClientError, GaugeMode, MultiprocessRegistry};
+use multiprom_client::{ClientError, GaugeMode, MultiprocessRegistry, NativeHistogramOptions};
 
 use crate::exit_code::ExitCode;
 
@@ -76,11 +76,15 @@ fn simulate(index: u32) -> Result<(), ClientError> {
     let tokens = registry
         .counter_family("demo_generation_tokens", "Tokens generated.", &["model"])?
         .labels(&[model])?;
+    // Native as well as classic, as an inference server's latency
+    // histograms would be with native histograms turned on: text scrapes
+    // see the classic buckets, a Prometheus with native histograms the
+    // merged native one.
     let ttft = registry
-        .histogram_family(
+        .native_histogram_family(
             "demo_time_to_first_token_seconds",
             "Time from arrival to the first generated token.",
-            &TTFT_BUCKETS,
+            NativeHistogramOptions::default().classic_buckets(&TTFT_BUCKETS),
             &["model"],
         )?
         .labels(&[model])?;
