@@ -23,49 +23,11 @@ import os
 import signal
 import sys
 import time
-import urllib.parse
-import urllib.request
+from prometheus_api import fetch, api, children, workers
 
 PATIENCE = 30.0
 # (observed value, the bucket it falls in)
 VALUES = [(0.05, "0.1"), (0.3, "0.5"), (0.7, "1.0"), (3.0, "+Inf")]
-
-
-def fetch(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read()
-
-
-def api(prometheus, path, **params):
-    url = f"{prometheus}/api/v1/{path}?" + urllib.parse.urlencode(params)
-    answer = json.loads(fetch(url))
-    if answer.get("status") != "success":
-        raise RuntimeError(f"{url}: {answer}")
-    return answer["data"]
-
-
-def children(pid):
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # The command name may hold spaces: the parent pid follows the ')'.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def workers(run_pid):
-    """gunicorn's workers: the children of gunicorn's master, which is the
-    one child of `multiprom run`."""
-    masters = children(run_pid)
-    return {w for m in masters for w in children(m)}
 
 
 def stored_exemplars(prometheus, query, start):

@@ -33,26 +33,12 @@ import random
 import signal
 import sys
 import time
-import urllib.parse
-import urllib.request
+from prometheus_api import fetch, api, children, workers
 
 PATIENCE = 30.0
 BOUNDS = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, math.inf]
 QUANTILES = [0.5, 0.9, 0.99]
 SENT = 300
-
-
-def fetch(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read()
-
-
-def api(prometheus, path, **params):
-    url = f"{prometheus}/api/v1/{path}?" + urllib.parse.urlencode(params)
-    answer = json.loads(fetch(url))
-    if answer.get("status") != "success":
-        raise RuntimeError(f"{url}: {answer}")
-    return answer["data"]
 
 
 def scalar(prometheus, query):
@@ -61,26 +47,6 @@ def scalar(prometheus, query):
     if len(result) != 1:
         return None
     return float(result[0]["value"][1])
-
-
-def children(pid):
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def workers(run_pid):
-    return {w for m in children(run_pid) for w in children(m)}
 
 
 def wait_until(what, check):

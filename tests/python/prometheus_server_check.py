@@ -11,34 +11,17 @@ as are the series Prometheus makes itself (`up`, `scrape_*`). Exits 1 with
 the differences if they never agree.
 """
 
-import json
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from series_diff import differences
+from prometheus_api import fetch, api
 
 SELF_METRICS = ("multiprom_", "process_")
 PROMETHEUS_OWN = ("up", "scrape_")
 PATIENCE = 60.0
-
-
-def fetch(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read()
-
-
-def api(prometheus, path, **params):
-    url = f"{prometheus}/api/v1/{path}"
-    if params:
-        url += "?" + urllib.parse.urlencode(params)
-    answer = json.loads(fetch(url))
-    if answer.get("status") != "success":
-        raise RuntimeError(f"{url}: {answer}")
-    return answer["data"]
 
 
 def served(multiprom):
