@@ -10,6 +10,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -106,6 +107,34 @@ pub(crate) fn add_churning_gunicorn(cmd: &mut Command, app: SocketAddr) {
         .args(["-w", "4", "--max-requests", "1", "-b"])
         .arg(app.to_string())
         .arg("app:app");
+}
+
+/// `multiprom run -- gunicorn -w 4` serving the WSGI app `app:app` of
+/// `tests/python/<app>` with the package's Python (`python`), with `env`
+/// set (the start-up hook's `MULTIPROM_INSTALL`, ...), once it answers: the
+/// running command, the address of its `/metrics` and the app's.
+pub(crate) fn run_gunicorn_app(
+    python: &Path,
+    app: &str,
+    env: &[(&str, &str)],
+) -> (StopGunicornOnDrop, SocketAddr, SocketAddr) {
+    let metrics = free_port();
+    let app_addr = free_port();
+    let mut cmd = multiprom();
+    cmd.args(["run", "--listen"])
+        .arg(metrics.to_string())
+        .arg("--")
+        .arg(python)
+        .args(["-m", "gunicorn", "--chdir"])
+        .arg(workspace_root().join("tests/python").join(app))
+        .args(["-w", "4", "-b"])
+        .arg(app_addr.to_string())
+        .arg("app:app")
+        .envs(env.iter().copied())
+        .env_remove("PROMETHEUS_MULTIPROC_DIR");
+    let run = StopGunicornOnDrop(Spawned::start(cmd));
+    wait_for_app(&run.0, app_addr);
+    (run, metrics, app_addr)
 }
 
 /// Waits (at most [`PATIENCE`]) until the gunicorn app `run` launched

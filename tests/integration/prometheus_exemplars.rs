@@ -13,32 +13,16 @@
 
 use std::process::Command;
 
-use crate::gunicorn::{wait_for_app, StopGunicornOnDrop};
-use crate::harness::{free_port, multiprom, python_script, workspace_root};
+use crate::gunicorn::run_gunicorn_app;
+use crate::harness::python_script;
 use crate::prometheus_server::start_prometheus;
 use crate::python_package::package_python;
-use crate::spawned_server::Spawned;
 
 #[test]
 fn prometheus_stores_the_exemplars_gunicorn_workers_wrote_across_a_worker_kill() {
     let python = package_python();
-    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let app = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let app_dir = workspace_root().join("tests/python/exemplar_app");
-    let mut cmd = multiprom();
-    cmd.args(["run", "--listen"])
-        .arg(metrics.to_string())
-        .arg("--")
-        .arg(python)
-        .args(["-m", "gunicorn", "--chdir"])
-        .arg(&app_dir)
-        .args(["-w", "4", "-b"])
-        .arg(app.to_string())
-        .arg("app:app")
-        .env("MULTIPROM_INSTALL", "writer")
-        .env_remove("PROMETHEUS_MULTIPROC_DIR");
-    let run = StopGunicornOnDrop(Spawned::start(cmd));
-    wait_for_app(&run.0, app);
+    let (run, metrics, app) =
+        run_gunicorn_app(python, "exemplar_app", &[("MULTIPROM_INSTALL", "writer")]);
 
     let (prometheus, port, _work) =
         start_prometheus(&metrics.to_string(), &["--enable-feature=exemplar-storage"]);

@@ -15,34 +15,24 @@
 
 use std::process::Command;
 
-use crate::gunicorn::{wait_for_app, StopGunicornOnDrop};
-use crate::harness::{free_port, multiprom, python_script, workspace_root};
+use crate::gunicorn::run_gunicorn_app;
+use crate::harness::python_script;
 use crate::prometheus_server::start_prometheus;
 use crate::python_package::package_python;
-use crate::spawned_server::Spawned;
 
 /// Runs the check with native recording at `schema`
 /// (`MULTIPROM_NATIVE_HISTOGRAM_SCHEMA`), and returns what it printed.
 fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
     let python = package_python();
-    let metrics = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let app = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let app_dir = workspace_root().join("tests/python/native_app");
-    let mut cmd = multiprom();
-    cmd.args(["run", "--listen"])
-        .arg(metrics.to_string())
-        .arg("--")
-        .arg(python)
-        .args(["-m", "gunicorn", "--chdir"])
-        .arg(&app_dir)
-        .args(["-w", "4", "-b"])
-        .arg(app.to_string())
-        .arg("app:app")
-        .env("MULTIPROM_INSTALL", "native-histograms")
-        .env("MULTIPROM_NATIVE_HISTOGRAM_SCHEMA", schema.to_string())
-        .env_remove("PROMETHEUS_MULTIPROC_DIR");
-    let run = StopGunicornOnDrop(Spawned::start(cmd));
-    wait_for_app(&run.0, app);
+    let schema_var = schema.to_string();
+    let (run, metrics, app) = run_gunicorn_app(
+        python,
+        "native_app",
+        &[
+            ("MULTIPROM_INSTALL", "native-histograms"),
+            ("MULTIPROM_NATIVE_HISTOGRAM_SCHEMA", &schema_var),
+        ],
+    );
 
     let target = metrics.to_string();
     let (native, native_port, _native_work) =
