@@ -9,13 +9,13 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use arc_swap::ArcSwap;
 
+use crate::companion_file::{open_companion, OpenedCompanion};
 use crate::error::WriteError;
 use crate::exemplar::{decode_labels, encode_labels, Exemplar, ExemplarError};
 use crate::exemplar_file::{
@@ -25,8 +25,7 @@ use crate::exemplar_file::{
 };
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
-use crate::writer::{extend_with_zeros, open_or_create};
-use crate::{open, read};
+use crate::writer::extend_with_zeros;
 
 /// Word index of the labels' length (low half) and capacity (high half).
 const LEN_WORD: usize = 4;
@@ -57,29 +56,17 @@ impl ExemplarWriter {
     /// (a reused pid) is continued.
     pub fn open(dir: &Path, name: &FileName) -> Result<ExemplarWriter, WriteError> {
         let path = exemplar_path(dir, name);
-        let subdir = path.parent().unwrap_or(dir);
-        match std::fs::create_dir(subdir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(WriteError::io(subdir, e)),
-        }
         let header = header_bytes(EXEMPLAR_HEADER_LEN as u32);
-        let file = open_or_create(subdir, &path, EXEMPLAR_INITIAL_CAPACITY, &header)?;
-        ExemplarWriter::from_existing(path, file)
-    }
-
-    fn from_existing(path: PathBuf, file: File) -> Result<ExemplarWriter, WriteError> {
-        let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
-        if let Some(kind) = open::not_a_file(meta.file_type()) {
-            return Err(crate::ReadError::new(&path, 0, kind).into());
-        }
-        let capacity = meta.len();
-        if capacity > MAX_EXEMPLAR_FILE_LEN {
-            return Err(WriteError::FileFull { path });
-        }
-        let mut bytes = Vec::new();
-        read::read_at_most(&file, &mut bytes, 0, capacity as usize)
-            .map_err(|e| WriteError::io(&path, e))?;
+        let OpenedCompanion {
+            file,
+            bytes,
+            capacity,
+        } = open_companion(
+            &path,
+            &header,
+            EXEMPLAR_INITIAL_CAPACITY,
+            MAX_EXEMPLAR_FILE_LEN,
+        )?;
         // Refuse anything that is not a whole exemplar file: appending
         // after garbage would hide every later exemplar from readers.
         parse_exemplar_file(&bytes, capacity).map_err(|e| e.at(&path))?;

@@ -64,6 +64,7 @@
 #[cfg(not(target_endian = "little"))]
 compile_error!("multiprom-format supports little-endian targets only");
 
+mod companion_file;
 mod env_dir;
 mod error;
 mod exemplar;

@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
+use crate::companion_file::{open_companion, OpenedCompanion};
 use crate::error::WriteError;
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
@@ -24,8 +24,7 @@ use crate::native_file::{
     NATIVE_RECORD_HEADER_LEN,
 };
 use crate::native_histogram::NativeHistogram;
-use crate::writer::{extend_with_zeros, open_or_create};
-use crate::{open, read};
+use crate::writer::extend_with_zeros;
 
 /// How a new native histogram series records.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -96,29 +95,12 @@ impl NativeHistogramWriter {
     /// continued: its series keep counting from where they were.
     pub fn open(dir: &Path, name: &FileName) -> Result<NativeHistogramWriter, WriteError> {
         let path = native_histogram_path(dir, name);
-        let subdir = path.parent().unwrap_or(dir);
-        match std::fs::create_dir(subdir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(WriteError::io(subdir, e)),
-        }
         let header = native_header_bytes(NATIVE_HEADER_LEN as u32);
-        let file = open_or_create(subdir, &path, NATIVE_INITIAL_CAPACITY, &header)?;
-        NativeHistogramWriter::from_existing(path, file)
-    }
-
-    fn from_existing(path: PathBuf, file: File) -> Result<NativeHistogramWriter, WriteError> {
-        let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
-        if let Some(kind) = open::not_a_file(meta.file_type()) {
-            return Err(crate::ReadError::new(&path, 0, kind).into());
-        }
-        let capacity = meta.len();
-        if capacity > MAX_NATIVE_FILE_LEN {
-            return Err(WriteError::FileFull { path });
-        }
-        let mut bytes = Vec::new();
-        read::read_at_most(&file, &mut bytes, 0, capacity as usize)
-            .map_err(|e| WriteError::io(&path, e))?;
+        let OpenedCompanion {
+            file,
+            bytes,
+            capacity,
+        } = open_companion(&path, &header, NATIVE_INITIAL_CAPACITY, MAX_NATIVE_FILE_LEN)?;
         // Refuse anything that is not a whole native histogram file:
         // appending after garbage would hide every later record.
         crate::native_file::parse_native_histogram_file(&bytes, capacity)
