@@ -99,8 +99,9 @@ pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
 pub use native_file::{
-    read_native_histogram_bytes, read_native_histogram_file, read_native_histogram_file_into,
-    visit_native_histogram_file, NativeHistogramEntry, NativeHistogramFile, NativeRecord,
+    native_record_layouts, read_native_histogram_bytes, read_native_histogram_file,
+    read_native_histogram_file_into, read_native_record_counts, visit_native_histogram_file,
+    NativeCounts, NativeHistogramEntry, NativeHistogramFile, NativeRecord, NativeRecordLayout,
     NativeVisitScratch,
 };
 pub use native_histogram::NativeHistogram;

@@ -366,6 +366,19 @@ impl MapView<'_> {
         ))
     }
 
+    /// The 8-byte little-endian word at `offset` (8-aligned), loaded whole
+    /// with `Relaxed` ordering: a count or bucket word of a native
+    /// histogram record, which writers store and add to atomically.
+    #[must_use]
+    pub fn u64_at(&self, offset: usize) -> Option<u64> {
+        let ptr = self.ptr(offset, 8, 8)?;
+        // SAFETY: as in `f64_at`: in bounds and 8-aligned, inside a mapping
+        // that lives as long as `self`, loaded by a `Relaxed` 8-byte atomic
+        // load, which works on this read-only map on every target
+        // `guard_sigbus` lets read it.
+        Some(unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed))
+    }
+
     /// Appends `len` bytes at `offset` to `out`; `false` if out of bounds.
     pub fn copy_to(&self, offset: usize, len: usize, out: &mut Vec<u8>) -> bool {
         let Some(ptr) = self.ptr(offset, len, 1) else {
@@ -420,9 +433,18 @@ mod tests {
         file.write_all(&bytes).unwrap();
         let map = ReadMap::new(&File::open(&path).unwrap(), bytes.len()).unwrap();
         let read = map
-            .read(|view| (view.u32_acquire(0), view.f64_at(8192), view.f64_at(8191)))
+            .read(|view| {
+                (
+                    view.u32_acquire(0),
+                    view.f64_at(8192),
+                    view.f64_at(8191),
+                    view.u64_at(8192),
+                    view.u64_at(3 * 4096 - 4),
+                )
+            })
             .unwrap();
-        assert_eq!(read, (Some(24), Some(2.5), None));
+        let bits = 2.5f64.to_bits();
+        assert_eq!(read, (Some(24), Some(2.5), None, Some(bits), None));
 
         // Someone truncates the file: the page at 8192 is past the end now.
         std::fs::OpenOptions::new()
