@@ -172,7 +172,7 @@ impl MappedNatives {
             self.unmappable.remove(&companion.index);
             // At most twice: once more after the file outgrew its map.
             let mut done = false;
-            for _ in 0..2 {
+            for attempt in 0..2 {
                 if !self.files.contains_key(&companion.index) {
                     if !may_map_new || self.files.len() >= maps {
                         break;
@@ -204,6 +204,16 @@ impl MappedNatives {
                     Outcome::Read(n) => {
                         records += n;
                         done = true;
+                        break;
+                    }
+                    // Mapped at its size just now, and still `used` is past
+                    // the end: bad, as `pread` will tell.
+                    Outcome::Outgrown if attempt > 0 => {
+                        self.files.remove(&companion.index);
+                        self.unmappable.insert(
+                            companion.index,
+                            (Arc::clone(companion.db_path), companion.changes),
+                        );
                         break;
                     }
                     Outcome::Outgrown => {
