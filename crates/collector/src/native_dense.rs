@@ -338,6 +338,7 @@ mod tests {
                 zero_count: record.2,
                 nan_count: record.3,
                 sum: record.4,
+                buckets_used: record.5.len(),
             },
             buckets: &record.5,
         }

@@ -506,6 +506,19 @@ pub struct NativeCounts {
     pub nan_count: u64,
     /// The sum of the observations.
     pub sum: f64,
+    /// Buckets in use (with observations or not yet).
+    pub buckets_used: usize,
+}
+
+/// The bytes of a record that [`read_native_record_counts`] loads, from
+/// the record's start, with `buckets_used` buckets in use: to prefetch.
+#[must_use]
+pub const fn native_record_counts_span(buckets_used: usize) -> (usize, usize) {
+    let from = word::ZERO_COUNT * 8;
+    (
+        from,
+        word::BUCKETS * 8 + buckets_used * NATIVE_BUCKET_LEN - from,
+    )
 }
 
 /// Reads the counts of the record at byte `record` (with room for
@@ -525,12 +538,13 @@ pub fn read_native_record_counts(
     let bad = |what| ParseError::new(record as u64, ReadErrorKind::BadNativeHistogramRecord(what));
     let outside = || bad("record outside the mapped file");
     let load = |n: usize| view.u64_at(record + n * 8).ok_or_else(outside);
+    let used = load(word::BUCKETS_USED)? as u32 as usize;
     let counts = NativeCounts {
         zero_count: load(word::ZERO_COUNT)?,
         nan_count: load(word::NAN_COUNT)?,
         sum: f64::from_bits(load(word::SUM)?),
+        buckets_used: used,
     };
-    let used = load(word::BUCKETS_USED)? as u32 as usize;
     if used > capacity {
         return Err(bad("more buckets in use than the record has room for"));
     }

@@ -29,11 +29,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use multiprom_format::native_file::{MAX_NATIVE_FILE_LEN, NATIVE_HEADER_LEN};
+use multiprom_format::native_file::{
+    native_histogram_path, native_record_counts_span, MAX_NATIVE_FILE_LEN, NATIVE_HEADER_LEN,
+};
 use multiprom_format::read_map::ReadMap;
 use multiprom_format::{
-    native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, NativeCounts,
-    NativeRecordLayout, ReadError, ReadErrorKind,
+    native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, FileName,
+    NativeCounts, NativeRecordLayout, ReadError, ReadErrorKind,
 };
 
 use crate::native_dense::RecordRead;
@@ -46,9 +48,21 @@ pub(super) struct LiveCompanion<'a> {
     pub db_path: &'a Arc<Path>,
     /// Its `*.db` file's [`changes`](crate::tracked::TrackedFile::changes).
     pub changes: u64,
-    /// The companion's path.
-    pub path: PathBuf,
+    /// The directory and name of its `*.db` file (its path is made only
+    /// when it is opened: a mapped file is read without).
+    pub dir: &'a Path,
+    pub name: &'a FileName,
 }
+
+impl LiveCompanion<'_> {
+    fn path(&self) -> PathBuf {
+        native_histogram_path(self.dir, self.name)
+    }
+}
+
+/// How many files ahead of the one read the next are fetched: a file's
+/// lines take about as long to arrive as two files take to read.
+const LOOKAHEAD: usize = 2;
 
 /// Where records go: what names a key, and the records read.
 pub(super) trait RecordSink {
@@ -107,6 +121,8 @@ struct LiveRecord {
     capacity: usize,
     schema: i8,
     zero_threshold: f64,
+    /// Buckets in use when last read: where to prefetch.
+    buckets_used: usize,
 }
 
 /// How reading a file through its map went.
@@ -140,22 +156,29 @@ impl MappedNatives {
     /// and the records added.
     pub(super) fn read(
         &mut self,
-        companions: Vec<LiveCompanion<'_>>,
+        companions: &[LiveCompanion<'_>],
         maps: Option<usize>,
         sink: &mut impl RecordSink,
         problems: &mut Vec<(PathBuf, ReadError)>,
     ) -> (Vec<PathBuf>, usize) {
         let Some(maps) = maps else {
             self.clear();
-            return (companions.into_iter().map(|c| c.path).collect(), 0);
+            return (companions.iter().map(LiveCompanion::path).collect(), 0);
         };
         self.scrapes += 1;
         let may_map_new = self.scrapes > 1;
         let mut pread = Vec::new();
         let mut records = 0;
-        for companion in companions {
+        for (n, companion) in companions.iter().enumerate() {
+            // The file after next is fetched while these are read.
+            if let Some(ahead) = companions
+                .get(n + LOOKAHEAD)
+                .and_then(|ahead| self.files.get(&ahead.index))
+            {
+                ahead.prefetch();
+            }
             if let Some(file) = self.files.get_mut(&companion.index) {
-                if !file.is_current(&companion) {
+                if !file.is_current(companion) {
                     self.files.remove(&companion.index);
                 }
             }
@@ -166,7 +189,7 @@ impl MappedNatives {
                     Arc::ptr_eq(db, companion.db_path) && *n == companion.changes
                 });
             if unmappable {
-                pread.push(companion.path);
+                pread.push(companion.path());
                 continue;
             }
             self.unmappable.remove(&companion.index);
@@ -177,7 +200,7 @@ impl MappedNatives {
                     if !may_map_new || self.files.len() >= maps {
                         break;
                     }
-                    match MappedNative::open(&companion) {
+                    match MappedNative::open(companion) {
                         Ok(Some(file)) => {
                             self.files.insert(companion.index, file);
                         }
@@ -221,9 +244,9 @@ impl MappedNatives {
                     }
                     Outcome::Shrunk => {
                         self.files.remove(&companion.index);
-                        let error =
-                            ReadError::new(&companion.path, 0, ReadErrorKind::ShrankUnderMap);
-                        problems.push((companion.path.clone(), error));
+                        let path = companion.path();
+                        let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
+                        problems.push((path, error));
                         done = true;
                         break;
                     }
@@ -238,7 +261,7 @@ impl MappedNatives {
                 }
             }
             if !done {
-                pread.push(companion.path);
+                pread.push(companion.path());
             }
         }
         let scrape = self.scrapes;
@@ -251,7 +274,7 @@ impl MappedNative {
     /// Maps the companion (`Ok(None)`: it is missing; `Err`: it is to be
     /// read with `pread`, which reports what is wrong with it).
     fn open(companion: &LiveCompanion<'_>) -> Result<Option<MappedNative>, ()> {
-        let (file, meta) = match open_for_read(&companion.path) {
+        let (file, meta) = match open_for_read(&companion.path()) {
             Ok(opened) => opened,
             Err(error) if error.is_vanished() => return Ok(None),
             Err(_) => return Err(()),
@@ -280,12 +303,23 @@ impl MappedNative {
         if Arc::ptr_eq(&self.db_path, companion.db_path) && self.changes == companion.changes {
             return true;
         }
-        if FileIdentity::of(&companion.path).ok() != Some(self.identity) {
+        if FileIdentity::of(&companion.path()).ok() != Some(self.identity) {
             return false;
         }
         self.db_path = Arc::clone(companion.db_path);
         self.changes = companion.changes;
         true
+    }
+
+    /// Asks for the lines the next read loads (as of the last read).
+    fn prefetch(&self) {
+        let _ = self.map.read(|view| {
+            view.prefetch(0, 8);
+            for record in &self.records {
+                let (from, len) = native_record_counts_span(record.buckets_used);
+                view.prefetch(record.record + from, len);
+            }
+        });
     }
 
     /// Reads the current records through the map, parsing new entries
@@ -331,6 +365,7 @@ impl MappedNative {
                     capacity: layout.capacity,
                     schema: layout.schema,
                     zero_threshold: layout.zero_threshold,
+                    buckets_used: 0,
                 };
                 match self.by_key.get(layout.key.as_str()) {
                     Some(&at) => self.records[at] = record,
@@ -345,12 +380,19 @@ impl MappedNative {
         }
         buckets.clear();
         staged.clear();
-        let records = &self.records;
+        let records = &mut self.records;
         let read = self.map.read(|view| {
-            for (n, record) in records.iter().enumerate() {
+            // Every line about to be loaded, asked for at once: the loads
+            // then wait on memory together rather than one by one.
+            for record in records.iter() {
+                let (from, len) = native_record_counts_span(record.buckets_used);
+                view.prefetch(record.record + from, len);
+            }
+            for (n, record) in records.iter_mut().enumerate() {
                 let start = buckets.len();
                 let counts =
                     read_native_record_counts(view, record.record, record.capacity, buckets)?;
+                record.buckets_used = counts.buckets_used;
                 staged.push(Staged {
                     record: n,
                     counts,

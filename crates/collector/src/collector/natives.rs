@@ -260,7 +260,8 @@ pub(super) fn collect_natives(
             index: c.index,
             db_path: c.db_path,
             changes: c.changes,
-            path: c.path(),
+            dir: c.dir,
+            name: c.name,
         })
         .collect();
     let mut natives = state.settled.merged.clone();
@@ -269,7 +270,7 @@ pub(super) fn collect_natives(
         keys: &mut state.keys,
         dense: &mut state.dense,
     };
-    let (live, mapped_records) = state.mapped.read(live, maps, &mut sink, &mut map_problems);
+    let (live, mapped_records) = state.mapped.read(&live, maps, &mut sink, &mut map_problems);
     problems.extend(map_problems);
     records += mapped_records;
     records += state.read_into(&live, &mut natives, &mut problems);
