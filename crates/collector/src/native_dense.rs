@@ -40,6 +40,7 @@ struct DenseSide {
 impl DenseSide {
     /// Adds `count` to bucket `index`; `false` if the window cannot be
     /// widened to it.
+    #[inline]
     fn add(&mut self, index: i32, count: u64) -> bool {
         let slot = i64::from(index) - i64::from(self.offset);
         if let Some(cell) = usize::try_from(slot)
@@ -59,6 +60,7 @@ impl DenseSide {
 
     /// Widens the window to hold `index`: to the old window and `index` if
     /// that fits, else to the buckets with counts and `index`.
+    #[cold]
     fn widen(&mut self, index: i32) -> bool {
         let index = i64::from(index);
         let old_low = i64::from(self.offset);
@@ -338,7 +340,6 @@ mod tests {
                 zero_count: record.2,
                 nan_count: record.3,
                 sum: record.4,
-                buckets_used: record.5.len(),
             },
             buckets: &record.5,
         }

@@ -497,6 +497,11 @@ pub fn native_record_layouts(
     Ok(at)
 }
 
+/// A record's bucket in use, as [`read_native_record_counts`] found it:
+/// its index and side (`None`: a word of no side, bad once counted in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeSlot(Option<(i32, bool)>);
+
 /// The fields of a record that change as observations arrive.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NativeCounts {
@@ -506,19 +511,6 @@ pub struct NativeCounts {
     pub nan_count: u64,
     /// The sum of the observations.
     pub sum: f64,
-    /// Buckets in use (with observations or not yet).
-    pub buckets_used: usize,
-}
-
-/// The bytes of a record that [`read_native_record_counts`] loads, from
-/// the record's start, with `buckets_used` buckets in use: to prefetch.
-#[must_use]
-pub const fn native_record_counts_span(buckets_used: usize) -> (usize, usize) {
-    let from = word::ZERO_COUNT * 8;
-    (
-        from,
-        word::BUCKETS * 8 + buckets_used * NATIVE_BUCKET_LEN - from,
-    )
 }
 
 /// Reads the counts of the record at byte `record` (with room for
@@ -526,13 +518,21 @@ pub const fn native_record_counts_span(buckets_used: usize) -> (usize, usize) {
 /// and appends its buckets with observations to `buckets`, as
 /// `(index, negative, count)` in the order they were made, as
 /// [`NativeRecord::buckets`] gives them. Only the header's words and the
-/// buckets in use are loaded, each word whole. An error (buckets in use
-/// past the capacity, a bucket of no side, a record outside the map) says
-/// the file is damaged; `buckets` may then hold part of the record.
+/// buckets in use are loaded, each word whole.
+///
+/// `slots`: the record's buckets in use as earlier calls found them (empty
+/// at first), kept by the caller: a bucket's word never changes once
+/// `buckets_used` covers it, so only the counts of those are loaded, and
+/// the words of buckets new since are loaded and added to `slots`.
+///
+/// An error (buckets in use past the capacity, a bucket of no side, a
+/// record outside the map) says the file is damaged; `buckets` may then
+/// hold part of the record.
 pub fn read_native_record_counts(
     view: &MapView<'_>,
     record: usize,
     capacity: usize,
+    slots: &mut Vec<NativeSlot>,
     buckets: &mut Vec<(i32, bool, u64)>,
 ) -> Result<NativeCounts, ParseError> {
     let bad = |what| ParseError::new(record as u64, ReadErrorKind::BadNativeHistogramRecord(what));
@@ -543,7 +543,6 @@ pub fn read_native_record_counts(
         zero_count: load(word::ZERO_COUNT)?,
         nan_count: load(word::NAN_COUNT)?,
         sum: f64::from_bits(load(word::SUM)?),
-        buckets_used: used,
     };
     if used > capacity {
         return Err(bad("more buckets in use than the record has room for"));
@@ -551,14 +550,21 @@ pub fn read_native_record_counts(
     // Pairs with the writer's release store of `buckets_used`: the buckets
     // it covers are read as written before it.
     fence(Ordering::Acquire);
-    for slot in 0..used {
-        let count = load(word::BUCKETS + 2 * slot + 1)?;
+    if slots.len() > used {
+        // Fewer in use than seen before: not the record `slots` came from.
+        slots.clear();
+    }
+    for slot in slots.len()..used {
+        slots.push(NativeSlot(decode_bucket_word(load(
+            word::BUCKETS + 2 * slot,
+        )?)));
+    }
+    for (n, &NativeSlot(bucket)) in slots.iter().enumerate() {
+        let count = load(word::BUCKETS + 2 * n + 1)?;
         if count == 0 {
             continue;
         }
-        let bucket = load(word::BUCKETS + 2 * slot)?;
-        let (index, negative) =
-            decode_bucket_word(bucket).ok_or_else(|| bad("bucket of no side"))?;
+        let (index, negative) = bucket.ok_or_else(|| bad("bucket of no side"))?;
         buckets.push((index, negative, count));
     }
     Ok(counts)
@@ -828,7 +834,13 @@ mod tests {
             let mut buckets = Vec::new();
             let counts = map
                 .read(|view| {
-                    read_native_record_counts(view, layout.record, layout.capacity, &mut buckets)
+                    read_native_record_counts(
+                        view,
+                        layout.record,
+                        layout.capacity,
+                        &mut Vec::new(),
+                        &mut buckets,
+                    )
                 })
                 .unwrap()
                 .unwrap();
@@ -867,7 +879,13 @@ mod tests {
         let map = crate::read_map::ReadMap::new(&file, damaged.len()).unwrap();
         let result = map
             .read(|view| {
-                read_native_record_counts(view, first.record, first.capacity, &mut Vec::new())
+                read_native_record_counts(
+                    view,
+                    first.record,
+                    first.capacity,
+                    &mut Vec::new(),
+                    &mut Vec::new(),
+                )
             })
             .unwrap();
         assert_eq!(

@@ -370,6 +370,7 @@ impl MapView<'_> {
     /// with `Relaxed` ordering: a count or bucket word of a native
     /// histogram record, which writers store and add to atomically.
     #[must_use]
+    #[inline]
     pub fn u64_at(&self, offset: usize) -> Option<u64> {
         let ptr = self.ptr(offset, 8, 8)?;
         // SAFETY: as in `f64_at`: in bounds and 8-aligned, inside a mapping
@@ -377,28 +378,6 @@ impl MapView<'_> {
         // load, which works on this read-only map on every target
         // `guard_sigbus` lets read it.
         Some(unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed))
-    }
-
-    /// Asks the processor to start fetching the cache lines of the `len`
-    /// bytes at `offset` (clipped to the mapping), for loads soon after: a
-    /// reader of many small records spread over many maps waits on memory
-    /// one line at a time unless told where it goes next. Only a hint: a
-    /// prefetch loads nothing into a register, never faults (not even past
-    /// the end of a shrunk file), and does nothing on targets without one.
-    pub fn prefetch(&self, offset: usize, len: usize) {
-        let end = offset.saturating_add(len).min(self.map.map.len());
-        let mut at = offset & !63;
-        while at < end {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `at < map.len()`, so the pointer lies in the mapping.
-            // A prefetch reads nothing the program sees and raises no fault
-            // (SSE, which provides it, is part of every x86_64 target).
-            unsafe {
-                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-                _mm_prefetch::<_MM_HINT_T0>(self.map.map.as_ptr().add(at).cast::<i8>());
-            }
-            at += 64;
-        }
     }
 
     /// Appends `len` bytes at `offset` to `out`; `false` if out of bounds.

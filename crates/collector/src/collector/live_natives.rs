@@ -30,12 +30,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_format::native_file::{
-    native_histogram_path, native_record_counts_span, MAX_NATIVE_FILE_LEN, NATIVE_HEADER_LEN,
+    native_histogram_path, MAX_NATIVE_FILE_LEN, NATIVE_HEADER_LEN,
 };
 use multiprom_format::read_map::ReadMap;
 use multiprom_format::{
     native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, FileName,
-    NativeCounts, NativeRecordLayout, ReadError, ReadErrorKind,
+    NativeCounts, NativeRecordLayout, NativeSlot, ReadError, ReadErrorKind,
 };
 
 use crate::native_dense::RecordRead;
@@ -59,10 +59,6 @@ impl LiveCompanion<'_> {
         native_histogram_path(self.dir, self.name)
     }
 }
-
-/// How many files ahead of the one read the next are fetched: a file's
-/// lines take about as long to arrive as two files take to read.
-const LOOKAHEAD: usize = 2;
 
 /// Where records go: what names a key, and the records read.
 pub(super) trait RecordSink {
@@ -121,8 +117,8 @@ struct LiveRecord {
     capacity: usize,
     schema: i8,
     zero_threshold: f64,
-    /// Buckets in use when last read: where to prefetch.
-    buckets_used: usize,
+    /// Its buckets in use, as found so far.
+    slots: Vec<NativeSlot>,
 }
 
 /// How reading a file through its map went.
@@ -169,14 +165,7 @@ impl MappedNatives {
         let may_map_new = self.scrapes > 1;
         let mut pread = Vec::new();
         let mut records = 0;
-        for (n, companion) in companions.iter().enumerate() {
-            // The file after next is fetched while these are read.
-            if let Some(ahead) = companions
-                .get(n + LOOKAHEAD)
-                .and_then(|ahead| self.files.get(&ahead.index))
-            {
-                ahead.prefetch();
-            }
+        for companion in companions {
             if let Some(file) = self.files.get_mut(&companion.index) {
                 if !file.is_current(companion) {
                     self.files.remove(&companion.index);
@@ -311,17 +300,6 @@ impl MappedNative {
         true
     }
 
-    /// Asks for the lines the next read loads (as of the last read).
-    fn prefetch(&self) {
-        let _ = self.map.read(|view| {
-            view.prefetch(0, 8);
-            for record in &self.records {
-                let (from, len) = native_record_counts_span(record.buckets_used);
-                view.prefetch(record.record + from, len);
-            }
-        });
-    }
-
     /// Reads the current records through the map, parsing new entries
     /// first, and adds them to `sink` if the whole file reads right.
     fn read(
@@ -365,7 +343,7 @@ impl MappedNative {
                     capacity: layout.capacity,
                     schema: layout.schema,
                     zero_threshold: layout.zero_threshold,
-                    buckets_used: 0,
+                    slots: Vec::new(),
                 };
                 match self.by_key.get(layout.key.as_str()) {
                     Some(&at) => self.records[at] = record,
@@ -382,17 +360,15 @@ impl MappedNative {
         staged.clear();
         let records = &mut self.records;
         let read = self.map.read(|view| {
-            // Every line about to be loaded, asked for at once: the loads
-            // then wait on memory together rather than one by one.
-            for record in records.iter() {
-                let (from, len) = native_record_counts_span(record.buckets_used);
-                view.prefetch(record.record + from, len);
-            }
             for (n, record) in records.iter_mut().enumerate() {
                 let start = buckets.len();
-                let counts =
-                    read_native_record_counts(view, record.record, record.capacity, buckets)?;
-                record.buckets_used = counts.buckets_used;
+                let counts = read_native_record_counts(
+                    view,
+                    record.record,
+                    record.capacity,
+                    &mut record.slots,
+                    buckets,
+                )?;
                 staged.push(Staged {
                     record: n,
                     counts,
