@@ -380,6 +380,29 @@ impl MapView<'_> {
         Some(unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed))
     }
 
+    /// Asks the processor to start fetching the cache lines of the `len`
+    /// bytes at `offset` (clipped to the mapping), for loads soon after: a
+    /// reader of small records spread over many maps otherwise waits on
+    /// memory one line at a time. Only a hint: a prefetch loads nothing the
+    /// program sees, never faults (not even past the end of a shrunk
+    /// file), and does nothing on targets without one.
+    #[inline]
+    pub fn prefetch(&self, offset: usize, len: usize) {
+        let end = offset.saturating_add(len).min(self.map.map.len());
+        let mut at = offset & !63;
+        while at < end {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `at < map.len()`, so the pointer lies in the mapping.
+            // A prefetch reads nothing the program sees and raises no fault
+            // (SSE, which provides it, is part of every x86_64 target).
+            unsafe {
+                use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+                _mm_prefetch::<_MM_HINT_T0>(self.map.map.as_ptr().add(at).cast::<i8>());
+            }
+            at += 64;
+        }
+    }
+
     /// Appends `len` bytes at `offset` to `out`; `false` if out of bounds.
     pub fn copy_to(&self, offset: usize, len: usize, out: &mut Vec<u8>) -> bool {
         let Some(ptr) = self.ptr(offset, len, 1) else {
@@ -454,6 +477,8 @@ mod tests {
             .unwrap()
             .set_len(100)
             .unwrap();
+        // A prefetch of the lost pages is only a hint: no fault.
+        assert_eq!(map.read(|view| view.prefetch(0, 3 * 4096)), Ok(()));
         assert_eq!(map.read(|view| view.f64_at(8192)), Err(Shrunk));
         // Poisoned for good, even for pages still backed.
         assert_eq!(map.read(|view| view.u32_acquire(0)), Err(Shrunk));

@@ -60,6 +60,10 @@ impl LiveCompanion<'_> {
     }
 }
 
+/// How many files ahead of the one read the next are fetched: enough for
+/// their lines to arrive from memory in the meantime.
+const LOOKAHEAD: usize = 2;
+
 /// Where records go: what names a key, and the records read.
 pub(super) trait RecordSink {
     /// The series `raw_key` names (`None`: a key that does not decode).
@@ -165,7 +169,14 @@ impl MappedNatives {
         let may_map_new = self.scrapes > 1;
         let mut pread = Vec::new();
         let mut records = 0;
-        for companion in companions {
+        for (n, companion) in companions.iter().enumerate() {
+            // The file after next is fetched while these are read.
+            if let Some(ahead) = companions
+                .get(n + LOOKAHEAD)
+                .and_then(|ahead| self.files.get(&ahead.index))
+            {
+                ahead.prefetch();
+            }
             if let Some(file) = self.files.get_mut(&companion.index) {
                 if !file.is_current(companion) {
                     self.files.remove(&companion.index);
@@ -298,6 +309,18 @@ impl MappedNative {
         self.db_path = Arc::clone(companion.db_path);
         self.changes = companion.changes;
         true
+    }
+
+    /// Asks for the lines the next read loads (as of the last read): the
+    /// header's first word, and each record's counts and buckets in use.
+    fn prefetch(&self) {
+        let _ = self.map.read(|view| {
+            view.prefetch(0, 8);
+            for record in &self.records {
+                let (from, to) = (8 * 3, 8 * 7 + 16 * record.slots.len());
+                view.prefetch(record.record + from, to - from);
+            }
+        });
     }
 
     /// Reads the current records through the map, parsing new entries
