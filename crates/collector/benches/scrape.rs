@@ -40,10 +40,11 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use multiprom_collector::{scan_dir, DirCollector, Format, Natives};
 use multiprom_format::native_file::native_histogram_path;
+use multiprom_format::read_map::{guard_sigbus, ReadMap};
 use multiprom_format::{
-    encode_key, float_to_go_string, open_for_read, read_exemplar_records, read_used_into_with_hint,
-    ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, NativeHistogramConfig,
-    NativeHistogramWriter,
+    encode_key, float_to_go_string, native_record_layouts, open_for_read, read_exemplar_records,
+    read_used_into_with_hint, ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind,
+    NativeHistogramConfig, NativeHistogramWriter, NativeRecordLayout,
 };
 
 /// Files per scenario (the later issue's target is stated for 4,000).
@@ -713,6 +714,11 @@ fn native_dir() -> tempfile::TempDir {
 /// `live/read_floor` is what the live protobuf scrape cannot go below with
 /// files read by system calls: one `open`, one `pread` of the used bytes
 /// and one `close` per native histogram file, nothing parsed or merged.
+/// `live/map_floor` is the same through maps kept between scrapes: the
+/// loads of `used` and of every current record's counts and buckets in
+/// use, word by word, nothing merged. `live/protobuf_without_natives` is
+/// the protobuf scrape of the same files without native histograms: what
+/// the live protobuf scrape costs beyond reading them.
 fn natives(c: &mut Criterion) {
     let mut g = c.benchmark_group("natives");
     let dir = native_dir();
@@ -762,6 +768,49 @@ fn natives(c: &mut Criterion) {
                         let file = File::open(path).expect("open");
                         pread(&file, &mut buf[..used]);
                     }
+                })
+            });
+            let mapped: Vec<(ReadMap, Vec<NativeRecordLayout>)> = paths
+                .iter()
+                .zip(&used)
+                .map(|(path, &used)| {
+                    let bytes = std::fs::read(path).expect("native file");
+                    let mut layouts = Vec::new();
+                    native_record_layouts(&bytes, 0, used, &mut layouts).expect("layouts");
+                    let file = File::open(path).expect("open");
+                    (ReadMap::new(&file, bytes.len()).expect("map"), layouts)
+                })
+                .collect();
+            assert!(guard_sigbus());
+            g.bench_function("live/map_floor", |b| {
+                b.iter(|| {
+                    let mut total = 0u64;
+                    for (map, layouts) in &mapped {
+                        let read = map.read(|view| {
+                            let mut total = u64::from(view.u32_acquire(0).unwrap_or(0));
+                            for layout in layouts {
+                                let word = |n: usize| view.u64_at(layout.record + 8 * n);
+                                let used = word(6).unwrap_or(0) as u32 as usize;
+                                for n in 3..6 {
+                                    total = total.wrapping_add(word(n).unwrap_or(0));
+                                }
+                                for n in 7..7 + 2 * used {
+                                    total = total.wrapping_add(word(n).unwrap_or(0));
+                                }
+                            }
+                            total
+                        });
+                        total = total.wrapping_add(read.expect("not shrunk"));
+                    }
+                    black_box(total)
+                })
+            });
+            g.bench_function("live/protobuf_without_natives", |b| {
+                b.iter(|| {
+                    black_box(&warm)
+                        .collect_with(|_| Default::default(), None, Natives::Skip)
+                        .expect("collect")
+                        .encode_protobuf()
                 })
             });
         }

@@ -22,6 +22,7 @@ mod family;
 mod filter;
 mod intern;
 mod keys;
+mod native_dense;
 mod native_histograms;
 mod native_merge;
 mod op;

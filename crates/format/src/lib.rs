@@ -100,9 +100,10 @@ pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
 pub use native_file::{
-    read_native_histogram_bytes, read_native_histogram_file, read_native_histogram_file_into,
-    visit_native_histogram_file, NativeHistogramEntry, NativeHistogramFile, NativeRecord,
-    NativeVisitScratch,
+    native_record_layouts, read_native_histogram_bytes, read_native_histogram_file,
+    read_native_histogram_file_into, read_native_record_counts, visit_native_histogram_file,
+    NativeCounts, NativeHistogramEntry, NativeHistogramFile, NativeRecord, NativeRecordLayout,
+    NativeSlot, NativeVisitScratch,
 };
 pub use native_histogram::NativeHistogram;
 pub use native_writer::{NativeHistogramConfig, NativeHistogramWriter, NativeSeries};

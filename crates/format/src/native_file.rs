@@ -41,6 +41,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, Ordering};
 
 use crate::error::{ReadError, ReadErrorKind};
 use crate::file_name::FileName;
@@ -50,6 +51,7 @@ use crate::native_histogram::NativeHistogram;
 use crate::open::open_for_read;
 use crate::parse::ParseError;
 use crate::read::read_at_most;
+use crate::read_map::MapView;
 
 /// The subdirectory of a metrics directory that holds native histogram
 /// files.
@@ -426,6 +428,148 @@ fn parse_record(bytes: &[u8], at: usize, used: usize) -> Result<NativeRecord<'_>
     })
 }
 
+/// Where a record of a native histogram file lies, and what in it never
+/// changes once written: what a reader that keeps the file mapped parses
+/// once (see [`native_record_layouts`]), to read only the record's counts
+/// afterwards ([`read_native_record_counts`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeRecordLayout {
+    /// The series' key, as written (the `*.db` key form).
+    pub key: String,
+    /// Byte offset of the record (after key and padding).
+    pub record: usize,
+    /// Room for this many buckets.
+    pub capacity: usize,
+    /// The schema.
+    pub schema: i8,
+    /// The zero bucket's upper bound.
+    pub zero_threshold: f64,
+    /// Marked moved (a later record of the same key is current) when read.
+    pub moved: bool,
+}
+
+/// Appends to `out` the layout of every record (moved ones too) of the
+/// entries from byte `from` (an entry's start: [`NATIVE_HEADER_LEN`], or
+/// where an earlier call ended) to `used`, checked as a visit checks them.
+/// `bytes`: at least the file's first `used` bytes; its header's magic
+/// and version are checked, its `used` is not (it may have grown since
+/// `used` was read). Returns where the entries end, `used`. On an error
+/// `out` holds the records before the bad one.
+pub fn native_record_layouts(
+    bytes: &[u8],
+    from: usize,
+    used: usize,
+    out: &mut Vec<NativeRecordLayout>,
+) -> Result<usize, ParseError> {
+    if used > bytes.len() {
+        return Err(ParseError::new(
+            0,
+            ReadErrorKind::UsedPastEnd {
+                used: used as u64,
+                size: bytes.len() as u64,
+            },
+        ));
+    }
+    let header = bytes.get(..NATIVE_HEADER_LEN).ok_or_else(|| {
+        ParseError::new(
+            0,
+            ReadErrorKind::TooShort {
+                size: bytes.len() as u64,
+            },
+        )
+    })?;
+    if header[4..8] != NATIVE_MAGIC || header[8..12] != NATIVE_VERSION.to_le_bytes() {
+        return Err(ParseError::new(0, ReadErrorKind::NotANativeHistogramFile));
+    }
+    let mut at = from.max(NATIVE_HEADER_LEN);
+    while at < used {
+        let record = parse_record(bytes, at, used)?;
+        out.push(NativeRecordLayout {
+            key: record.key.to_owned(),
+            record: record.record,
+            capacity: (record.end - record.record - NATIVE_RECORD_HEADER_LEN) / NATIVE_BUCKET_LEN,
+            schema: record.schema,
+            zero_threshold: record.zero_threshold,
+            moved: record.moved,
+        });
+        at = record.end;
+    }
+    Ok(at)
+}
+
+/// A record's bucket in use, as [`read_native_record_counts`] found it:
+/// its index and side (`None`: a word of no side, bad once counted in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NativeSlot(Option<(i32, bool)>);
+
+/// The fields of a record that change as observations arrive.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct NativeCounts {
+    /// Observations in the zero bucket.
+    pub zero_count: u64,
+    /// NaN observations.
+    pub nan_count: u64,
+    /// The sum of the observations.
+    pub sum: f64,
+}
+
+/// Reads the counts of the record at byte `record` (with room for
+/// `capacity` buckets, from its [`NativeRecordLayout`]) through `view`,
+/// and appends its buckets with observations to `buckets`, as
+/// `(index, negative, count)` in the order they were made, as
+/// [`NativeRecord::buckets`] gives them. Only the header's words and the
+/// buckets in use are loaded, each word whole.
+///
+/// `slots`: the record's buckets in use as earlier calls found them (empty
+/// at first), kept by the caller: a bucket's word never changes once
+/// `buckets_used` covers it, so only the counts of those are loaded, and
+/// the words of buckets new since are loaded and added to `slots`.
+///
+/// An error (buckets in use past the capacity, a bucket of no side, a
+/// record outside the map) says the file is damaged; `buckets` may then
+/// hold part of the record.
+pub fn read_native_record_counts(
+    view: &MapView<'_>,
+    record: usize,
+    capacity: usize,
+    slots: &mut Vec<NativeSlot>,
+    buckets: &mut Vec<(i32, bool, u64)>,
+) -> Result<NativeCounts, ParseError> {
+    let bad = |what| ParseError::new(record as u64, ReadErrorKind::BadNativeHistogramRecord(what));
+    let outside = || bad("record outside the mapped file");
+    let load = |n: usize| view.u64_at(record + n * 8).ok_or_else(outside);
+    let used = load(word::BUCKETS_USED)? as u32 as usize;
+    let counts = NativeCounts {
+        zero_count: load(word::ZERO_COUNT)?,
+        nan_count: load(word::NAN_COUNT)?,
+        sum: f64::from_bits(load(word::SUM)?),
+    };
+    if used > capacity {
+        return Err(bad("more buckets in use than the record has room for"));
+    }
+    // Pairs with the writer's release store of `buckets_used`: the buckets
+    // it covers are read as written before it.
+    fence(Ordering::Acquire);
+    if slots.len() > used {
+        // Fewer in use than seen before: not the record `slots` came from.
+        slots.clear();
+    }
+    for slot in slots.len()..used {
+        slots.push(NativeSlot(decode_bucket_word(load(
+            word::BUCKETS + 2 * slot,
+        )?)));
+    }
+    for (n, &NativeSlot(bucket)) in slots.iter().enumerate() {
+        let count = load(word::BUCKETS + 2 * n + 1)?;
+        if count == 0 {
+            continue;
+        }
+        let (index, negative) = bucket.ok_or_else(|| bad("bucket of no side"))?;
+        buckets.push((index, negative, count));
+    }
+    Ok(counts)
+}
+
 /// Buffers [`visit_native_histogram_file`] reuses from one file to the
 /// next.
 #[derive(Debug, Default)]
@@ -646,5 +790,109 @@ mod tests {
         bytes[..4].copy_from_slice(&end.to_le_bytes());
         bytes.extend_from_slice(&[7u8; 8]);
         assert!(visited(&bytes).is_err());
+    }
+
+    #[test]
+    fn layouts_and_mapped_counts_give_what_a_parse_gives() {
+        assert!(crate::read_map::guard_sigbus());
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Histogram, "5").unwrap();
+        let writer = crate::NativeHistogramWriter::open(dir.path(), &name).unwrap();
+        let config = crate::NativeHistogramConfig {
+            max_buckets: 4,
+            ..crate::NativeHistogramConfig::default()
+        };
+        for (key, scale) in [("a", 1.0), ("b", -3.0), ("c", 0.0)] {
+            let series = writer.series(key, config).unwrap();
+            for n in 1..40 {
+                series.observe(scale * f64::from(n) * 0.37);
+            }
+        }
+        let path = native_histogram_path(dir.path(), &name);
+        let mut bytes = Vec::new();
+        read_native_histogram_bytes(&path, &mut bytes).unwrap();
+        let parsed = parse_native_histogram_file(&bytes, bytes.len() as u64).unwrap();
+        let used = bytes.len();
+        // Parsed in two steps, as a reader that saw the file grow does.
+        let mut layouts = Vec::new();
+        let first = parse_record(&bytes, NATIVE_HEADER_LEN, used).unwrap().end;
+        assert_eq!(
+            native_record_layouts(&bytes, NATIVE_HEADER_LEN, first, &mut layouts).unwrap(),
+            first
+        );
+        assert_eq!(layouts.len(), 1);
+        assert_eq!(
+            native_record_layouts(&bytes, first, used, &mut layouts).unwrap(),
+            used
+        );
+        assert!(layouts.iter().any(|l| l.moved), "no record moved");
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        let map = crate::read_map::ReadMap::new(&file, len).unwrap();
+        let mut read: Vec<(String, NativeHistogram)> = Vec::new();
+        for layout in layouts.iter().filter(|l| !l.moved) {
+            let mut buckets = Vec::new();
+            let counts = map
+                .read(|view| {
+                    read_native_record_counts(
+                        view,
+                        layout.record,
+                        layout.capacity,
+                        &mut Vec::new(),
+                        &mut buckets,
+                    )
+                })
+                .unwrap()
+                .unwrap();
+            let mut histogram = NativeHistogram::empty(layout.schema, layout.zero_threshold);
+            histogram.zero_count = counts.zero_count;
+            histogram.nan_count = counts.nan_count;
+            histogram.sum = counts.sum;
+            for (index, negative, count) in buckets {
+                let side = if negative {
+                    &mut histogram.negative
+                } else {
+                    &mut histogram.positive
+                };
+                side.push((index, count));
+            }
+            normalize(&mut histogram.positive);
+            normalize(&mut histogram.negative);
+            read.retain(|(key, _)| key != &layout.key);
+            read.push((layout.key.clone(), histogram));
+        }
+        let expected: Vec<(String, NativeHistogram)> = parsed
+            .entries
+            .into_iter()
+            .map(|e| (e.raw_key, e.histogram))
+            .collect();
+        assert_eq!(read, expected);
+        // A record claiming more buckets in use than its room: damaged,
+        // though every word it names lies in the file.
+        let first = &layouts[0];
+        let mut damaged = bytes.clone();
+        let at = first.record + word::BUCKETS_USED * 8;
+        damaged[at..at + 4].copy_from_slice(&(first.capacity as u32 + 1).to_le_bytes());
+        let damaged_path = dir.path().join("damaged.native");
+        std::fs::write(&damaged_path, &damaged).unwrap();
+        let file = std::fs::File::open(&damaged_path).unwrap();
+        let map = crate::read_map::ReadMap::new(&file, damaged.len()).unwrap();
+        let result = map
+            .read(|view| {
+                read_native_record_counts(
+                    view,
+                    first.record,
+                    first.capacity,
+                    &mut Vec::new(),
+                    &mut Vec::new(),
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            result.unwrap_err().kind,
+            ReadErrorKind::BadNativeHistogramRecord(
+                "more buckets in use than the record has room for"
+            )
+        );
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn collect_paths(
             &order,
             pass.dir,
             pass.exited.map(|_| state.plan_generation),
+            pass.map_limit.map(|limit| limit.saturating_sub(state.maps)),
             &mut state.natives,
             &mut warnings,
         ),

@@ -123,6 +123,7 @@ pub(super) fn merge_with_duplicates(
             &order,
             None,
             None,
+            None,
             &mut state.natives,
             &mut Vec::new(),
         );

@@ -25,6 +25,14 @@
 //! are merged per thread first), so the last bits of a sum may differ from
 //! a merge in listing order.
 //!
+//! Live workers' companions are kept mapped between scrapes where maps
+//! may be had (see [`super::live_natives`]): a scrape then loads only the
+//! words of each current record's counts and buckets in use, and adds
+//! them into one dense merge per series ([`crate::native_dense`]). Those
+//! not mapped (a collector's first scrape, no SIGBUS guard, past the limit
+//! on maps, a file that does not read right through a map) are read with
+//! `pread`.
+//!
 //! A companion that is missing is the usual case (a process that records
 //! no native histogram); a bad one costs its native histograms and a
 //! warning, once, never a sample and never the scrape. What each key names
@@ -41,11 +49,13 @@ use multiprom_format::{
     NativeHistogram, NativeVisitScratch, ReadError,
 };
 
+use crate::native_dense::{DenseNative, RecordRead};
 use crate::native_histograms::{series_key, NativeHistograms};
 use crate::problem::Warning;
 
 use super::file_entry::{path_bytes, FileEntry};
 use super::gather::cores;
+use super::live_natives::{LiveCompanion, MappedNatives, RecordSink};
 
 /// The series each key names (`None`: a key that does not decode), by the
 /// key as written.
@@ -64,6 +74,70 @@ pub(super) struct NativeState {
     scratch: Vec<(i32, u64)>,
     /// The settled files' native histograms.
     settled: SettledNatives,
+    /// Live workers' files kept mapped.
+    mapped: MappedNatives,
+    /// The series their records are merged into.
+    dense: DenseSeries,
+}
+
+/// Per-series dense merges of mapped records, kept between scrapes so
+/// their windows are reused; a mapped record names its series by index.
+#[derive(Debug, Default)]
+struct DenseSeries {
+    ids: foldhash::HashMap<Arc<[u8]>, usize>,
+    series: Vec<(Arc<[u8]>, DenseNative)>,
+    /// The series with records this scrape.
+    touched: Vec<usize>,
+    histogram: Option<NativeHistogram>,
+    scratch: Vec<(i32, u64)>,
+}
+
+/// What mapped records are merged with: the keys decoded, the series.
+struct DenseSink<'a> {
+    keys: &'a mut SeriesOfKeys,
+    dense: &'a mut DenseSeries,
+}
+
+impl RecordSink for DenseSink<'_> {
+    fn series(&mut self, raw_key: &str) -> Option<usize> {
+        let series = series_of(self.keys, raw_key)?;
+        let dense = &mut *self.dense;
+        Some(*dense.ids.entry(series).or_insert_with_key(|series| {
+            dense
+                .series
+                .push((Arc::clone(series), DenseNative::default()));
+            dense.series.len() - 1
+        }))
+    }
+
+    fn add(&mut self, series: usize, record: RecordRead<'_>) {
+        let dense = &mut *self.dense;
+        let Some((_, merge)) = dense.series.get_mut(series) else {
+            return;
+        };
+        if merge.is_empty() {
+            dense.touched.push(series);
+        }
+        let histogram = dense
+            .histogram
+            .get_or_insert_with(|| NativeHistogram::empty(0, 0.0));
+        merge.add(record, histogram, &mut dense.scratch);
+    }
+}
+
+impl DenseSeries {
+    /// Merges the series with records into `into`, and clears them.
+    fn drain_into(&mut self, into: &mut NativeHistograms) {
+        for series in self.touched.drain(..) {
+            let Some((key, merge)) = self.series.get_mut(series) else {
+                continue;
+            };
+            if let Some(histogram) = merge.to_histogram() {
+                into.merge(key, histogram, &mut self.scratch);
+            }
+            merge.clear();
+        }
+    }
 }
 
 /// The native histograms of settled files, merged.
@@ -84,6 +158,10 @@ struct SettledNatives {
 struct Companion<'a> {
     dir: &'a Path,
     name: &'a FileName,
+    /// Its index in the file table, its path there, and its changes.
+    index: usize,
+    db_path: &'a Arc<Path>,
+    changes: u64,
     /// Its index in the file table and the collection its writer was seen
     /// gone in, for a settled file.
     settled: Option<(usize, u64)>,
@@ -100,11 +178,14 @@ impl Companion<'_> {
 /// skipped and reported in `warnings` once. `dir`: the directory all the
 /// files are in, if they are in one. `settled`: the generation of the plan
 /// whose settled files may be kept merged (`None`: nothing settles).
+/// `maps`: how many live files' companions may be kept mapped (`None`:
+/// none).
 pub(super) fn collect_natives(
     known: &[Option<FileEntry>],
     order: &[usize],
     dir: Option<&Path>,
     settled: Option<u64>,
+    maps: Option<usize>,
     state: &mut NativeState,
     warnings: &mut Vec<Warning>,
 ) -> NativeHistograms {
@@ -118,6 +199,7 @@ pub(super) fn collect_natives(
             state.reported.clear();
             state.keys.clear();
             state.settled = SettledNatives::default();
+            state.mapped.clear();
             return NativeHistograms::default();
         }
         looked.push((dir, has));
@@ -155,6 +237,9 @@ pub(super) fn collect_natives(
             companions.push(Companion {
                 dir,
                 name: &file.name,
+                index,
+                db_path: &entry.path,
+                changes: file.changes(),
                 settled,
             });
         }
@@ -168,13 +253,28 @@ pub(super) fn collect_natives(
             .iter()
             .map(|(p, e)| (p.clone(), e.clone())),
     );
-    let live: Vec<PathBuf> = companions
+    let live: Vec<LiveCompanion<'_>> = companions
         .iter()
         .filter(|c| c.settled.is_none())
-        .map(Companion::path)
+        .map(|c| LiveCompanion {
+            index: c.index,
+            db_path: c.db_path,
+            changes: c.changes,
+            dir: c.dir,
+            name: c.name,
+        })
         .collect();
     let mut natives = state.settled.merged.clone();
+    let mut map_problems = Vec::new();
+    let mut sink = DenseSink {
+        keys: &mut state.keys,
+        dense: &mut state.dense,
+    };
+    let (live, mapped_records) = state.mapped.read(&live, maps, &mut sink, &mut map_problems);
+    problems.extend(map_problems);
+    records += mapped_records;
     records += state.read_into(&live, &mut natives, &mut problems);
+    state.dense.drain_into(&mut natives);
     for (path, error) in &problems {
         if state.reported.get(path) != Some(error) {
             warnings.push(Warning::NativeHistograms(error.clone()));
@@ -184,6 +284,11 @@ pub(super) fn collect_natives(
     if state.keys.len() > 2 * records + 1024 {
         // Keys of files gone or rewritten piled up.
         state.keys.clear();
+    }
+    if state.dense.series.len() > 2 * records + 1024 {
+        // Series of files gone piled up; the maps' records name them.
+        state.dense = DenseSeries::default();
+        state.mapped.clear();
     }
     for reader in &mut state.readers {
         if reader.buf.capacity() > BUF_KEEP {
@@ -241,7 +346,7 @@ impl NativeState {
             records += part.records;
             into.absorb(part.merged, &mut self.scratch);
             for (raw_key, histogram) in part.unknown {
-                if let Some(series) = self.series_of(raw_key) {
+                if let Some(series) = series_of(&mut self.keys, &raw_key) {
                     into.merge(&series, histogram, &mut self.scratch);
                 }
             }
@@ -249,26 +354,34 @@ impl NativeState {
         }
         records
     }
+}
 
-    /// The series `raw_key` names: its family name and sorted labels, as
-    /// [`series_key`] encodes them; decoded the first time the key is read.
-    fn series_of(&mut self, raw_key: String) -> Option<Arc<[u8]>> {
-        if let Some(series) = self.keys.get(raw_key.as_str()) {
-            return series.clone();
-        }
-        let series = Key::decode(raw_key.as_bytes()).ok().map(|key| {
-            let mut labels: Vec<(&str, &str)> = key
-                .labels
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_str()))
-                .collect();
-            labels.sort_unstable();
-            let mut bytes = Vec::new();
-            series_key(&mut bytes, &key.family, labels.into_iter());
-            Arc::from(bytes)
-        });
-        self.keys.insert(raw_key.into_boxed_str(), series.clone());
-        series
+/// The series `raw_key` names: its family name and sorted labels, as
+/// [`series_key`] encodes them; decoded the first time the key is read,
+/// then kept in `keys`.
+fn series_of(keys: &mut SeriesOfKeys, raw_key: &str) -> Option<Arc<[u8]>> {
+    if let Some(series) = keys.get(raw_key) {
+        return series.clone();
+    }
+    let series = Key::decode(raw_key.as_bytes()).ok().map(|key| {
+        let mut labels: Vec<(&str, &str)> = key
+            .labels
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        labels.sort_unstable();
+        let mut bytes = Vec::new();
+        series_key(&mut bytes, &key.family, labels.into_iter());
+        Arc::from(bytes)
+    });
+    keys.insert(raw_key.into(), series.clone());
+    series
+}
+
+impl NativeState {
+    /// Live workers' companions kept mapped.
+    pub(super) fn mapped_files(&self) -> usize {
+        self.mapped.len()
     }
 }
 

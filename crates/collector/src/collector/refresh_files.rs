@@ -68,7 +68,8 @@ pub(super) fn decide_maps(
         out.resize(order.len(), false);
         return;
     };
-    let mut maps = state.maps;
+    // Live workers' native histogram files share the limit.
+    let mut maps = state.maps + state.natives.mapped_files();
     out.extend(order.iter().map(|&index| {
         let Some(Some(FileEntry {
             file: Some(file), ..

@@ -116,6 +116,10 @@ pub(crate) struct TrackedFile {
     /// settles again after an event is told apart from one that stayed
     /// settled.
     pub writer_gone_in: u64,
+    /// Bumped whenever something may have changed the file or its
+    /// companions (an event, a resync, a reset): what a companion kept open
+    /// between scrapes checks before it is trusted.
+    changes: u64,
 }
 
 /// Whether a file can still change under its map.
@@ -151,6 +155,7 @@ impl TrackedFile {
             stamp: None,
             settled: Settled::No,
             writer_gone_in: 0,
+            changes: 0,
         }
     }
 
@@ -162,6 +167,7 @@ impl TrackedFile {
             self.suspect = true;
         }
         self.settled = Settled::No;
+        self.changes += 1;
     }
 
     /// Marks the file as touched: the next refresh reopens it, remaps it at
@@ -170,12 +176,21 @@ impl TrackedFile {
     pub(crate) fn touched(&mut self) {
         self.suspect = true;
         self.settled = Settled::No;
+        self.changes += 1;
     }
 
     /// Marks the file as opened by someone: a writer may be back (a new
     /// process with the pid of the one that wrote it), so it is read again.
     pub(crate) fn opened(&mut self) {
         self.settled = Settled::No;
+        self.changes += 1;
+    }
+
+    /// How many times something may have changed the file or its
+    /// companions: unchanged, a companion looked at before is as it was
+    /// then, or grown by its writer.
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Whether the file's contents, and its values in the value buffer of
@@ -245,6 +260,7 @@ impl TrackedFile {
         self.used = 0;
         self.file_size = 0;
         self.settled = Settled::No;
+        self.changes += 1;
     }
 
     /// Brings the entries up to date with the file at `path`. `map` says

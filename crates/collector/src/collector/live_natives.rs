@@ -1,0 +1,424 @@
+//! Live workers' native histogram files, kept mapped between scrapes.
+//!
+//! A live worker's companion changes under every scrape (its writer adds
+//! to it through a map, which no event reports), so each protobuf scrape
+//! reads it again. Opened and read whole with `pread` that costs a few
+//! microseconds a file, mostly system calls and copying bucket room not in
+//! use. Kept mapped read-only ([`ReadMap`]), a scrape loads `used`, then
+//! per current record its counts and the buckets in use, word by word
+//! ([`read_native_record_counts`]); where the records lie (key, offset,
+//! room, schema, zero bucket: fixed once written) is parsed once, and
+//! again only for the entries past the last parse when `used` grows.
+//!
+//! A map is trusted while its `*.db` file's tracked state says nothing
+//! happened to it ([`crate::tracked::TrackedFile::changes`]: an event, a
+//! resync, a reopen); after that the companion's identity is looked at
+//! again (one `stat`) and a different file is mapped afresh. A companion
+//! removed or replaced with no event about its `*.db` file is noticed at
+//! the next resync, as a `*.db` file changed unseen is. The map is dropped
+//! when the companion vanishes or is replaced, when its `*.db` file
+//! settles (the settled files' merge takes it over) or leaves the listing,
+//! and when the file outgrows it (mapped again at its new size). A file
+//! that shrank under its map is reported, like any bad file, and that map
+//! is not read again; a file that does not read right through its map is
+//! read with `pread`, which reports what is wrong with it.
+//!
+//! A file is mapped from the second scrape that reads it on: a collector
+//! used once never sets up a map.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use multiprom_format::native_file::{
+    native_histogram_path, MAX_NATIVE_FILE_LEN, NATIVE_HEADER_LEN,
+};
+use multiprom_format::read_map::ReadMap;
+use multiprom_format::{
+    native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, FileName,
+    NativeCounts, NativeRecordLayout, NativeSlot, ReadError, ReadErrorKind,
+};
+
+use crate::native_dense::RecordRead;
+
+/// A live worker's companion to read this scrape.
+pub(super) struct LiveCompanion<'a> {
+    /// The index of its `*.db` file in the file table.
+    pub index: usize,
+    /// Its `*.db` file's path, as the file table holds it.
+    pub db_path: &'a Arc<Path>,
+    /// Its `*.db` file's [`changes`](crate::tracked::TrackedFile::changes).
+    pub changes: u64,
+    /// The directory and name of its `*.db` file (its path is made only
+    /// when it is opened: a mapped file is read without).
+    pub dir: &'a Path,
+    pub name: &'a FileName,
+}
+
+impl LiveCompanion<'_> {
+    fn path(&self) -> PathBuf {
+        native_histogram_path(self.dir, self.name)
+    }
+}
+
+/// How many files ahead of the one read the next are fetched: enough for
+/// their lines to arrive from memory in the meantime.
+const LOOKAHEAD: usize = 2;
+
+/// Where records go: what names a key, and the records read.
+pub(super) trait RecordSink {
+    /// The series `raw_key` names (`None`: a key that does not decode).
+    fn series(&mut self, raw_key: &str) -> Option<usize>;
+    /// Adds a record of `series`.
+    fn add(&mut self, series: usize, record: RecordRead<'_>);
+}
+
+/// The live companions kept mapped, by the file table index of their
+/// `*.db` file.
+#[derive(Debug, Default)]
+pub(super) struct MappedNatives {
+    files: foldhash::HashMap<usize, MappedNative>,
+    /// Files that did not read right through a map: read with `pread`
+    /// until their `*.db` file changes.
+    unmappable: foldhash::HashMap<usize, (Arc<Path>, u64)>,
+    scrapes: u64,
+    bytes: Vec<u8>,
+    layouts: Vec<NativeRecordLayout>,
+    buckets: Vec<(i32, bool, u64)>,
+    staged: Vec<Staged>,
+}
+
+/// A record read from a map, before it is added (a file is added whole
+/// or not at all).
+#[derive(Debug)]
+struct Staged {
+    record: usize,
+    counts: NativeCounts,
+    buckets: (usize, usize),
+}
+
+/// One companion kept mapped.
+#[derive(Debug)]
+struct MappedNative {
+    map: ReadMap,
+    identity: FileIdentity,
+    /// Its `*.db` file, and that file's changes, when last checked.
+    db_path: Arc<Path>,
+    changes: u64,
+    /// Where the parsed entries end.
+    parsed_up_to: usize,
+    /// The current record of each key, in the order keys first appear.
+    records: Vec<LiveRecord>,
+    by_key: foldhash::HashMap<Box<str>, usize>,
+    /// The scrape that last read it.
+    seen: u64,
+}
+
+/// A series' current record in a mapped file.
+#[derive(Debug)]
+struct LiveRecord {
+    series: Option<usize>,
+    record: usize,
+    capacity: usize,
+    schema: i8,
+    zero_threshold: f64,
+    /// Its buckets in use, as found so far.
+    slots: Vec<NativeSlot>,
+}
+
+/// How reading a file through its map went.
+enum Outcome {
+    /// Its records were added (this many).
+    Read(usize),
+    /// `used` is past the map: map it again at its new size.
+    Outgrown,
+    /// It shrank under the map.
+    Shrunk,
+    /// It did not read right: read it with `pread`.
+    Unreadable,
+}
+
+impl MappedNatives {
+    /// Files mapped.
+    pub(super) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Drops every map (and what records name).
+    pub(super) fn clear(&mut self) {
+        self.files.clear();
+        self.unmappable.clear();
+    }
+
+    /// Reads `companions` through their maps, mapping those not mapped yet
+    /// within `maps` maps in all (`None`: none may be, and every map is
+    /// dropped), adding their records to `sink`; problems go to
+    /// `problems`. Returns the companions to read with `pread` instead,
+    /// and the records added.
+    pub(super) fn read(
+        &mut self,
+        companions: &[LiveCompanion<'_>],
+        maps: Option<usize>,
+        sink: &mut impl RecordSink,
+        problems: &mut Vec<(PathBuf, ReadError)>,
+    ) -> (Vec<PathBuf>, usize) {
+        let Some(maps) = maps else {
+            self.clear();
+            return (companions.iter().map(LiveCompanion::path).collect(), 0);
+        };
+        self.scrapes += 1;
+        let may_map_new = self.scrapes > 1;
+        let mut pread = Vec::new();
+        let mut records = 0;
+        for (n, companion) in companions.iter().enumerate() {
+            // The file after next is fetched while these are read.
+            if let Some(ahead) = companions
+                .get(n + LOOKAHEAD)
+                .and_then(|ahead| self.files.get(&ahead.index))
+            {
+                ahead.prefetch();
+            }
+            if let Some(file) = self.files.get_mut(&companion.index) {
+                if !file.is_current(companion) {
+                    self.files.remove(&companion.index);
+                }
+            }
+            let unmappable = self
+                .unmappable
+                .get(&companion.index)
+                .is_some_and(|(db, n)| {
+                    Arc::ptr_eq(db, companion.db_path) && *n == companion.changes
+                });
+            if unmappable {
+                pread.push(companion.path());
+                continue;
+            }
+            self.unmappable.remove(&companion.index);
+            // At most twice: once more after the file outgrew its map.
+            let mut done = false;
+            for attempt in 0..2 {
+                if !self.files.contains_key(&companion.index) {
+                    if !may_map_new || self.files.len() >= maps {
+                        break;
+                    }
+                    match MappedNative::open(companion) {
+                        Ok(Some(file)) => {
+                            self.files.insert(companion.index, file);
+                        }
+                        // Missing: a process without native histograms.
+                        Ok(None) => {
+                            done = true;
+                            break;
+                        }
+                        Err(()) => break,
+                    }
+                }
+                let Some(file) = self.files.get_mut(&companion.index) else {
+                    break;
+                };
+                file.seen = self.scrapes;
+                let outcome = file.read(
+                    &mut self.bytes,
+                    &mut self.layouts,
+                    &mut self.buckets,
+                    &mut self.staged,
+                    sink,
+                );
+                match outcome {
+                    Outcome::Read(n) => {
+                        records += n;
+                        done = true;
+                        break;
+                    }
+                    // Mapped at its size just now, and still `used` is past
+                    // the end: bad, as `pread` will tell.
+                    Outcome::Outgrown if attempt > 0 => {
+                        self.files.remove(&companion.index);
+                        self.unmappable.insert(
+                            companion.index,
+                            (Arc::clone(companion.db_path), companion.changes),
+                        );
+                        break;
+                    }
+                    Outcome::Outgrown => {
+                        self.files.remove(&companion.index);
+                    }
+                    Outcome::Shrunk => {
+                        self.files.remove(&companion.index);
+                        let path = companion.path();
+                        let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
+                        problems.push((path, error));
+                        done = true;
+                        break;
+                    }
+                    Outcome::Unreadable => {
+                        self.files.remove(&companion.index);
+                        self.unmappable.insert(
+                            companion.index,
+                            (Arc::clone(companion.db_path), companion.changes),
+                        );
+                        break;
+                    }
+                }
+            }
+            if !done {
+                pread.push(companion.path());
+            }
+        }
+        let scrape = self.scrapes;
+        self.files.retain(|_, file| file.seen == scrape);
+        (pread, records)
+    }
+}
+
+impl MappedNative {
+    /// Maps the companion (`Ok(None)`: it is missing; `Err`: it is to be
+    /// read with `pread`, which reports what is wrong with it).
+    fn open(companion: &LiveCompanion<'_>) -> Result<Option<MappedNative>, ()> {
+        let (file, meta) = match open_for_read(&companion.path()) {
+            Ok(opened) => opened,
+            Err(error) if error.is_vanished() => return Ok(None),
+            Err(_) => return Err(()),
+        };
+        let size = meta.len();
+        if size < NATIVE_HEADER_LEN as u64 || size > MAX_NATIVE_FILE_LEN {
+            return Err(());
+        }
+        let map = ReadMap::new(&file, size as usize).map_err(|_| ())?;
+        Ok(Some(MappedNative {
+            map,
+            identity: FileIdentity::from_metadata(&meta),
+            db_path: Arc::clone(companion.db_path),
+            changes: companion.changes,
+            parsed_up_to: NATIVE_HEADER_LEN,
+            records: Vec::new(),
+            by_key: foldhash::HashMap::default(),
+            seen: 0,
+        }))
+    }
+
+    /// Whether the map is still of `companion`'s file: nothing happened to
+    /// its `*.db` file since it was checked, or the companion is the same
+    /// file as mapped (checked now, and then remembered).
+    fn is_current(&mut self, companion: &LiveCompanion<'_>) -> bool {
+        if Arc::ptr_eq(&self.db_path, companion.db_path) && self.changes == companion.changes {
+            return true;
+        }
+        if FileIdentity::of(&companion.path()).ok() != Some(self.identity) {
+            return false;
+        }
+        self.db_path = Arc::clone(companion.db_path);
+        self.changes = companion.changes;
+        true
+    }
+
+    /// Asks for the lines the next read loads (as of the last read): the
+    /// header's first word, and each record's counts and buckets in use.
+    fn prefetch(&self) {
+        let _ = self.map.read(|view| {
+            view.prefetch(0, 8);
+            for record in &self.records {
+                let (from, to) = (8 * 3, 8 * 7 + 16 * record.slots.len());
+                view.prefetch(record.record + from, to - from);
+            }
+        });
+    }
+
+    /// Reads the current records through the map, parsing new entries
+    /// first, and adds them to `sink` if the whole file reads right.
+    fn read(
+        &mut self,
+        bytes: &mut Vec<u8>,
+        layouts: &mut Vec<NativeRecordLayout>,
+        buckets: &mut Vec<(i32, bool, u64)>,
+        staged: &mut Vec<Staged>,
+        sink: &mut impl RecordSink,
+    ) -> Outcome {
+        let used = match self.map.read(|view| view.u32_acquire(0)) {
+            Ok(used) => used.unwrap_or(0) as usize,
+            Err(_) => return Outcome::Shrunk,
+        };
+        if used > self.map.len() {
+            return Outcome::Outgrown;
+        }
+        if used < self.parsed_up_to {
+            // Rewritten in place: not the file parsed.
+            return Outcome::Unreadable;
+        }
+        if used > self.parsed_up_to {
+            bytes.clear();
+            match self.map.read(|view| view.copy_to(0, used, bytes)) {
+                Ok(true) => {}
+                Ok(false) => return Outcome::Unreadable,
+                Err(_) => return Outcome::Shrunk,
+            }
+            layouts.clear();
+            if native_record_layouts(bytes, self.parsed_up_to, used, layouts).is_err() {
+                return Outcome::Unreadable;
+            }
+            for layout in layouts.drain(..) {
+                // A key's last record is its current one.
+                if layout.moved {
+                    continue;
+                }
+                let record = LiveRecord {
+                    series: sink.series(&layout.key),
+                    record: layout.record,
+                    capacity: layout.capacity,
+                    schema: layout.schema,
+                    zero_threshold: layout.zero_threshold,
+                    slots: Vec::new(),
+                };
+                match self.by_key.get(layout.key.as_str()) {
+                    Some(&at) => self.records[at] = record,
+                    None => {
+                        self.by_key
+                            .insert(layout.key.into_boxed_str(), self.records.len());
+                        self.records.push(record);
+                    }
+                }
+            }
+            self.parsed_up_to = used;
+        }
+        buckets.clear();
+        staged.clear();
+        let records = &mut self.records;
+        let read = self.map.read(|view| {
+            for (n, record) in records.iter_mut().enumerate() {
+                let start = buckets.len();
+                let counts = read_native_record_counts(
+                    view,
+                    record.record,
+                    record.capacity,
+                    &mut record.slots,
+                    buckets,
+                )?;
+                staged.push(Staged {
+                    record: n,
+                    counts,
+                    buckets: (start, buckets.len()),
+                });
+            }
+            Ok::<(), multiprom_format::ParseError>(())
+        });
+        match read {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Outcome::Unreadable,
+            Err(_) => return Outcome::Shrunk,
+        }
+        for staged in staged.iter() {
+            let record = &records[staged.record];
+            if let Some(series) = record.series {
+                sink.add(
+                    series,
+                    RecordRead {
+                        schema: record.schema,
+                        zero_threshold: record.zero_threshold,
+                        counts: staged.counts,
+                        buckets: &buckets[staged.buckets.0..staged.buckets.1],
+                    },
+                );
+            }
+        }
+        Outcome::Read(records.len())
+    }
+}

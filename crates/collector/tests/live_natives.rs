@@ -1,0 +1,169 @@
+//! Live workers' native histogram files, kept mapped between protobuf
+//! scrapes, give the native histograms that reading them whole gives, as
+//! they grow; one cut short under its map is reported and skipped.
+
+// Test helpers: a failed setup step is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
+use multiprom_format::native_file::native_histogram_path;
+use multiprom_format::{
+    encode_key, FileName, FileWriter, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
+    ReadErrorKind,
+};
+
+const HELP: &str = "Latency.";
+const NAME: &str = "latency_seconds";
+
+fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
+    collector
+        .collect_with(|_| Arc::default(), None, Natives::Merge)
+        .unwrap()
+}
+
+/// A worker's histogram file (a native-only histogram's classic part for
+/// each route) and its native histogram file.
+struct Worker {
+    _file: FileWriter,
+    natives: NativeHistogramWriter,
+}
+
+impl Worker {
+    fn new(dir: &Path, pid: &str, routes: &[&str]) -> Worker {
+        let name = FileName::new(MetricKind::Histogram, pid).unwrap();
+        let mut file = FileWriter::open(dir, &name).unwrap();
+        for route in routes {
+            let key = |sample: &str, le: &[(&str, &str)]| {
+                let labels = le.iter().copied().chain([("route", *route)]);
+                encode_key(NAME, sample, labels, HELP)
+            };
+            file.slot(&key("latency_seconds_sum", &[]))
+                .unwrap()
+                .add(1.0);
+            file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]))
+                .unwrap()
+                .add(1.0);
+        }
+        let natives = NativeHistogramWriter::open(dir, &name).unwrap();
+        Worker {
+            _file: file,
+            natives,
+        }
+    }
+
+    /// Observes `values` into `route`'s native series, with room for
+    /// `max_buckets` buckets per record.
+    fn observe(&self, route: &str, max_buckets: u32, values: impl IntoIterator<Item = f64>) {
+        let config = NativeHistogramConfig {
+            max_buckets,
+            ..NativeHistogramConfig::default()
+        };
+        let series = self
+            .natives
+            .series(&encode_key(NAME, NAME, [("route", route)], HELP), config)
+            .unwrap();
+        for value in values {
+            series.observe(value);
+        }
+    }
+}
+
+/// Values whose sums are exact in any order, spread over many buckets.
+fn values(from: i32, n: i32, scale: f64) -> impl Iterator<Item = f64> {
+    (from..from + n).map(move |k| scale * f64::from(k) * 0.125)
+}
+
+#[test]
+fn mapped_live_files_give_what_reading_them_whole_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = ["/", "/api", "/new"];
+    let workers: Vec<Worker> = (1..=3)
+        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
+        .collect();
+    for (n, worker) in workers.iter().enumerate() {
+        let n = n as i32;
+        worker.observe("/", 160, values(1, 20 + n, 1.0));
+        worker.observe("/api", 8, values(-10, 5, 1.0));
+    }
+    // Live workers: nothing settles; maps from the second scrape on.
+    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let same_as_read_whole = |when: &str| {
+        let scrape = for_protobuf(&mapped);
+        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
+        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
+        assert_eq!(scrape.natives, whole.natives, "{when}");
+        scrape
+    };
+    for n in 0..3 {
+        same_as_read_whole(&format!("scrape {n}"));
+    }
+    // Counts grow in place (no event says so).
+    for worker in &workers {
+        worker.observe("/", 160, values(3, 7, 1.0));
+    }
+    same_as_read_whole("counts grown");
+    // A new series is appended to one file.
+    workers[1].observe("/new", 160, values(1, 3, -1.0));
+    let scrape = same_as_read_whole("series appended");
+    let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/new".into())];
+    assert_eq!(scrape.natives.get(NAME, &labels).unwrap().count(), 3);
+    // More buckets than a record has room for: the writer lowers the
+    // schema into a new record and marks the old one moved.
+    let before = scrape.natives.get(NAME, &[("route".into(), "/api".into())]);
+    let schema_before = before.unwrap().schema;
+    workers[2].observe("/api", 8, values(1, 400, 3.0));
+    let scrape = same_as_read_whole("record moved");
+    let after = scrape.natives.get(NAME, &[("route".into(), "/api".into())]);
+    assert!(after.unwrap().schema < schema_before);
+    // And the moved series keeps counting in its new record.
+    workers[2].observe("/api", 8, values(1, 50, 3.0));
+    same_as_read_whole("moved record grown");
+}
+
+#[test]
+fn a_native_file_cut_short_under_its_map_is_reported_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = ["/a", "/b", "/c", "/d"];
+    let kept = Worker::new(dir.path(), "1", &routes);
+    let cut = Worker::new(dir.path(), "2", &routes);
+    for worker in [&kept, &cut] {
+        for route in routes {
+            worker.observe(route, 160, values(1, 30, 1.0));
+        }
+    }
+    let collector = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    for _ in 0..3 {
+        let scrape = for_protobuf(&collector);
+        assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
+        assert_eq!(scrape.natives.len(), routes.len());
+    }
+    // Its writer goes (its map would fault too), and someone cuts the file
+    // to its first page: its later records lie past the end now.
+    drop(cut);
+    let name = FileName::new(MetricKind::Histogram, "2").unwrap();
+    let path = native_histogram_path(dir.path(), &name);
+    assert!(std::fs::metadata(&path).unwrap().len() > 8192);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let scrape = for_protobuf(&collector);
+    let shrank = scrape.warnings.iter().any(|warning| {
+        matches!(warning, Warning::NativeHistograms(error)
+            if error.kind == ReadErrorKind::ShrankUnderMap && error.path == path)
+    });
+    assert!(shrank, "{:?}", scrape.warnings);
+    // The other worker's histograms only.
+    let only_kept = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
+    let first: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/a".into())];
+    assert_eq!(scrape.natives.get(NAME, &first).unwrap().count(), 30);
+    // Later scrapes read the file as it is now: bad, reported, skipped.
+    let later = for_protobuf(&collector);
+    assert_eq!(later.natives.get(NAME, &first).unwrap().count(), 30);
+    assert_eq!(only_kept.natives.get(NAME, &first).unwrap().count(), 30);
+}
