@@ -7,13 +7,11 @@
 //! window (per side, from an offset), each is an indexed add. Records of
 //! another schema or zero bucket, or buckets too far apart for a window of
 //! [`MAX_DENSE_SLOTS`], turn the merge into the sparse one
-//! ([`crate::native_merge::add_native`], equal to
+//! ([`NativeHistogram::merge_reusing`], equal to
 //! [`NativeHistogram::merge`]) for the rest of the scrape, so the result is
 //! always the merge of the records in the order added.
 
 use multiprom_format::{NativeCounts, NativeHistogram};
-
-use crate::native_merge::add_native;
 
 /// The widest window of bucket indices kept dense, per side (32 KiB of
 /// counts): schema 8 spans some 1,400 indices per factor of 1,000 in the
@@ -169,7 +167,7 @@ impl DenseNative {
         self.records += 1;
         if let Some(sparse) = &mut self.sparse {
             histogram_of(record, scratch_histogram);
-            add_native(sparse, scratch_histogram, scratch);
+            sparse.merge_reusing(scratch_histogram, scratch);
             return;
         }
         let same_layout = record.schema == self.schema
@@ -244,7 +242,7 @@ impl DenseNative {
         self.positive.clear();
         self.negative.clear();
         histogram_of(record, scratch_histogram);
-        add_native(&mut merged, scratch_histogram, scratch);
+        merged.merge_reusing(scratch_histogram, scratch);
         self.sparse = Some(merged);
     }
 

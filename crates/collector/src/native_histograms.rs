@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use multiprom_format::{NativeHistogram, NativeRecord};
 
-use crate::native_merge::{add_native, add_record};
+use crate::native_merge::add_record;
 
 /// Merged native histograms by series (family name and labels).
 ///
@@ -96,7 +96,7 @@ impl NativeHistograms {
         scratch: &mut Vec<(i32, u64)>,
     ) {
         match self.by_series.get_mut(&**key) {
-            Some(merged) => add_native(merged, &histogram, scratch),
+            Some(merged) => merged.merge_reusing(&histogram, scratch),
             None => {
                 self.by_series.insert(Arc::clone(key), histogram);
             }

@@ -117,12 +117,19 @@ impl NativeHistogram {
     /// the two share a layout (the usual case: every process records with
     /// the same settings).
     pub fn merge(&mut self, other: &NativeHistogram) {
+        self.merge_reusing(other, &mut Vec::new());
+    }
+
+    /// [`NativeHistogram::merge`], with `scratch` (kept by the caller
+    /// between merges) for the merged buckets: what a collector merging
+    /// thousands of histograms per scrape calls.
+    pub fn merge_reusing(&mut self, other: &NativeHistogram, scratch: &mut Vec<(i32, u64)>) {
         self.reduce_to(other.schema);
         self.widen_zero_bucket(other.zero_threshold);
         let same_layout = other.schema == self.schema
             && other.zero_threshold.to_bits() == self.zero_threshold.to_bits();
         if same_layout {
-            self.add_same_layout(other);
+            self.add_same_layout(other, scratch);
             return;
         }
         let mut other = other.clone();
@@ -130,17 +137,17 @@ impl NativeHistogram {
         other.widen_zero_bucket(self.zero_threshold);
         // Widening `other` may have widened it past this one's threshold.
         self.widen_zero_bucket(other.zero_threshold);
-        self.add_same_layout(&other);
+        self.add_same_layout(&other, scratch);
     }
 
     /// Adds `other`, which has this histogram's schema (and a zero
     /// threshold no wider).
-    fn add_same_layout(&mut self, other: &NativeHistogram) {
+    fn add_same_layout(&mut self, other: &NativeHistogram, scratch: &mut Vec<(i32, u64)>) {
         self.zero_count = self.zero_count.saturating_add(other.zero_count);
         self.nan_count = self.nan_count.saturating_add(other.nan_count);
         self.sum += other.sum;
-        add_buckets(&mut self.positive, &other.positive);
-        add_buckets(&mut self.negative, &other.negative);
+        add_buckets(&mut self.positive, &other.positive, scratch);
+        add_buckets(&mut self.negative, &other.negative, scratch);
     }
 }
 
@@ -158,17 +165,21 @@ fn coalesce(buckets: &mut Vec<(i32, u64)>) {
     *buckets = out;
 }
 
-/// Adds `from`'s buckets into `into` (both sorted by index): one linear
-/// pass.
-fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)]) {
+/// Adds `from`'s buckets into `into` (both sorted by index), in one walk
+/// of both, through `scratch`.
+fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)], scratch: &mut Vec<(i32, u64)>) {
     if from.is_empty() {
         return;
     }
-    if into.is_empty() {
-        into.extend_from_slice(from);
+    // The same buckets (a series that has seen its whole range): in place.
+    if into.len() == from.len() && into.iter().zip(from).all(|(a, b)| a.0 == b.0) {
+        for (a, b) in into.iter_mut().zip(from) {
+            a.1 = a.1.saturating_add(b.1);
+        }
         return;
     }
-    let mut out = Vec::with_capacity(into.len() + from.len());
+    scratch.clear();
+    scratch.reserve(into.len() + from.len());
     let (mut a, mut b) = (into.iter().peekable(), from.iter().peekable());
     loop {
         let next = match (a.peek(), b.peek()) {
@@ -191,9 +202,11 @@ fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)]) {
             }
             (None, None) => break,
         };
-        out.push(next);
+        if next.1 > 0 {
+            scratch.push(next);
+        }
     }
-    *into = out;
+    std::mem::swap(into, scratch);
 }
 
 #[cfg(test)]
@@ -255,5 +268,22 @@ mod tests {
         assert_eq!(h.positive, vec![(2, 1)]);
         assert!(h.negative.is_empty());
         assert_eq!(h.count(), 4);
+    }
+
+    #[test]
+    fn same_buckets_add_in_place_and_others_interleave() {
+        let mut into = NativeHistogram::empty(3, 0.0);
+        into.positive = vec![(1, 1), (3, 2)];
+        let mut other = into.clone();
+        other.positive = vec![(1, 5), (3, 1)];
+        let mut scratch = Vec::new();
+        into.merge_reusing(&other, &mut scratch);
+        assert_eq!(into.positive, vec![(1, 6), (3, 3)]);
+        other.positive = vec![(0, 1), (3, 1), (9, 4)];
+        other.negative = vec![(2, 7)];
+        into.merge_reusing(&other, &mut scratch);
+        assert_eq!(into.positive, vec![(0, 1), (1, 6), (3, 4), (9, 4)]);
+        assert_eq!(into.negative, vec![(2, 7)]);
+        assert_eq!(into.count(), 22);
     }
 }
