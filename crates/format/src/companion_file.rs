@@ -1,11 +1,14 @@
-//! Opening a companion file for writing: the exemplar and native histogram
-//! files a process keeps in a subdirectory beside its `*.db` files.
+//! Opening companion files for writing and reading their used bytes: the
+//! exemplar and native histogram files a process keeps in a subdirectory
+//! beside its `*.db` files.
 
 use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::error::WriteError;
+use crate::error::{ReadError, ReadErrorKind, WriteError};
+use crate::open::open_for_read;
+use crate::parse::ParseError;
 use crate::writer::open_or_create;
 use crate::{open, read};
 
@@ -54,4 +57,44 @@ pub(crate) fn open_companion(
         bytes,
         capacity,
     })
+}
+
+/// Opens the companion file at `path` for reading: the file and its size,
+/// refused past `max_len` (what one foreign or damaged file may cost).
+pub(crate) fn open_companion_for_read(path: &Path, max_len: u64) -> Result<(File, u64), ReadError> {
+    let (file, meta) = open_for_read(path)?;
+    let size = meta.len();
+    if size > max_len {
+        return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
+    }
+    Ok((file, size))
+}
+
+/// Reads the used bytes of the companion `file` (at `path`, `size` bytes)
+/// into `buf`, cleared first: its `header_len`-byte header, checked by
+/// `parse_header` (which gives `used`), then the rest up to `used`.
+pub(crate) fn read_companion_used(
+    file: &File,
+    path: &Path,
+    size: u64,
+    buf: &mut Vec<u8>,
+    header_len: usize,
+    parse_header: impl Fn(&[u8], u64) -> Result<usize, ParseError>,
+) -> Result<(), ReadError> {
+    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+    buf.clear();
+    read::read_at_most(file, buf, 0, header_len).map_err(io)?;
+    let used = parse_header(buf, size).map_err(|e| e.at(path))?;
+    read::read_at_most(file, buf, header_len as u64, used - header_len).map_err(io)?;
+    if buf.len() < used {
+        return Err(ReadError::new(
+            path,
+            0,
+            ReadErrorKind::Truncated {
+                wanted: used as u64,
+                got: buf.len() as u64,
+            },
+        ));
+    }
+    Ok(())
 }

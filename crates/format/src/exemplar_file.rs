@@ -42,13 +42,12 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::companion_file::{open_companion_for_read, read_companion_used};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::exemplar::{decode_labels, Exemplar};
 use crate::file_name::FileName;
 use crate::layout::pad_len;
-use crate::open::open_for_read;
 use crate::parse::ParseError;
-use crate::read::read_at_most;
 
 /// The subdirectory of a metrics directory that holds exemplar files.
 pub const EXEMPLAR_DIR: &str = "exemplars";
@@ -383,33 +382,16 @@ pub fn read_exemplar_records<'a>(
     buf: &'a mut Vec<u8>,
     visit: impl FnMut(ExemplarRecord<'a>),
 ) -> Result<usize, ReadError> {
-    let (file, meta) = open_for_read(path)?;
-    let size = meta.len();
-    if size > MAX_EXEMPLAR_FILE_LEN {
-        return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
-    }
-    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+    let (file, size) = open_companion_for_read(path, MAX_EXEMPLAR_FILE_LEN)?;
     for attempt in 1..=READ_ATTEMPTS {
-        buf.clear();
-        read_at_most(&file, buf, 0, EXEMPLAR_HEADER_LEN).map_err(io)?;
-        let used = parse_exemplar_header(buf, size).map_err(|e| e.at(path))?;
-        read_at_most(
+        read_companion_used(
             &file,
+            path,
+            size,
             buf,
-            EXEMPLAR_HEADER_LEN as u64,
-            used - EXEMPLAR_HEADER_LEN,
-        )
-        .map_err(io)?;
-        if buf.len() < used {
-            return Err(ReadError::new(
-                path,
-                0,
-                ReadErrorKind::Truncated {
-                    wanted: used as u64,
-                    got: buf.len() as u64,
-                },
-            ));
-        }
+            EXEMPLAR_HEADER_LEN,
+            parse_exemplar_header,
+        )?;
         // Seals checked first, so that only the last read's records are
         // visited; when all were whole, the visiting walk trusts them.
         let unsettled = walk_exemplar_file(buf, size, false, |_| {}).map_err(|e| e.at(path))?;

@@ -43,14 +43,13 @@ use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
+use crate::companion_file::{open_companion_for_read, read_companion_used};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::file_name::FileName;
 use crate::layout::pad_len;
 use crate::native_buckets::{MAX_SCHEMA, MIN_SCHEMA};
 use crate::native_histogram::NativeHistogram;
-use crate::open::open_for_read;
 use crate::parse::ParseError;
-use crate::read::read_at_most;
 use crate::read_map::MapView;
 
 /// The subdirectory of a metrics directory that holds native histogram
@@ -661,32 +660,15 @@ pub fn read_native_histogram_file_into(
 /// (cleared first, reused across calls), its header checked: the file's
 /// size, for [`visit_native_histogram_file`].
 pub fn read_native_histogram_bytes(path: &Path, buf: &mut Vec<u8>) -> Result<u64, ReadError> {
-    let (file, meta) = open_for_read(path)?;
-    let size = meta.len();
-    if size > MAX_NATIVE_FILE_LEN {
-        return Err(ReadError::new(path, 0, ReadErrorKind::TooLarge { size }));
-    }
-    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
-    buf.clear();
-    read_at_most(&file, buf, 0, NATIVE_HEADER_LEN).map_err(io)?;
-    let used = parse_native_header(buf, size).map_err(|e| e.at(path))?;
-    read_at_most(
+    let (file, size) = open_companion_for_read(path, MAX_NATIVE_FILE_LEN)?;
+    read_companion_used(
         &file,
+        path,
+        size,
         buf,
-        NATIVE_HEADER_LEN as u64,
-        used - NATIVE_HEADER_LEN,
-    )
-    .map_err(io)?;
-    if buf.len() < used {
-        return Err(ReadError::new(
-            path,
-            0,
-            ReadErrorKind::Truncated {
-                wanted: used as u64,
-                got: buf.len() as u64,
-            },
-        ));
-    }
+        NATIVE_HEADER_LEN,
+        parse_native_header,
+    )?;
     Ok(size)
 }
 
