@@ -7,6 +7,7 @@ use std::io;
 use std::path::Path;
 
 use crate::error::{ReadError, ReadErrorKind, WriteError};
+use crate::file_name::FileName;
 use crate::open::open_for_read;
 use crate::parse::ParseError;
 use crate::writer::open_or_create;
@@ -97,4 +98,59 @@ pub(crate) fn read_companion_used(
         ));
     }
     Ok(())
+}
+
+/// The companion file name of a `*.db` file name with `suffix`:
+/// `histogram_7.db` and `.native` give `histogram_7.native`.
+pub(crate) fn companion_file_name(name: &FileName, suffix: &str) -> String {
+    let db = name.to_string();
+    let stem = db.strip_suffix(".db").unwrap_or(&db);
+    format!("{stem}{suffix}")
+}
+
+/// The `*.db` file name a companion file name with `suffix` belongs to.
+pub(crate) fn db_name_of_companion(name: &str, suffix: &str) -> Option<FileName> {
+    let stem = name.strip_suffix(suffix)?;
+    format!("{stem}.db").parse().ok()
+}
+
+/// What a companion file's header must hold: `used` (u32) at offset 0, the
+/// `magic` at 4 and the `version` (u32) at 8, in a header of `len` bytes.
+pub(crate) struct CompanionHeader {
+    pub(crate) len: usize,
+    pub(crate) magic: [u8; 4],
+    pub(crate) version: u32,
+    /// The problem of a file without the magic or version.
+    pub(crate) foreign: ReadErrorKind,
+}
+
+impl CompanionHeader {
+    /// Where the entries end: `used` from the header of `bytes` (the first
+    /// bytes of a file of `file_size`), checked against the file.
+    pub(crate) fn used(&self, bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
+        let fail = |kind| ParseError::new(0, kind);
+        if file_size == 0 {
+            return Err(fail(ReadErrorKind::Empty));
+        }
+        let Some(header) = bytes.get(..self.len.max(12)) else {
+            return Err(fail(ReadErrorKind::TooShort { size: file_size }));
+        };
+        let u32_at = |at: usize| {
+            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+        };
+        if header[4..8] != self.magic || u32_at(8) != self.version {
+            return Err(fail(self.foreign.clone()));
+        }
+        let used = u64::from(u32_at(0));
+        if used < self.len as u64 {
+            return Err(fail(ReadErrorKind::UsedTooSmall { used: used as i64 }));
+        }
+        if used > file_size {
+            return Err(fail(ReadErrorKind::UsedPastEnd {
+                used,
+                size: file_size,
+            }));
+        }
+        Ok(used as usize)
+    }
 }

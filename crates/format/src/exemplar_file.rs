@@ -42,7 +42,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::companion_file::{open_companion_for_read, read_companion_used};
+use crate::companion_file::{
+    companion_file_name, db_name_of_companion, open_companion_for_read, read_companion_used,
+    CompanionHeader,
+};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::exemplar::{decode_labels, Exemplar};
 use crate::file_name::FileName;
@@ -90,9 +93,7 @@ const READ_ATTEMPTS: usize = 3;
 /// The exemplar file name of a `*.db` file name: `counter_7.exemplars`.
 #[must_use]
 pub fn exemplar_file_name(name: &FileName) -> String {
-    let db = name.to_string();
-    let stem = db.strip_suffix(".db").unwrap_or(&db);
-    format!("{stem}{EXEMPLAR_SUFFIX}")
+    companion_file_name(name, EXEMPLAR_SUFFIX)
 }
 
 /// Where the exemplars of `dir/name` are kept.
@@ -105,8 +106,7 @@ pub fn exemplar_path(dir: &Path, name: &FileName) -> PathBuf {
 /// exemplar file name.
 #[must_use]
 pub fn db_name_of_exemplar_file(name: &str) -> Option<FileName> {
-    let stem = name.strip_suffix(EXEMPLAR_SUFFIX)?;
-    format!("{stem}.db").parse().ok()
+    db_name_of_companion(name, EXEMPLAR_SUFFIX)
 }
 
 /// Bytes of an entry whose key is `key_len` bytes long, with a record of
@@ -263,30 +263,13 @@ impl ExemplarFile {
 
 /// Where the entries end: `used` from the header, checked against the file.
 fn parse_exemplar_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
-    let fail = |kind| ParseError::new(0, kind);
-    if file_size == 0 {
-        return Err(fail(ReadErrorKind::Empty));
+    CompanionHeader {
+        len: EXEMPLAR_HEADER_LEN,
+        magic: EXEMPLAR_MAGIC,
+        version: EXEMPLAR_VERSION,
+        foreign: ReadErrorKind::NotAnExemplarFile,
     }
-    let Some(header) = bytes.get(..EXEMPLAR_HEADER_LEN) else {
-        return Err(fail(ReadErrorKind::TooShort { size: file_size }));
-    };
-    let u32_at = |at: usize| {
-        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-    };
-    if header[4..8] != EXEMPLAR_MAGIC || u32_at(8) != EXEMPLAR_VERSION {
-        return Err(fail(ReadErrorKind::NotAnExemplarFile));
-    }
-    let used = u64::from(u32_at(0));
-    if used < EXEMPLAR_HEADER_LEN as u64 {
-        return Err(fail(ReadErrorKind::UsedTooSmall { used: used as i64 }));
-    }
-    if used > file_size {
-        return Err(fail(ReadErrorKind::UsedPastEnd {
-            used,
-            size: file_size,
-        }));
-    }
-    Ok(used as usize)
+    .used(bytes, file_size)
 }
 
 /// Parses an exemplar file's bytes (at least its used region).

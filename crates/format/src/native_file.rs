@@ -43,7 +43,10 @@ use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, Ordering};
 
-use crate::companion_file::{open_companion_for_read, read_companion_used};
+use crate::companion_file::{
+    companion_file_name, db_name_of_companion, open_companion_for_read, read_companion_used,
+    CompanionHeader,
+};
 use crate::error::{ReadError, ReadErrorKind};
 use crate::file_name::FileName;
 use crate::layout::pad_len;
@@ -103,9 +106,7 @@ pub(crate) mod word {
 /// `histogram_7.native`.
 #[must_use]
 pub fn native_histogram_file_name(name: &FileName) -> String {
-    let db = name.to_string();
-    let stem = db.strip_suffix(".db").unwrap_or(&db);
-    format!("{stem}{NATIVE_HISTOGRAM_SUFFIX}")
+    companion_file_name(name, NATIVE_HISTOGRAM_SUFFIX)
 }
 
 /// Where the native histograms of `dir/name` are kept.
@@ -119,8 +120,7 @@ pub fn native_histogram_path(dir: &Path, name: &FileName) -> PathBuf {
 /// native histogram file name.
 #[must_use]
 pub fn db_name_of_native_histogram_file(name: &str) -> Option<FileName> {
-    let stem = name.strip_suffix(NATIVE_HISTOGRAM_SUFFIX)?;
-    format!("{stem}.db").parse().ok()
+    db_name_of_companion(name, NATIVE_HISTOGRAM_SUFFIX)
 }
 
 /// Bytes of an entry whose key is `key_len` bytes long, with room for
@@ -175,30 +175,13 @@ pub struct NativeHistogramFile {
 
 /// Where the entries end: `used` from the header, checked against the file.
 fn parse_native_header(bytes: &[u8], file_size: u64) -> Result<usize, ParseError> {
-    let fail = |kind| ParseError::new(0, kind);
-    if file_size == 0 {
-        return Err(fail(ReadErrorKind::Empty));
+    CompanionHeader {
+        len: NATIVE_HEADER_LEN,
+        magic: NATIVE_MAGIC,
+        version: NATIVE_VERSION,
+        foreign: ReadErrorKind::NotANativeHistogramFile,
     }
-    let Some(header) = bytes.get(..NATIVE_HEADER_LEN) else {
-        return Err(fail(ReadErrorKind::TooShort { size: file_size }));
-    };
-    let u32_at = |at: usize| {
-        u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
-    };
-    if header[4..8] != NATIVE_MAGIC || u32_at(8) != NATIVE_VERSION {
-        return Err(fail(ReadErrorKind::NotANativeHistogramFile));
-    }
-    let used = u64::from(u32_at(0));
-    if used < NATIVE_HEADER_LEN as u64 {
-        return Err(fail(ReadErrorKind::UsedTooSmall { used: used as i64 }));
-    }
-    if used > file_size {
-        return Err(fail(ReadErrorKind::UsedPastEnd {
-            used,
-            size: file_size,
-        }));
-    }
-    Ok(used as usize)
+    .used(bytes, file_size)
 }
 
 /// Parses a native histogram file's bytes (at least its used region).
