@@ -5,12 +5,14 @@
 use std::fs::File;
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::{ReadError, ReadErrorKind, WriteError};
 use crate::file_name::FileName;
+use crate::mapping::Mapping;
 use crate::open::open_for_read;
 use crate::parse::ParseError;
-use crate::writer::open_or_create;
+use crate::writer::{extend_with_zeros, open_or_create};
 use crate::{open, read};
 
 /// An opened companion file and its whole contents.
@@ -153,4 +155,25 @@ impl CompanionHeader {
         }
         Ok(used as usize)
     }
+}
+
+/// Grows the companion `file` (at `path`, `capacity` bytes now) by doubling
+/// until `needed` bytes fit, at most `max_len` (but never below `needed`),
+/// with written zeros, and maps it anew: the new capacity and mapping.
+/// Handles into the old mapping stay valid: both map the same file.
+pub(crate) fn grow_companion(
+    file: &File,
+    path: &Path,
+    capacity: u64,
+    needed: u64,
+    max_len: u64,
+) -> Result<(u64, Arc<Mapping>), WriteError> {
+    let mut grown = capacity.max(1);
+    while grown < needed {
+        grown *= 2;
+    }
+    let grown = grown.min(max_len).max(needed);
+    extend_with_zeros(file, path, capacity, grown)?;
+    let mapping = Mapping::new(file, grown).map_err(|e| WriteError::io(path, e))?;
+    Ok((grown, Arc::new(mapping)))
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use arc_swap::ArcSwap;
 
-use crate::companion_file::{open_companion, OpenedCompanion};
+use crate::companion_file::{grow_companion, open_companion, OpenedCompanion};
 use crate::error::WriteError;
 use crate::exemplar::{decode_labels, encode_labels, Exemplar, ExemplarError};
 use crate::exemplar_file::{
@@ -25,7 +25,6 @@ use crate::exemplar_file::{
 };
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
-use crate::writer::extend_with_zeros;
 
 /// Word index of the labels' length (low half) and capacity (high half).
 const LEN_WORD: usize = 4;
@@ -174,16 +173,14 @@ impl WriterInner {
 
     /// Doubles the capacity until `needed` bytes fit.
     fn grow(&mut self, needed: u64) -> Result<(), WriteError> {
-        let mut capacity = self.capacity.max(1);
-        while capacity < needed {
-            capacity *= 2;
-        }
-        let capacity = capacity.min(MAX_EXEMPLAR_FILE_LEN);
-        extend_with_zeros(&self.file, &self.path, self.capacity, capacity)?;
-        let mapping =
-            Mapping::new(&self.file, capacity).map_err(|e| WriteError::io(&self.path, e))?;
-        // Records keep their own `Arc` to the old mapping, which stays valid.
-        self.mapping = Arc::new(mapping);
+        let (capacity, mapping) = grow_companion(
+            &self.file,
+            &self.path,
+            self.capacity,
+            needed,
+            MAX_EXEMPLAR_FILE_LEN,
+        )?;
+        self.mapping = mapping;
         self.capacity = capacity;
         Ok(())
     }

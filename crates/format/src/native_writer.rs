@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 
-use crate::companion_file::{open_companion, OpenedCompanion};
+use crate::companion_file::{grow_companion, open_companion, OpenedCompanion};
 use crate::error::WriteError;
 use crate::file_name::FileName;
 use crate::mapping::Mapping;
@@ -24,7 +24,6 @@ use crate::native_file::{
     NATIVE_RECORD_HEADER_LEN,
 };
 use crate::native_histogram::NativeHistogram;
-use crate::writer::extend_with_zeros;
 
 /// How a new native histogram series records.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -241,17 +240,14 @@ impl WriterInner {
 
     /// Doubles the capacity until `needed` bytes fit.
     fn grow(&mut self, needed: u64) -> Result<(), WriteError> {
-        let mut capacity = self.capacity.max(1);
-        while capacity < needed {
-            capacity *= 2;
-        }
-        let capacity = capacity.min(MAX_NATIVE_FILE_LEN).max(needed);
-        extend_with_zeros(&self.file, &self.path, self.capacity, capacity)?;
-        let mapping =
-            Mapping::new(&self.file, capacity).map_err(|e| WriteError::io(&self.path, e))?;
-        // Series keep their own `Arc` to the old mapping, which stays
-        // valid and shares the same pages: both map the same file.
-        self.mapping = Arc::new(mapping);
+        let (capacity, mapping) = grow_companion(
+            &self.file,
+            &self.path,
+            self.capacity,
+            needed,
+            MAX_NATIVE_FILE_LEN,
+        )?;
+        self.mapping = mapping;
         self.capacity = capacity;
         Ok(())
     }
@@ -731,5 +727,31 @@ mod tests {
         let got = series.snapshot();
         assert_eq!(got.count(), 20_000);
         assert!(got.bucket_count() <= 20);
+    }
+
+    #[test]
+    fn the_file_grows_and_every_series_stays_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = writer(dir.path());
+        // 100 records of 2,616 bytes: four doublings past the first 64 KiB.
+        let series: Vec<NativeSeries> = (0..100)
+            .map(|n| {
+                let key = format!(r#"["h", "h", {{"n": "{n}"}}, "H."]"#);
+                writer
+                    .series(&key, NativeHistogramConfig::default())
+                    .unwrap()
+            })
+            .collect();
+        for (n, s) in series.iter().enumerate() {
+            s.observe(n as f64 + 0.5);
+        }
+        let name = FileName::new(MetricKind::Histogram, "7").unwrap();
+        let path = native_histogram_path(dir.path(), &name);
+        assert!(std::fs::metadata(&path).unwrap().len() >= 100 * 2616);
+        let file = read_native_histogram_file(&path).unwrap();
+        assert_eq!(file.entries.len(), 100);
+        for (n, entry) in file.entries.iter().enumerate() {
+            assert_eq!(entry.histogram, expected(&[n as f64 + 0.5], 3));
+        }
     }
 }
