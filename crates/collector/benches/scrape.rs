@@ -34,10 +34,10 @@ use std::fs::File;
 use std::hint::black_box;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion};
 use multiprom_collector::{scan_dir, DirCollector, Format, Natives};
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::read_map::{guard_sigbus, ReadMap};
@@ -62,12 +62,15 @@ struct Scenario {
 
 #[derive(Debug)]
 struct Dirs {
-    /// Holds the temporary directory (if one is used) until exit.
-    _temp: Option<tempfile::TempDir>,
     /// Where `MULTIPROM_BENCH_DIR` asked the directories to be kept.
     kept_in: Option<PathBuf>,
     scenarios: Vec<Scenario>,
 }
+
+/// The temporary directory the scenarios are built in (if one is), removed
+/// by `main` when the run ends: a static is never dropped, and each run's
+/// directories take half a gigabyte.
+static TEMP: Mutex<Option<tempfile::TempDir>> = Mutex::new(None);
 
 /// Builds both directories on first use (criterion runs every group in one
 /// process, so once per run).
@@ -106,11 +109,8 @@ fn dirs() -> &'static Dirs {
                 s.dir.display()
             );
         }
-        Dirs {
-            _temp: temp,
-            kept_in,
-            scenarios,
-        }
+        *TEMP.lock().unwrap_or_else(PoisonError::into_inner) = temp;
+        Dirs { kept_in, scenarios }
     })
 }
 
@@ -838,4 +838,9 @@ mod group {
         targets = scrape, io_floor, exemplars, natives
     }
 }
-criterion_main!(group::benches);
+/// `criterion_main!`'s `main`, and the scenarios' directory removed after.
+fn main() {
+    group::benches();
+    Criterion::default().configure_from_args().final_summary();
+    drop(TEMP.lock().unwrap_or_else(PoisonError::into_inner).take());
+}
