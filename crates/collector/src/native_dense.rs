@@ -19,13 +19,14 @@ use multiprom_format::{NativeCounts, NativeHistogram};
 pub(crate) const MAX_DENSE_SLOTS: usize = 4096;
 
 /// One record's worth of a series, as read from a file.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RecordRead<'a> {
+#[derive(Debug, Clone)]
+pub(crate) struct RecordRead<B> {
     pub schema: i8,
     pub zero_threshold: f64,
     pub counts: NativeCounts,
-    /// `(index, negative, count)`, in any order, no zero count.
-    pub buckets: &'a [(i32, bool, u64)],
+    /// Its buckets with observations, `(index, negative, count)`, in any
+    /// order, an index possibly twice.
+    pub buckets: B,
 }
 
 /// The counts of one side, by bucket index from `offset`.
@@ -145,9 +146,9 @@ impl DenseNative {
 
     /// Adds `record`. `scratch_histogram`, `scratch`: reused between calls
     /// for a merge that is not dense.
-    pub(crate) fn add(
+    pub(crate) fn add<B: Iterator<Item = (i32, bool, u64)> + Clone>(
         &mut self,
-        record: RecordRead<'_>,
+        record: RecordRead<B>,
         scratch_histogram: &mut NativeHistogram,
         scratch: &mut Vec<(i32, u64)>,
     ) {
@@ -159,7 +160,7 @@ impl DenseNative {
             // The first record's sum as it is (`0.0 + -0.0` is `0.0`).
             self.sum = record.counts.sum;
             self.records = 1;
-            if !self.add_buckets(record.buckets) {
+            if !self.add_buckets(record.buckets.clone()) {
                 self.go_sparse(record, scratch_histogram);
             }
             return;
@@ -178,7 +179,7 @@ impl DenseNative {
         }
         // Buckets first: on a bucket out of the window, the record is
         // taken back out and merged sparse.
-        let added = self.add_buckets(record.buckets);
+        let added = self.add_buckets(record.buckets.clone());
         if !added {
             self.go_sparse_with(record, scratch_histogram, scratch);
             return;
@@ -190,24 +191,57 @@ impl DenseNative {
 
     /// Adds `buckets` to the windows; on one that does not fit, takes
     /// those added back out and returns `false`.
-    fn add_buckets(&mut self, buckets: &[(i32, bool, u64)]) -> bool {
-        for (n, &(index, negative, count)) in buckets.iter().enumerate() {
+    fn add_buckets(&mut self, buckets: impl Iterator<Item = (i32, bool, u64)> + Clone) -> bool {
+        let mut rest = buckets.clone();
+        let mut added = 0;
+        let mut pending = None;
+        {
+            // Within the windows as they are, the usual case: an indexed add
+            // each, the windows' bounds kept in registers.
+            let offsets = (
+                i64::from(self.positive.offset),
+                i64::from(self.negative.offset),
+            );
+            let (positive, negative) = (
+                self.positive.counts.as_mut_slice(),
+                self.negative.counts.as_mut_slice(),
+            );
+            for (index, is_negative, count) in rest.by_ref() {
+                let (offset, counts) = if is_negative {
+                    (offsets.1, &mut *negative)
+                } else {
+                    (offsets.0, &mut *positive)
+                };
+                let cell = usize::try_from(i64::from(index) - offset)
+                    .ok()
+                    .and_then(|slot| counts.get_mut(slot));
+                let Some(cell) = cell else {
+                    pending = Some((index, is_negative, count));
+                    break;
+                };
+                *cell = cell.saturating_add(count);
+                added += 1;
+            }
+        }
+        // From the first bucket outside them on, widening them.
+        for (index, negative, count) in pending.into_iter().chain(rest) {
             let side = if negative {
                 &mut self.negative
             } else {
                 &mut self.positive
             };
             if !side.add(index, count) {
-                self.take_back(&buckets[..n]);
+                self.take_back(buckets.take(added));
                 return false;
             }
+            added += 1;
         }
         true
     }
 
     /// Takes `buckets`, just added, back out.
-    fn take_back(&mut self, buckets: &[(i32, bool, u64)]) {
-        for &(index, negative, count) in buckets {
+    fn take_back(&mut self, buckets: impl Iterator<Item = (i32, bool, u64)>) {
+        for (index, negative, count) in buckets {
             let side = if negative {
                 &mut self.negative
             } else {
@@ -222,7 +256,11 @@ impl DenseNative {
     }
 
     /// The first record did not fit: the merge is its histogram.
-    fn go_sparse(&mut self, record: RecordRead<'_>, scratch_histogram: &mut NativeHistogram) {
+    fn go_sparse(
+        &mut self,
+        record: RecordRead<impl Iterator<Item = (i32, bool, u64)>>,
+        scratch_histogram: &mut NativeHistogram,
+    ) {
         self.positive.clear();
         self.negative.clear();
         histogram_of(record, scratch_histogram);
@@ -233,7 +271,7 @@ impl DenseNative {
     /// so far becomes sparse, and `record` is merged into it.
     fn go_sparse_with(
         &mut self,
-        record: RecordRead<'_>,
+        record: RecordRead<impl Iterator<Item = (i32, bool, u64)>>,
         scratch_histogram: &mut NativeHistogram,
         scratch: &mut Vec<(i32, u64)>,
     ) {
@@ -273,7 +311,10 @@ impl DenseNative {
 
 /// `record` as a histogram (buckets sorted, equal indices added up), into
 /// `into`.
-fn histogram_of(record: RecordRead<'_>, into: &mut NativeHistogram) {
+fn histogram_of(
+    record: RecordRead<impl Iterator<Item = (i32, bool, u64)>>,
+    into: &mut NativeHistogram,
+) {
     into.schema = record.schema;
     into.zero_threshold = record.zero_threshold;
     into.zero_count = record.counts.zero_count;
@@ -281,7 +322,7 @@ fn histogram_of(record: RecordRead<'_>, into: &mut NativeHistogram) {
     into.sum = record.counts.sum;
     into.positive.clear();
     into.negative.clear();
-    for &(index, negative, count) in record.buckets {
+    for (index, negative, count) in record.buckets {
         let side = if negative {
             &mut into.negative
         } else {
@@ -330,7 +371,7 @@ mod tests {
             })
     }
 
-    fn read(record: &Record) -> RecordRead<'_> {
+    fn read(record: &Record) -> RecordRead<impl Iterator<Item = (i32, bool, u64)> + Clone + '_> {
         RecordRead {
             schema: record.0,
             zero_threshold: record.1,
@@ -339,7 +380,7 @@ mod tests {
                 nan_count: record.3,
                 sum: record.4,
             },
-            buckets: &record.5,
+            buckets: record.5.iter().copied(),
         }
     }
 

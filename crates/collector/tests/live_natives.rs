@@ -167,3 +167,51 @@ fn a_native_file_cut_short_under_its_map_is_reported_and_skipped() {
     assert_eq!(later.natives.get(NAME, &first).unwrap().count(), 30);
     assert_eq!(only_kept.natives.get(NAME, &first).unwrap().count(), 30);
 }
+
+#[test]
+fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = ["/", "/api"];
+    // Enough files for a shard per core, each read on a thread of its own.
+    let mut workers: Vec<(u32, Worker)> = (1..=400)
+        .map(|pid| (pid, Worker::new(dir.path(), &pid.to_string(), &routes)))
+        .collect();
+    for (pid, worker) in &workers {
+        let n = *pid as i32 % 17;
+        worker.observe("/", 160, values(1 + n, 10 + n, 1.0));
+        worker.observe("/api", 160, values(-n, 3, 2.0));
+    }
+    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let same_as_read_whole = |when: &str| {
+        let scrape = for_protobuf(&mapped);
+        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
+        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
+        assert_eq!(scrape.natives, whole.natives, "{when}");
+        assert_eq!(scrape.natives.len(), routes.len(), "{when}");
+        scrape
+    };
+    for n in 0..3 {
+        same_as_read_whole(&format!("scrape {n}"));
+    }
+    let before = same_as_read_whole("counts unchanged");
+    let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/".into())];
+    let count = |scrape: &Scrape| scrape.natives.get(NAME, &labels).unwrap().count();
+    // Some workers' files go and new ones come: the maps kept are the
+    // files still there, wherever they now lie in the listing.
+    for (pid, _) in workers.drain(100..150) {
+        let name = FileName::new(MetricKind::Histogram, pid.to_string()).unwrap();
+        std::fs::remove_file(dir.path().join(name.to_string())).unwrap();
+        std::fs::remove_file(native_histogram_path(dir.path(), &name)).unwrap();
+    }
+    for pid in 1000..1040 {
+        let worker = Worker::new(dir.path(), &pid.to_string(), &routes);
+        worker.observe("/", 160, values(1, 5, 1.0));
+        workers.push((pid, worker));
+    }
+    for (_, worker) in workers.iter().step_by(7) {
+        worker.observe("/", 160, values(2, 3, 1.0));
+    }
+    let after = same_as_read_whole("files gone and new");
+    assert_ne!(count(&after), count(&before));
+    same_as_read_whole("and once more");
+}

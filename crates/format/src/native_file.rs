@@ -479,10 +479,41 @@ pub fn native_record_layouts(
     Ok(at)
 }
 
-/// A record's bucket in use, as [`read_native_record_counts`] found it:
-/// its index and side (`None`: a word of no side, bad once counted in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NativeSlot(Option<(i32, bool)>);
+/// A record's buckets in use as [`read_native_record_counts`] loaded them
+/// (two words each, as the file holds them), giving those with
+/// observations, `(index, negative, count)`, in the order they were made.
+#[derive(Debug, Clone)]
+pub struct ObservedBuckets<'a>(std::slice::ChunksExact<'a, u64>);
+
+impl<'a> ObservedBuckets<'a> {
+    /// The buckets of `words`, a run of whole records' bucket words as
+    /// [`read_native_record_counts`] appends them (an odd word at the end
+    /// is no bucket).
+    #[must_use]
+    pub fn new(words: &'a [u64]) -> ObservedBuckets<'a> {
+        ObservedBuckets(words.chunks_exact(2))
+    }
+}
+
+impl Iterator for ObservedBuckets<'_> {
+    type Item = (i32, bool, u64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(i32, bool, u64)> {
+        for pair in self.0.by_ref() {
+            let (bucket, count) = (pair[0], pair[1]);
+            if count == 0 {
+                continue;
+            }
+            // A count in a bucket of no side: a damaged record, which
+            // `read_native_record_counts` reports; skipped here.
+            if let Some((index, negative)) = decode_bucket_word(bucket) {
+                return Some((index, negative, count));
+            }
+        }
+        None
+    }
+}
 
 /// The fields of a record that change as observations arrive.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -497,25 +528,23 @@ pub struct NativeCounts {
 
 /// Reads the counts of the record at byte `record` (with room for
 /// `capacity` buckets, from its [`NativeRecordLayout`]) through `view`,
-/// and appends its buckets with observations to `buckets`, as
-/// `(index, negative, count)` in the order they were made, as
-/// [`NativeRecord::buckets`] gives them. Only the header's words and the
-/// buckets in use are loaded, each word whole.
+/// and appends the two words of each of its buckets in use (index and
+/// side, count) to `bucket_words`, as [`ObservedBuckets`] reads them. Only
+/// the header's words and the buckets in use are loaded, each word whole.
 ///
-/// `slots`: the record's buckets in use as earlier calls found them (empty
-/// at first), kept by the caller: a bucket's word never changes once
-/// `buckets_used` covers it, so only the counts of those are loaded, and
-/// the words of buckets new since are loaded and added to `slots`.
+/// Both words of a bucket are loaded though the first never changes once
+/// `buckets_used` covers it: they share a cache line, so the load costs
+/// nothing a count alone does not, where remembering the buckets between
+/// reads costs a scrape of thousands of records loads of its own.
 ///
-/// An error (buckets in use past the capacity, a bucket of no side, a
-/// record outside the map) says the file is damaged; `buckets` may then
-/// hold part of the record.
+/// An error (buckets in use past the capacity, a count in a bucket of no
+/// side, a record outside the map) says the file is damaged;
+/// `bucket_words` may then hold part of the record.
 pub fn read_native_record_counts(
     view: &MapView<'_>,
     record: usize,
     capacity: usize,
-    slots: &mut Vec<NativeSlot>,
-    buckets: &mut Vec<(i32, bool, u64)>,
+    bucket_words: &mut Vec<u64>,
 ) -> Result<NativeCounts, ParseError> {
     let bad = |what| ParseError::new(record as u64, ReadErrorKind::BadNativeHistogramRecord(what));
     let outside = || bad("record outside the mapped file");
@@ -532,22 +561,15 @@ pub fn read_native_record_counts(
     // Pairs with the writer's release store of `buckets_used`: the buckets
     // it covers are read as written before it.
     fence(Ordering::Acquire);
-    if slots.len() > used {
-        // Fewer in use than seen before: not the record `slots` came from.
-        slots.clear();
+    let start = bucket_words.len();
+    if !view.u64s_at(record + word::BUCKETS * 8, 8, 2 * used, bucket_words) {
+        return Err(outside());
     }
-    for slot in slots.len()..used {
-        slots.push(NativeSlot(decode_bucket_word(load(
-            word::BUCKETS + 2 * slot,
-        )?)));
-    }
-    for (n, &NativeSlot(bucket)) in slots.iter().enumerate() {
-        let count = load(word::BUCKETS + 2 * n + 1)?;
-        if count == 0 {
-            continue;
-        }
-        let (index, negative) = bucket.ok_or_else(|| bad("bucket of no side"))?;
-        buckets.push((index, negative, count));
+    let no_side = bucket_words[start..]
+        .chunks_exact(2)
+        .any(|pair| pair[1] != 0 && decode_bucket_word(pair[0]).is_none());
+    if no_side {
+        return Err(bad("bucket of no side"));
     }
     Ok(counts)
 }
@@ -796,16 +818,10 @@ mod tests {
         let map = crate::read_map::ReadMap::new(&file, len).unwrap();
         let mut read: Vec<(String, NativeHistogram)> = Vec::new();
         for layout in layouts.iter().filter(|l| !l.moved) {
-            let mut buckets = Vec::new();
+            let mut words = Vec::new();
             let counts = map
                 .read(|view| {
-                    read_native_record_counts(
-                        view,
-                        layout.record,
-                        layout.capacity,
-                        &mut Vec::new(),
-                        &mut buckets,
-                    )
+                    read_native_record_counts(view, layout.record, layout.capacity, &mut words)
                 })
                 .unwrap()
                 .unwrap();
@@ -813,7 +829,7 @@ mod tests {
             histogram.zero_count = counts.zero_count;
             histogram.nan_count = counts.nan_count;
             histogram.sum = counts.sum;
-            for (index, negative, count) in buckets {
+            for (index, negative, count) in ObservedBuckets::new(&words) {
                 let side = if negative {
                     &mut histogram.negative
                 } else {
@@ -844,13 +860,7 @@ mod tests {
         let map = crate::read_map::ReadMap::new(&file, damaged.len()).unwrap();
         let result = map
             .read(|view| {
-                read_native_record_counts(
-                    view,
-                    first.record,
-                    first.capacity,
-                    &mut Vec::new(),
-                    &mut Vec::new(),
-                )
+                read_native_record_counts(view, first.record, first.capacity, &mut Vec::new())
             })
             .unwrap();
         assert_eq!(

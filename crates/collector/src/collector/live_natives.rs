@@ -35,12 +35,13 @@ use multiprom_format::native_file::{
 use multiprom_format::read_map::ReadMap;
 use multiprom_format::{
     native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, FileName,
-    NativeCounts, NativeRecordLayout, NativeSlot, ReadError, ReadErrorKind,
+    NativeCounts, NativeRecordLayout, ObservedBuckets, ReadError, ReadErrorKind,
 };
 
 use crate::native_dense::RecordRead;
 
 /// A live worker's companion to read this scrape.
+#[derive(Clone, Copy)]
 pub(super) struct LiveCompanion<'a> {
     /// The index of its `*.db` file in the file table.
     pub index: usize,
@@ -60,30 +61,31 @@ impl LiveCompanion<'_> {
     }
 }
 
-/// How many files ahead of the one read the next are fetched: enough for
-/// their lines to arrive from memory in the meantime.
-const LOOKAHEAD: usize = 2;
-
 /// Where records go: what names a key, and the records read.
 pub(super) trait RecordSink {
     /// The series `raw_key` names (`None`: a key that does not decode).
     fn series(&mut self, raw_key: &str) -> Option<usize>;
     /// Adds a record of `series`.
-    fn add(&mut self, series: usize, record: RecordRead<'_>);
+    fn add(&mut self, series: usize, record: RecordRead<ObservedBuckets<'_>>);
 }
 
-/// The live companions kept mapped, by the file table index of their
-/// `*.db` file.
+/// The live companions kept mapped, in the order they were last read.
 #[derive(Debug, Default)]
 pub(super) struct MappedNatives {
-    files: foldhash::HashMap<usize, MappedNative>,
+    /// The file table index of each companion last read, in order...
+    indexes: Vec<usize>,
+    /// ...and its map, if it has one: a scrape reads them in this order,
+    /// from one array, rather than looking each up.
+    files: Vec<Option<MappedNative>>,
+    /// Maps in `files`.
+    mapped: usize,
     /// Files that did not read right through a map: read with `pread`
     /// until their `*.db` file changes.
     unmappable: foldhash::HashMap<usize, (Arc<Path>, u64)>,
     scrapes: u64,
     bytes: Vec<u8>,
     layouts: Vec<NativeRecordLayout>,
-    buckets: Vec<(i32, bool, u64)>,
+    bucket_words: Vec<u64>,
     staged: Vec<Staged>,
 }
 
@@ -93,7 +95,8 @@ pub(super) struct MappedNatives {
 struct Staged {
     record: usize,
     counts: NativeCounts,
-    buckets: (usize, usize),
+    /// Where its buckets' words lie in the words read.
+    bucket_words: (usize, usize),
 }
 
 /// One companion kept mapped.
@@ -109,8 +112,6 @@ struct MappedNative {
     /// The current record of each key, in the order keys first appear.
     records: Vec<LiveRecord>,
     by_key: foldhash::HashMap<Box<str>, usize>,
-    /// The scrape that last read it.
-    seen: u64,
 }
 
 /// A series' current record in a mapped file.
@@ -121,8 +122,6 @@ struct LiveRecord {
     capacity: usize,
     schema: i8,
     zero_threshold: f64,
-    /// Its buckets in use, as found so far.
-    slots: Vec<NativeSlot>,
 }
 
 /// How reading a file through its map went.
@@ -140,13 +139,46 @@ enum Outcome {
 impl MappedNatives {
     /// Files mapped.
     pub(super) fn len(&self) -> usize {
-        self.files.len()
+        self.mapped
     }
 
     /// Drops every map (and what records name).
     pub(super) fn clear(&mut self) {
+        self.indexes.clear();
         self.files.clear();
+        self.mapped = 0;
         self.unmappable.clear();
+    }
+
+    /// Lines the maps up with `companions` (the same files in the same
+    /// order as last time, usually): each kept map moves to its
+    /// companion's place, the maps of files no longer read are dropped.
+    fn line_up(&mut self, companions: &[LiveCompanion<'_>]) {
+        let same = self.indexes.len() == companions.len()
+            && self
+                .indexes
+                .iter()
+                .zip(companions)
+                .all(|(&index, companion)| index == companion.index);
+        if same {
+            return;
+        }
+        let mut kept: foldhash::HashMap<usize, MappedNative> = self
+            .indexes
+            .drain(..)
+            .zip(self.files.drain(..))
+            .filter_map(|(index, file)| Some((index, file?)))
+            .collect();
+        self.indexes
+            .extend(companions.iter().map(|companion| companion.index));
+        self.files.extend(
+            companions
+                .iter()
+                .map(|companion| kept.remove(&companion.index)),
+        );
+        self.mapped = self.files.iter().flatten().count();
+        self.unmappable
+            .retain(|index, _| companions.iter().any(|c| c.index == *index));
     }
 
     /// Reads `companions` through their maps, mapping those not mapped yet
@@ -167,42 +199,42 @@ impl MappedNatives {
         };
         self.scrapes += 1;
         let may_map_new = self.scrapes > 1;
+        self.line_up(companions);
         let mut pread = Vec::new();
         let mut records = 0;
-        for (n, companion) in companions.iter().enumerate() {
-            // The file after next is fetched while these are read.
-            if let Some(ahead) = companions
-                .get(n + LOOKAHEAD)
-                .and_then(|ahead| self.files.get(&ahead.index))
+        for (companion, slot) in companions.iter().zip(self.files.iter_mut()) {
+            if slot
+                .as_mut()
+                .is_some_and(|file| !file.is_current(companion))
             {
-                ahead.prefetch();
+                *slot = None;
+                self.mapped -= 1;
             }
-            if let Some(file) = self.files.get_mut(&companion.index) {
-                if !file.is_current(companion) {
-                    self.files.remove(&companion.index);
+            if !self.unmappable.is_empty() {
+                let unmappable = self
+                    .unmappable
+                    .get(&companion.index)
+                    .is_some_and(|(db, n)| {
+                        Arc::ptr_eq(db, companion.db_path) && *n == companion.changes
+                    });
+                if unmappable {
+                    pread.push(companion.path());
+                    continue;
                 }
+                self.unmappable.remove(&companion.index);
             }
-            let unmappable = self
-                .unmappable
-                .get(&companion.index)
-                .is_some_and(|(db, n)| {
-                    Arc::ptr_eq(db, companion.db_path) && *n == companion.changes
-                });
-            if unmappable {
-                pread.push(companion.path());
-                continue;
-            }
-            self.unmappable.remove(&companion.index);
+            let mut unmappable = false;
             // At most twice: once more after the file outgrew its map.
             let mut done = false;
             for attempt in 0..2 {
-                if !self.files.contains_key(&companion.index) {
-                    if !may_map_new || self.files.len() >= maps {
+                if slot.is_none() {
+                    if !may_map_new || self.mapped >= maps {
                         break;
                     }
                     match MappedNative::open(companion) {
                         Ok(Some(file)) => {
-                            self.files.insert(companion.index, file);
+                            *slot = Some(file);
+                            self.mapped += 1;
                         }
                         // Missing: a process without native histograms.
                         Ok(None) => {
@@ -212,17 +244,20 @@ impl MappedNatives {
                         Err(()) => break,
                     }
                 }
-                let Some(file) = self.files.get_mut(&companion.index) else {
+                let Some(file) = slot.as_mut() else {
                     break;
                 };
-                file.seen = self.scrapes;
                 let outcome = file.read(
                     &mut self.bytes,
                     &mut self.layouts,
-                    &mut self.buckets,
+                    &mut self.bucket_words,
                     &mut self.staged,
                     sink,
                 );
+                if !matches!(outcome, Outcome::Read(_)) {
+                    *slot = None;
+                    self.mapped -= 1;
+                }
                 match outcome {
                     Outcome::Read(n) => {
                         records += n;
@@ -232,18 +267,11 @@ impl MappedNatives {
                     // Mapped at its size just now, and still `used` is past
                     // the end: bad, as `pread` will tell.
                     Outcome::Outgrown if attempt > 0 => {
-                        self.files.remove(&companion.index);
-                        self.unmappable.insert(
-                            companion.index,
-                            (Arc::clone(companion.db_path), companion.changes),
-                        );
+                        unmappable = true;
                         break;
                     }
-                    Outcome::Outgrown => {
-                        self.files.remove(&companion.index);
-                    }
+                    Outcome::Outgrown => {}
                     Outcome::Shrunk => {
-                        self.files.remove(&companion.index);
                         let path = companion.path();
                         let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
                         problems.push((path, error));
@@ -251,21 +279,21 @@ impl MappedNatives {
                         break;
                     }
                     Outcome::Unreadable => {
-                        self.files.remove(&companion.index);
-                        self.unmappable.insert(
-                            companion.index,
-                            (Arc::clone(companion.db_path), companion.changes),
-                        );
+                        unmappable = true;
                         break;
                     }
                 }
+            }
+            if unmappable {
+                self.unmappable.insert(
+                    companion.index,
+                    (Arc::clone(companion.db_path), companion.changes),
+                );
             }
             if !done {
                 pread.push(companion.path());
             }
         }
-        let scrape = self.scrapes;
-        self.files.retain(|_, file| file.seen == scrape);
         (pread, records)
     }
 }
@@ -292,7 +320,6 @@ impl MappedNative {
             parsed_up_to: NATIVE_HEADER_LEN,
             records: Vec::new(),
             by_key: foldhash::HashMap::default(),
-            seen: 0,
         }))
     }
 
@@ -311,25 +338,13 @@ impl MappedNative {
         true
     }
 
-    /// Asks for the lines the next read loads (as of the last read): the
-    /// header's first word, and each record's counts and buckets in use.
-    fn prefetch(&self) {
-        let _ = self.map.read(|view| {
-            view.prefetch(0, 8);
-            for record in &self.records {
-                let (from, to) = (8 * 3, 8 * 7 + 16 * record.slots.len());
-                view.prefetch(record.record + from, to - from);
-            }
-        });
-    }
-
     /// Reads the current records through the map, parsing new entries
     /// first, and adds them to `sink` if the whole file reads right.
     fn read(
         &mut self,
         bytes: &mut Vec<u8>,
         layouts: &mut Vec<NativeRecordLayout>,
-        buckets: &mut Vec<(i32, bool, u64)>,
+        bucket_words: &mut Vec<u64>,
         staged: &mut Vec<Staged>,
         sink: &mut impl RecordSink,
     ) -> Outcome {
@@ -366,7 +381,6 @@ impl MappedNative {
                     capacity: layout.capacity,
                     schema: layout.schema,
                     zero_threshold: layout.zero_threshold,
-                    slots: Vec::new(),
                 };
                 match self.by_key.get(layout.key.as_str()) {
                     Some(&at) => self.records[at] = record,
@@ -379,23 +393,18 @@ impl MappedNative {
             }
             self.parsed_up_to = used;
         }
-        buckets.clear();
+        bucket_words.clear();
         staged.clear();
         let records = &mut self.records;
         let read = self.map.read(|view| {
             for (n, record) in records.iter_mut().enumerate() {
-                let start = buckets.len();
-                let counts = read_native_record_counts(
-                    view,
-                    record.record,
-                    record.capacity,
-                    &mut record.slots,
-                    buckets,
-                )?;
+                let start = bucket_words.len();
+                let counts =
+                    read_native_record_counts(view, record.record, record.capacity, bucket_words)?;
                 staged.push(Staged {
                     record: n,
                     counts,
-                    buckets: (start, buckets.len()),
+                    bucket_words: (start, bucket_words.len()),
                 });
             }
             Ok::<(), multiprom_format::ParseError>(())
@@ -414,7 +423,9 @@ impl MappedNative {
                         schema: record.schema,
                         zero_threshold: record.zero_threshold,
                         counts: staged.counts,
-                        buckets: &buckets[staged.buckets.0..staged.buckets.1],
+                        buckets: ObservedBuckets::new(
+                            &bucket_words[staged.bucket_words.0..staged.bucket_words.1],
+                        ),
                     },
                 );
             }

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{
     read_native_histogram_bytes, visit_native_histogram_file, FileName, Key, MetricKind,
-    NativeHistogram, NativeVisitScratch, ReadError,
+    NativeHistogram, NativeVisitScratch, ObservedBuckets, ReadError,
 };
 
 use crate::native_dense::{DenseNative, RecordRead};
@@ -74,10 +74,32 @@ pub(super) struct NativeState {
     scratch: Vec<(i32, u64)>,
     /// The settled files' native histograms.
     settled: SettledNatives,
-    /// Live workers' files kept mapped.
+    /// Live workers' files kept mapped, and the series their records are
+    /// merged into, in shards read on separate threads.
+    live: Vec<LiveShard>,
+}
+
+/// A share of the live workers' companions (those whose `*.db` file's
+/// index in the file table is the shard's number, modulo the number of
+/// shards, so a file stays in one shard from scrape to scrape): its maps,
+/// what their keys name and the dense merges of their records. Shards are
+/// read on separate threads on a big directory, each into its own merges,
+/// added up in shard order, so sums come out the same however the threads
+/// ran.
+#[derive(Debug, Default)]
+struct LiveShard {
     mapped: MappedNatives,
-    /// The series their records are merged into.
+    keys: SeriesOfKeys,
     dense: DenseSeries,
+}
+
+/// What reading a shard's companions gave besides its dense merges.
+#[derive(Debug, Default)]
+struct ShardRead {
+    /// Companions to read with `pread` instead.
+    pread: Vec<PathBuf>,
+    records: usize,
+    problems: Vec<(PathBuf, ReadError)>,
 }
 
 /// Per-series dense merges of mapped records, kept between scrapes so
@@ -98,6 +120,97 @@ struct DenseSink<'a> {
     dense: &'a mut DenseSeries,
 }
 
+impl LiveShard {
+    /// Reads `companions` through their maps, within `maps` maps (see
+    /// [`MappedNatives::read`]), merging their records into the shard's
+    /// series.
+    fn read(&mut self, companions: &[LiveCompanion<'_>], maps: Option<usize>) -> ShardRead {
+        let mut sink = DenseSink {
+            keys: &mut self.keys,
+            dense: &mut self.dense,
+        };
+        let mut problems = Vec::new();
+        let (pread, records) = self.mapped.read(companions, maps, &mut sink, &mut problems);
+        ShardRead {
+            pread,
+            records,
+            problems,
+        }
+    }
+
+    /// Merges the series with records into `into`, and forgets what piled
+    /// up of files gone (`records`: records read this scrape, all shards).
+    fn drain_into(&mut self, into: &mut NativeHistograms, records: usize) {
+        self.dense.drain_into(into);
+        if self.keys.len() > 2 * records + 1024 {
+            // Keys of files gone or rewritten piled up; the maps' records
+            // name series, not keys.
+            self.keys.clear();
+        }
+        if self.dense.series.len() > 2 * records + 1024 {
+            // Series of files gone piled up; the maps' records name them.
+            self.dense = DenseSeries::default();
+            self.mapped.clear();
+        }
+    }
+}
+
+/// Reads the live companions through maps, split into `shards` (made one
+/// per core, at most four, the first time), on as many threads as there
+/// are many files for (loading the words of thousands of mapped records
+/// waits on memory, which two cores wait on side by side). `maps`: how
+/// many companions may be kept mapped in all (`None`: none).
+fn read_live(
+    shards: &mut Vec<LiveShard>,
+    live: &[LiveCompanion<'_>],
+    maps: Option<usize>,
+) -> Vec<ShardRead> {
+    let n = cores().clamp(1, 4);
+    if shards.len() != n {
+        shards.clear();
+        shards.resize_with(n, LiveShard::default);
+    }
+    let mut lists: Vec<Vec<LiveCompanion<'_>>> = vec![Vec::new(); n];
+    for companion in live {
+        lists[companion.index % n].push(*companion);
+    }
+    let threads = (live.len() / FILES_PER_THREAD).clamp(1, n);
+    let work = std::sync::Mutex::new(shards.iter_mut().zip(lists).enumerate());
+    // Each thread takes the next shard until none is left; this thread
+    // too, so one that cannot be started leaves its share to the others.
+    let run = || {
+        let mut read = Vec::new();
+        loop {
+            let next = work
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .next();
+            let Some((i, (shard, list))) = next else {
+                return read;
+            };
+            let share = maps.map(|maps| maps / n + usize::from(i < maps % n));
+            read.push((i, shard.read(&list, share)));
+        }
+    };
+    let mut read = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
+            .collect();
+        let mut read = run();
+        for helper in helpers {
+            // A panic in a reading thread is a bug; pass it on.
+            read.extend(
+                helper
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            );
+        }
+        read
+    });
+    read.sort_unstable_by_key(|&(i, _)| i);
+    read.into_iter().map(|(_, read)| read).collect()
+}
+
 impl RecordSink for DenseSink<'_> {
     fn series(&mut self, raw_key: &str) -> Option<usize> {
         let series = series_of(self.keys, raw_key)?;
@@ -110,7 +223,7 @@ impl RecordSink for DenseSink<'_> {
         }))
     }
 
-    fn add(&mut self, series: usize, record: RecordRead<'_>) {
+    fn add(&mut self, series: usize, record: RecordRead<ObservedBuckets<'_>>) {
         let dense = &mut *self.dense;
         let Some((_, merge)) = dense.series.get_mut(series) else {
             return;
@@ -199,7 +312,7 @@ pub(super) fn collect_natives(
             state.reported.clear();
             state.keys.clear();
             state.settled = SettledNatives::default();
-            state.mapped.clear();
+            state.live.clear();
             return NativeHistograms::default();
         }
         looked.push((dir, has));
@@ -265,16 +378,16 @@ pub(super) fn collect_natives(
         })
         .collect();
     let mut natives = state.settled.merged.clone();
-    let mut map_problems = Vec::new();
-    let mut sink = DenseSink {
-        keys: &mut state.keys,
-        dense: &mut state.dense,
-    };
-    let (live, mapped_records) = state.mapped.read(&live, maps, &mut sink, &mut map_problems);
-    problems.extend(map_problems);
-    records += mapped_records;
-    records += state.read_into(&live, &mut natives, &mut problems);
-    state.dense.drain_into(&mut natives);
+    let mut pread = Vec::new();
+    for read in read_live(&mut state.live, &live, maps) {
+        pread.extend(read.pread);
+        problems.extend(read.problems);
+        records += read.records;
+    }
+    records += state.read_into(&pread, &mut natives, &mut problems);
+    for shard in &mut state.live {
+        shard.drain_into(&mut natives, records);
+    }
     for (path, error) in &problems {
         if state.reported.get(path) != Some(error) {
             warnings.push(Warning::NativeHistograms(error.clone()));
@@ -284,11 +397,6 @@ pub(super) fn collect_natives(
     if state.keys.len() > 2 * records + 1024 {
         // Keys of files gone or rewritten piled up.
         state.keys.clear();
-    }
-    if state.dense.series.len() > 2 * records + 1024 {
-        // Series of files gone piled up; the maps' records name them.
-        state.dense = DenseSeries::default();
-        state.mapped.clear();
     }
     for reader in &mut state.readers {
         if reader.buf.capacity() > BUF_KEEP {
@@ -381,7 +489,7 @@ fn series_of(keys: &mut SeriesOfKeys, raw_key: &str) -> Option<Arc<[u8]>> {
 impl NativeState {
     /// Live workers' companions kept mapped.
     pub(super) fn mapped_files(&self) -> usize {
-        self.mapped.len()
+        self.live.iter().map(|shard| shard.mapped.len()).sum()
     }
 }
 
