@@ -718,7 +718,12 @@ fn native_dir() -> tempfile::TempDir {
 /// loads of `used` and of every current record's counts and buckets in
 /// use, word by word, nothing merged. `live/protobuf_without_natives` is
 /// the protobuf scrape of the same files without native histograms: what
-/// the live protobuf scrape costs beyond reading them.
+/// the live protobuf scrape costs beyond reading them. `live/floor` is
+/// both in one iteration, the native loads split between threads as the
+/// collector splits them (`live/floor_one_thread`: on this thread): the
+/// floor of the live protobuf scrape, measured with the caches holding
+/// what one scrape leaves for the next (the two timed apart each find
+/// their own words cached, which one scrape doing both does not).
 fn natives(c: &mut Criterion) {
     let mut g = c.benchmark_group("natives");
     let dir = native_dir();
@@ -782,28 +787,67 @@ fn natives(c: &mut Criterion) {
                 })
                 .collect();
             assert!(guard_sigbus());
-            g.bench_function("live/map_floor", |b| {
-                b.iter(|| {
-                    let mut total = 0u64;
-                    for (map, layouts) in &mapped {
-                        let read = map.read(|view| {
-                            let mut total = u64::from(view.u32_acquire(0).unwrap_or(0));
-                            for layout in layouts {
-                                let word = |n: usize| view.u64_at(layout.record + 8 * n);
-                                let used = word(6).unwrap_or(0) as u32 as usize;
-                                for n in 3..6 {
-                                    total = total.wrapping_add(word(n).unwrap_or(0));
-                                }
-                                for n in 7..7 + 2 * used {
-                                    total = total.wrapping_add(word(n).unwrap_or(0));
-                                }
+            // The loads of the words a scrape must read from the native
+            // files: `used`, and each current record's counts and buckets
+            // in use.
+            let load_natives = |mapped: &[(ReadMap, Vec<NativeRecordLayout>)]| {
+                let mut total = 0u64;
+                for (map, layouts) in mapped {
+                    let read = map.read(|view| {
+                        let mut total = u64::from(view.u32_acquire(0).unwrap_or(0));
+                        for layout in layouts {
+                            let word = |n: usize| view.u64_at(layout.record + 8 * n);
+                            let used = word(6).unwrap_or(0) as u32 as usize;
+                            for n in 3..6 {
+                                total = total.wrapping_add(word(n).unwrap_or(0));
                             }
-                            total
-                        });
-                        total = total.wrapping_add(read.expect("not shrunk"));
+                            for n in 7..7 + 2 * used {
+                                total = total.wrapping_add(word(n).unwrap_or(0));
+                            }
+                        }
+                        total
+                    });
+                    total = total.wrapping_add(read.expect("not shrunk"));
+                }
+                total
+            };
+            // The same split between a thread per core (at most four), one
+            // started per scrape, as the collector splits them.
+            let threads = std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .clamp(1, 4);
+            let load_natives_split = || {
+                let per_thread = mapped.len().div_ceil(threads);
+                std::thread::scope(|scope| {
+                    let mut parts = mapped.chunks(per_thread);
+                    let here = parts.next().unwrap_or_default();
+                    let others: Vec<_> = parts
+                        .map(|part| scope.spawn(move || load_natives(part)))
+                        .collect();
+                    let mut total = load_natives(here);
+                    for other in others {
+                        total = total.wrapping_add(other.join().expect("loads"));
                     }
-                    black_box(total)
+                    total
                 })
+            };
+            let classic = || {
+                black_box(&warm)
+                    .collect_with(|_| Default::default(), None, Natives::Skip)
+                    .expect("collect")
+                    .encode_protobuf()
+            };
+            g.bench_function("live/map_floor", |b| {
+                b.iter(|| black_box(load_natives(&mapped)))
+            });
+            // Both in one scrape, as the protobuf scrape must: the native
+            // words pass through the caches between the `*.db` values of
+            // one scrape and the next's.
+            g.bench_function("live/floor", |b| {
+                b.iter(|| (black_box(classic()), black_box(load_natives_split())))
+            });
+            g.bench_function("live/floor_one_thread", |b| {
+                b.iter(|| (black_box(classic()), black_box(load_natives(&mapped))))
             });
             g.bench_function("live/protobuf_without_natives", |b| {
                 b.iter(|| {
