@@ -126,17 +126,62 @@ pub(crate) struct DenseNative {
     negative: DenseSide,
     /// The merge so far, once a record did not fit the dense one.
     sparse: Option<NativeHistogram>,
+    /// Whether the last merge before the last clear went sparse: records
+    /// are then not added as they are loaded (they would likely not fit).
+    went_sparse: bool,
 }
 
 impl DenseNative {
-    /// Forgets every record added.
+    /// Forgets every record added (and any bucket of a record begun).
     pub(crate) fn clear(&mut self) {
-        if self.records > 0 {
-            self.positive.clear();
-            self.negative.clear();
-        }
+        self.positive.clear();
+        self.negative.clear();
         self.records = 0;
-        self.sparse = None;
+        self.went_sparse = self.sparse.take().is_some();
+    }
+
+    /// Begins adding a record of `schema` and `zero_threshold` bucket by
+    /// bucket as it is loaded ([`DenseNative::add_loaded`], then
+    /// [`DenseNative::end_loaded`]); `false` if the merge cannot take it so
+    /// (another schema or zero bucket, or a sparse merge): it is then to be
+    /// added whole ([`DenseNative::add`]).
+    pub(crate) fn begin_loaded(&mut self, schema: i8, zero_threshold: f64) -> bool {
+        if self.records == 0 {
+            self.schema = schema;
+            self.zero_threshold = zero_threshold;
+            return !self.went_sparse;
+        }
+        self.sparse.is_none()
+            && schema == self.schema
+            && zero_threshold.to_bits() == self.zero_threshold.to_bits()
+    }
+
+    /// Adds a bucket of the record begun; `false` if the windows cannot be
+    /// widened to it: the merge then holds part of a record, and is to be
+    /// cleared.
+    #[inline]
+    pub(crate) fn add_loaded(&mut self, index: i32, negative: bool, count: u64) -> bool {
+        let side = if negative {
+            &mut self.negative
+        } else {
+            &mut self.positive
+        };
+        side.add(index, count)
+    }
+
+    /// Ends the record begun, with its counts.
+    pub(crate) fn end_loaded(&mut self, counts: NativeCounts) {
+        if self.records == 0 {
+            self.zero_count = counts.zero_count;
+            self.nan_count = counts.nan_count;
+            // The first record's sum as it is (`0.0 + -0.0` is `0.0`).
+            self.sum = counts.sum;
+        } else {
+            self.zero_count = self.zero_count.saturating_add(counts.zero_count);
+            self.nan_count = self.nan_count.saturating_add(counts.nan_count);
+            self.sum += counts.sum;
+        }
+        self.records += 1;
     }
 
     /// Whether no record was added since the last clear.

@@ -215,3 +215,98 @@ fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() 
     assert_ne!(count(&after), count(&before));
     same_as_read_whole("and once more");
 }
+
+/// The byte offset of the current record of `route`'s series in `pid`'s
+/// native histogram file.
+fn record_of(dir: &Path, pid: &str, route: &str) -> (std::path::PathBuf, usize) {
+    let name = FileName::new(MetricKind::Histogram, pid).unwrap();
+    let path = native_histogram_path(dir, &name);
+    let bytes = std::fs::read(&path).unwrap();
+    let used = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
+    let mut layouts = Vec::new();
+    multiprom_format::native_record_layouts(&bytes, 8, used, &mut layouts).unwrap();
+    let key = encode_key(NAME, NAME, [("route", route)], HELP);
+    let layout = layouts.iter().rfind(|layout| layout.key == key).unwrap();
+    (path, layout.record)
+}
+
+#[test]
+fn a_record_damaged_after_others_were_added_costs_its_file_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = ["/a", "/b", "/c"];
+    let workers: Vec<Worker> = (1..=3)
+        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
+        .collect();
+    for worker in &workers {
+        for route in routes {
+            worker.observe(route, 160, values(1, 12, 1.0));
+        }
+    }
+    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    for _ in 0..3 {
+        assert!(for_protobuf(&mapped).warnings.is_empty());
+    }
+    // The last record of worker 2's file gets a bucket of no side, after
+    // its first records were added as they were loaded.
+    let (path, record) = record_of(dir.path(), "2", "/c");
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(
+        &file,
+        &(7u64 << 32).to_le_bytes(),
+        (record + 56) as u64,
+    )
+    .unwrap();
+    let scrape = for_protobuf(&mapped);
+    let damaged = scrape.warnings.iter().any(|warning| {
+        matches!(warning, Warning::NativeHistograms(error)
+            if error.path == path
+                && error.kind == ReadErrorKind::BadNativeHistogramRecord("bucket of no side"))
+    });
+    assert!(damaged, "{:?}", scrape.warnings);
+    // What reading the files whole gives: the other two workers' records.
+    let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
+    assert_eq!(scrape.natives, whole.natives);
+    let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/a".into())];
+    assert_eq!(scrape.natives.get(NAME, &labels).unwrap().count(), 24);
+    // Reported once; the same again.
+    let later = for_protobuf(&mapped);
+    assert!(later.warnings.is_empty(), "{:?}", later.warnings);
+    assert_eq!(later.natives, whole.natives);
+}
+
+#[test]
+fn buckets_too_far_apart_for_a_dense_merge_give_what_reading_them_whole_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let routes = ["/"];
+    let workers: Vec<Worker> = (1..=3)
+        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
+        .collect();
+    for worker in &workers {
+        worker.observe("/", 160, values(1, 10, 1.0));
+    }
+    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let same_as_read_whole = |when: &str| {
+        let scrape = for_protobuf(&mapped);
+        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
+        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
+        assert_eq!(scrape.natives, whole.natives, "{when}");
+        scrape
+    };
+    for n in 0..3 {
+        same_as_read_whole(&format!("scrape {n}"));
+    }
+    // Thousands of buckets apart at schema 3, in the second worker's record.
+    workers[1].observe("/", 160, [1e-200, 1e200]);
+    for n in 0..3 {
+        let scrape = same_as_read_whole(&format!("far apart {n}"));
+        let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/".into())];
+        assert_eq!(scrape.natives.get(NAME, &labels).unwrap().count(), 32);
+    }
+    // And back to near buckets only once that worker's file is gone.
+    let name = FileName::new(MetricKind::Histogram, "2").unwrap();
+    std::fs::remove_file(dir.path().join(name.to_string())).unwrap();
+    std::fs::remove_file(native_histogram_path(dir.path(), &name)).unwrap();
+    for n in 0..2 {
+        same_as_read_whole(&format!("gone {n}"));
+    }
+}

@@ -103,7 +103,7 @@ pub use native_file::{
     native_record_layouts, read_native_histogram_bytes, read_native_histogram_file,
     read_native_histogram_file_into, read_native_record_counts, visit_native_histogram_file,
     NativeCounts, NativeHistogramEntry, NativeHistogramFile, NativeRecord, NativeRecordLayout,
-    NativeVisitScratch, ObservedBuckets,
+    NativeVisitScratch,
 };
 pub use native_histogram::NativeHistogram;
 pub use native_writer::{NativeHistogramConfig, NativeHistogramWriter, NativeSeries};

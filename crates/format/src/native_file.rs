@@ -479,42 +479,6 @@ pub fn native_record_layouts(
     Ok(at)
 }
 
-/// A record's buckets in use as [`read_native_record_counts`] loaded them
-/// (two words each, as the file holds them), giving those with
-/// observations, `(index, negative, count)`, in the order they were made.
-#[derive(Debug, Clone)]
-pub struct ObservedBuckets<'a>(std::slice::ChunksExact<'a, u64>);
-
-impl<'a> ObservedBuckets<'a> {
-    /// The buckets of `words`, a run of whole records' bucket words as
-    /// [`read_native_record_counts`] appends them (an odd word at the end
-    /// is no bucket).
-    #[must_use]
-    pub fn new(words: &'a [u64]) -> ObservedBuckets<'a> {
-        ObservedBuckets(words.chunks_exact(2))
-    }
-}
-
-impl Iterator for ObservedBuckets<'_> {
-    type Item = (i32, bool, u64);
-
-    #[inline]
-    fn next(&mut self) -> Option<(i32, bool, u64)> {
-        for pair in self.0.by_ref() {
-            let (bucket, count) = (pair[0], pair[1]);
-            if count == 0 {
-                continue;
-            }
-            // A count in a bucket of no side: a damaged record, which
-            // `read_native_record_counts` reports; skipped here.
-            if let Some((index, negative)) = decode_bucket_word(bucket) {
-                return Some((index, negative, count));
-            }
-        }
-        None
-    }
-}
-
 /// The fields of a record that change as observations arrive.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NativeCounts {
@@ -528,23 +492,22 @@ pub struct NativeCounts {
 
 /// Reads the counts of the record at byte `record` (with room for
 /// `capacity` buckets, from its [`NativeRecordLayout`]) through `view`,
-/// and appends the two words of each of its buckets in use (index and
-/// side, count) to `bucket_words`, as [`ObservedBuckets`] reads them. Only
-/// the header's words and the buckets in use are loaded, each word whole.
-///
-/// Both words of a bucket are loaded though the first never changes once
-/// `buckets_used` covers it: they share a cache line, so the load costs
-/// nothing a count alone does not, where remembering the buckets between
-/// reads costs a scrape of thousands of records loads of its own.
+/// calling `bucket(index, negative, count)` for each of its buckets in use
+/// with observations, in the order they were made, as
+/// [`NativeRecord::buckets`] gives them. Only the header's words and the
+/// buckets in use are loaded, each word whole, and nothing is copied: a
+/// bucket's index word and its count share a cache line, so both are
+/// loaded together (the index never changes once `buckets_used` covers it,
+/// but remembering it between reads would cost loads of its own).
 ///
 /// An error (buckets in use past the capacity, a count in a bucket of no
-/// side, a record outside the map) says the file is damaged;
-/// `bucket_words` may then hold part of the record.
+/// side, a record outside the map) says the file is damaged; `bucket` may
+/// then have been called for some of the record's buckets.
 pub fn read_native_record_counts(
     view: &MapView<'_>,
     record: usize,
     capacity: usize,
-    bucket_words: &mut Vec<u64>,
+    mut bucket: impl FnMut(i32, bool, u64),
 ) -> Result<NativeCounts, ParseError> {
     let bad = |what| ParseError::new(record as u64, ReadErrorKind::BadNativeHistogramRecord(what));
     let outside = || bad("record outside the mapped file");
@@ -561,17 +524,23 @@ pub fn read_native_record_counts(
     // Pairs with the writer's release store of `buckets_used`: the buckets
     // it covers are read as written before it.
     fence(Ordering::Acquire);
-    let start = bucket_words.len();
-    if !view.u64s_at(record + word::BUCKETS * 8, 8, 2 * used, bucket_words) {
-        return Err(outside());
+    let every_side = view.u64_pairs_at(record + word::BUCKETS * 8, used, |word, count| {
+        if count == 0 {
+            return true;
+        }
+        match decode_bucket_word(word) {
+            Some((index, negative)) => {
+                bucket(index, negative, count);
+                true
+            }
+            None => false,
+        }
+    });
+    match every_side {
+        Some(true) => Ok(counts),
+        Some(false) => Err(bad("bucket of no side")),
+        None => Err(outside()),
     }
-    let no_side = bucket_words[start..]
-        .chunks_exact(2)
-        .any(|pair| pair[1] != 0 && decode_bucket_word(pair[0]).is_none());
-    if no_side {
-        return Err(bad("bucket of no side"));
-    }
-    Ok(counts)
 }
 
 /// Buffers [`visit_native_histogram_file`] reuses from one file to the
@@ -818,10 +787,12 @@ mod tests {
         let map = crate::read_map::ReadMap::new(&file, len).unwrap();
         let mut read: Vec<(String, NativeHistogram)> = Vec::new();
         for layout in layouts.iter().filter(|l| !l.moved) {
-            let mut words = Vec::new();
+            let mut buckets = Vec::new();
             let counts = map
                 .read(|view| {
-                    read_native_record_counts(view, layout.record, layout.capacity, &mut words)
+                    read_native_record_counts(view, layout.record, layout.capacity, |i, n, c| {
+                        buckets.push((i, n, c));
+                    })
                 })
                 .unwrap()
                 .unwrap();
@@ -829,7 +800,7 @@ mod tests {
             histogram.zero_count = counts.zero_count;
             histogram.nan_count = counts.nan_count;
             histogram.sum = counts.sum;
-            for (index, negative, count) in ObservedBuckets::new(&words) {
+            for (index, negative, count) in buckets {
                 let side = if negative {
                     &mut histogram.negative
                 } else {
@@ -860,7 +831,7 @@ mod tests {
         let map = crate::read_map::ReadMap::new(&file, damaged.len()).unwrap();
         let result = map
             .read(|view| {
-                read_native_record_counts(view, first.record, first.capacity, &mut Vec::new())
+                read_native_record_counts(view, first.record, first.capacity, |_, _, _| {})
             })
             .unwrap();
         assert_eq!(

@@ -380,40 +380,37 @@ impl MapView<'_> {
         Some(unsafe { AtomicU64::from_ptr(ptr as *mut u64) }.load(Ordering::Relaxed))
     }
 
-    /// Appends to `out` the `n` 8-byte words at `offset`, `offset + stride`,
-    /// `offset + 2 * stride`... (all 8-aligned), each loaded whole as
-    /// [`MapView::u64_at`] loads it; `false`, and nothing appended, if any
-    /// lies out of bounds. One bounds check for the lot: a reader of a
-    /// record's bucket counts loads tens of them.
+    /// Calls `each` with the `n` pairs of 8-byte words from `offset`
+    /// (8-aligned) on, in order, each word loaded whole as
+    /// [`MapView::u64_at`] loads it, until `each` returns `false`. `None`,
+    /// and nothing loaded, if any of them lies out of bounds; else whether
+    /// `each` went through all of them. One bounds check for the lot: a
+    /// reader of a record's buckets loads tens of pairs.
     #[inline]
-    pub fn u64s_at(&self, offset: usize, stride: usize, n: usize, out: &mut Vec<u64>) -> bool {
-        if n == 0 {
-            return true;
-        }
-        let Some(span) = stride
-            .checked_mul(n - 1)
-            .and_then(|last| last.checked_add(8))
-        else {
-            return false;
-        };
-        if !stride.is_multiple_of(8) {
-            return false;
-        }
-        let Some(ptr) = self.ptr(offset, span, 8) else {
-            return false;
-        };
-        out.reserve(n);
+    pub fn u64_pairs_at(
+        &self,
+        offset: usize,
+        n: usize,
+        mut each: impl FnMut(u64, u64) -> bool,
+    ) -> Option<bool> {
+        let ptr = self.ptr(offset, n.checked_mul(16)?, 8)?;
         for k in 0..n {
-            // SAFETY: `offset` is 8-aligned and `offset + stride * (n - 1) +
-            // 8 <= map.len()` (checked by `ptr`), and `stride` is a multiple
-            // of 8, so every word `k < n` lies in the mapping, 8-aligned;
-            // loaded as in `u64_at`, by a `Relaxed` 8-byte atomic load living
-            // only for the load.
-            let word = unsafe { AtomicU64::from_ptr(ptr.add(k * stride) as *mut u64) }
-                .load(Ordering::Relaxed);
-            out.push(word);
+            // SAFETY: `offset` is 8-aligned and `offset + 16 * n <=
+            // map.len()` (checked by `ptr`), so both words of pair `k < n`
+            // lie in the mapping, 8-aligned; loaded as in `u64_at`, by
+            // `Relaxed` 8-byte atomic loads living only for the load.
+            let (first, second) = unsafe {
+                let at = ptr.add(16 * k) as *mut u64;
+                (
+                    AtomicU64::from_ptr(at).load(Ordering::Relaxed),
+                    AtomicU64::from_ptr(at.add(1)).load(Ordering::Relaxed),
+                )
+            };
+            if !each(first, second) {
+                return Some(false);
+            }
         }
-        true
+        Some(true)
     }
 
     /// Appends `len` bytes at `offset` to `out`; `false` if out of bounds.
@@ -514,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn strided_loads_are_bounds_checked_whole() {
+    fn pair_loads_are_bounds_checked_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.native");
         let words: Vec<u8> = (1..=6u64).flat_map(u64::to_le_bytes).collect();
@@ -523,16 +520,31 @@ mod tests {
         let loads = map
             .read(|view| {
                 let mut out = vec![0];
-                let every_other = view.u64s_at(8, 16, 3, &mut out);
-                // The third word would lie past the end: none is loaded.
-                let past_end = view.u64s_at(16, 16, 3, &mut out);
-                let misaligned = view.u64s_at(4, 16, 1, &mut out);
-                let odd_stride = view.u64s_at(0, 12, 2, &mut out);
-                let none = view.u64s_at(48, 16, 0, &mut out);
-                (out, [every_other, past_end, misaligned, odd_stride, none])
+                let mut push = |a, b| {
+                    out.extend([a, b]);
+                    true
+                };
+                let all = view.u64_pairs_at(8, 2, &mut push);
+                // The third pair would end past the end: none is loaded.
+                let past_end = view.u64_pairs_at(16, 3, &mut push);
+                let misaligned = view.u64_pairs_at(4, 1, &mut push);
+                let none = view.u64_pairs_at(48, 0, &mut push);
+                let mut first_only = Vec::new();
+                let stopped = view.u64_pairs_at(0, 3, |a, _| {
+                    first_only.push(a);
+                    false
+                });
+                (out, first_only, [all, past_end, misaligned, none, stopped])
             })
             .unwrap();
-        assert_eq!(loads, (vec![0, 2, 4, 6], [true, false, false, false, true]));
+        assert_eq!(
+            loads,
+            (
+                vec![0, 2, 3, 4, 5],
+                vec![1],
+                [Some(true), None, None, Some(true), Some(false)]
+            )
+        );
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! microseconds a file, mostly system calls and copying bucket room not in
 //! use. Kept mapped read-only ([`ReadMap`]), a scrape loads `used`, then
 //! per current record its counts and the buckets in use, word by word
-//! ([`read_native_record_counts`]); where the records lie (key, offset,
-//! room, schema, zero bucket: fixed once written) is parsed once, and
-//! again only for the entries past the last parse when `used` grows.
+//! ([`read_native_record_counts`]), each bucket added to its series'
+//! merge as it is loaded ([`Adding`]); where the records lie (key,
+//! offset, room, schema, zero bucket: fixed once written) is parsed once,
+//! and again only for the entries past the last parse when `used` grows.
 //!
 //! A map is trusted while its `*.db` file's tracked state says nothing
 //! happened to it ([`crate::tracked::TrackedFile::changes`]: an event, a
@@ -35,10 +36,10 @@ use multiprom_format::native_file::{
 use multiprom_format::read_map::ReadMap;
 use multiprom_format::{
     native_record_layouts, open_for_read, read_native_record_counts, FileIdentity, FileName,
-    NativeCounts, NativeRecordLayout, ObservedBuckets, ReadError, ReadErrorKind,
+    NativeCounts, NativeRecordLayout, ReadError, ReadErrorKind,
 };
 
-use crate::native_dense::RecordRead;
+use crate::native_dense::{DenseNative, RecordRead};
 
 /// A live worker's companion to read this scrape.
 #[derive(Clone, Copy)]
@@ -65,8 +66,28 @@ impl LiveCompanion<'_> {
 pub(super) trait RecordSink {
     /// The series `raw_key` names (`None`: a key that does not decode).
     fn series(&mut self, raw_key: &str) -> Option<usize>;
-    /// Adds a record of `series`.
-    fn add(&mut self, series: usize, record: RecordRead<ObservedBuckets<'_>>);
+    /// Adds a record of `series`, read whole.
+    fn add(&mut self, series: usize, record: RecordRead<StagedBuckets<'_>>);
+    /// The merge of `series`, to add a record to as it is loaded (`None`:
+    /// no such series).
+    fn merge(&mut self, series: usize) -> Option<&mut DenseNative>;
+}
+
+/// The buckets of a record read whole.
+pub(super) type StagedBuckets<'a> = std::iter::Copied<std::slice::Iter<'a, (i32, bool, u64)>>;
+
+/// How records are added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Adding {
+    /// Each bucket as it is loaded, straight from the map into the merge:
+    /// no copy, no second pass. A file that turns out bad part way (a
+    /// damaged record, a fault, buckets too far apart for a dense merge)
+    /// has then been added in part, and the files are to be read again
+    /// with [`Adding::WholeFiles`].
+    AsLoaded,
+    /// Each file's records copied out first and added only if the whole
+    /// file read right.
+    WholeFiles,
 }
 
 /// The live companions kept mapped, in the order they were last read.
@@ -85,7 +106,7 @@ pub(super) struct MappedNatives {
     scrapes: u64,
     bytes: Vec<u8>,
     layouts: Vec<NativeRecordLayout>,
-    bucket_words: Vec<u64>,
+    buckets: Vec<(i32, bool, u64)>,
     staged: Vec<Staged>,
 }
 
@@ -95,8 +116,8 @@ pub(super) struct MappedNatives {
 struct Staged {
     record: usize,
     counts: NativeCounts,
-    /// Where its buckets' words lie in the words read.
-    bucket_words: (usize, usize),
+    /// Where its buckets lie in the buckets read.
+    buckets: (usize, usize),
 }
 
 /// One companion kept mapped.
@@ -134,6 +155,8 @@ enum Outcome {
     Shrunk,
     /// It did not read right: read it with `pread`.
     Unreadable,
+    /// Added in part, then it did not read right ([`Adding::AsLoaded`]).
+    AddedInPart,
 }
 
 impl MappedNatives {
@@ -183,21 +206,27 @@ impl MappedNatives {
 
     /// Reads `companions` through their maps, mapping those not mapped yet
     /// within `maps` maps in all (`None`: none may be, and every map is
-    /// dropped), adding their records to `sink`; problems go to
-    /// `problems`. Returns the companions to read with `pread` instead,
-    /// and the records added.
+    /// dropped), adding their records to `sink` as `adding` says; problems
+    /// go to `problems`. Returns the companions to read with `pread`
+    /// instead, and the records added; `None` if a file was added in part
+    /// (only when [`Adding::AsLoaded`]): what was added is then to be
+    /// thrown away, and the companions read again adding whole files.
     pub(super) fn read(
         &mut self,
         companions: &[LiveCompanion<'_>],
         maps: Option<usize>,
         sink: &mut impl RecordSink,
         problems: &mut Vec<(PathBuf, ReadError)>,
-    ) -> (Vec<PathBuf>, usize) {
+        adding: Adding,
+    ) -> Option<(Vec<PathBuf>, usize)> {
         let Some(maps) = maps else {
             self.clear();
-            return (companions.iter().map(LiveCompanion::path).collect(), 0);
+            return Some((companions.iter().map(LiveCompanion::path).collect(), 0));
         };
-        self.scrapes += 1;
+        // Once per scrape: a second reading of the same scrape is not one.
+        if adding == Adding::AsLoaded {
+            self.scrapes += 1;
+        }
         let may_map_new = self.scrapes > 1;
         self.line_up(companions);
         let mut pread = Vec::new();
@@ -250,10 +279,14 @@ impl MappedNatives {
                 let outcome = file.read(
                     &mut self.bytes,
                     &mut self.layouts,
-                    &mut self.bucket_words,
+                    &mut self.buckets,
                     &mut self.staged,
                     sink,
+                    adding,
                 );
+                if matches!(outcome, Outcome::AddedInPart) {
+                    return None;
+                }
                 if !matches!(outcome, Outcome::Read(_)) {
                     *slot = None;
                     self.mapped -= 1;
@@ -278,7 +311,7 @@ impl MappedNatives {
                         done = true;
                         break;
                     }
-                    Outcome::Unreadable => {
+                    Outcome::Unreadable | Outcome::AddedInPart => {
                         unmappable = true;
                         break;
                     }
@@ -294,7 +327,7 @@ impl MappedNatives {
                 pread.push(companion.path());
             }
         }
-        (pread, records)
+        Some((pread, records))
     }
 }
 
@@ -339,72 +372,168 @@ impl MappedNative {
     }
 
     /// Reads the current records through the map, parsing new entries
-    /// first, and adds them to `sink` if the whole file reads right.
+    /// first, and adds them to `sink` as `adding` says.
     fn read(
         &mut self,
         bytes: &mut Vec<u8>,
         layouts: &mut Vec<NativeRecordLayout>,
-        bucket_words: &mut Vec<u64>,
+        buckets: &mut Vec<(i32, bool, u64)>,
         staged: &mut Vec<Staged>,
         sink: &mut impl RecordSink,
+        adding: Adding,
     ) -> Outcome {
+        if let Err(outcome) = self.parse_new(bytes, layouts, sink) {
+            return outcome;
+        }
+        match adding {
+            Adding::AsLoaded => self.add_as_loaded(buckets, sink),
+            Adding::WholeFiles => self.add_whole(buckets, staged, sink),
+        }
+    }
+
+    /// Parses the entries written since the last parse.
+    fn parse_new(
+        &mut self,
+        bytes: &mut Vec<u8>,
+        layouts: &mut Vec<NativeRecordLayout>,
+        sink: &mut impl RecordSink,
+    ) -> Result<(), Outcome> {
         let used = match self.map.read(|view| view.u32_acquire(0)) {
             Ok(used) => used.unwrap_or(0) as usize,
-            Err(_) => return Outcome::Shrunk,
+            Err(_) => return Err(Outcome::Shrunk),
         };
         if used > self.map.len() {
-            return Outcome::Outgrown;
+            return Err(Outcome::Outgrown);
         }
         if used < self.parsed_up_to {
             // Rewritten in place: not the file parsed.
-            return Outcome::Unreadable;
+            return Err(Outcome::Unreadable);
         }
-        if used > self.parsed_up_to {
-            bytes.clear();
-            match self.map.read(|view| view.copy_to(0, used, bytes)) {
-                Ok(true) => {}
-                Ok(false) => return Outcome::Unreadable,
-                Err(_) => return Outcome::Shrunk,
+        if used == self.parsed_up_to {
+            return Ok(());
+        }
+        bytes.clear();
+        match self.map.read(|view| view.copy_to(0, used, bytes)) {
+            Ok(true) => {}
+            Ok(false) => return Err(Outcome::Unreadable),
+            Err(_) => return Err(Outcome::Shrunk),
+        }
+        layouts.clear();
+        if native_record_layouts(bytes, self.parsed_up_to, used, layouts).is_err() {
+            return Err(Outcome::Unreadable);
+        }
+        for layout in layouts.drain(..) {
+            // A key's last record is its current one.
+            if layout.moved {
+                continue;
             }
-            layouts.clear();
-            if native_record_layouts(bytes, self.parsed_up_to, used, layouts).is_err() {
-                return Outcome::Unreadable;
-            }
-            for layout in layouts.drain(..) {
-                // A key's last record is its current one.
-                if layout.moved {
-                    continue;
+            let record = LiveRecord {
+                series: sink.series(&layout.key),
+                record: layout.record,
+                capacity: layout.capacity,
+                schema: layout.schema,
+                zero_threshold: layout.zero_threshold,
+            };
+            match self.by_key.get(layout.key.as_str()) {
+                Some(&at) => self.records[at] = record,
+                None => {
+                    self.by_key
+                        .insert(layout.key.into_boxed_str(), self.records.len());
+                    self.records.push(record);
                 }
-                let record = LiveRecord {
-                    series: sink.series(&layout.key),
-                    record: layout.record,
-                    capacity: layout.capacity,
-                    schema: layout.schema,
-                    zero_threshold: layout.zero_threshold,
+            }
+        }
+        self.parsed_up_to = used;
+        Ok(())
+    }
+
+    /// Adds each record's buckets to its series' merge as they are loaded
+    /// (a record the merge cannot take so, of another schema or zero
+    /// bucket, is copied out and added whole).
+    fn add_as_loaded(
+        &mut self,
+        buckets: &mut Vec<(i32, bool, u64)>,
+        sink: &mut impl RecordSink,
+    ) -> Outcome {
+        let records = &self.records;
+        let read = self.map.read(|view| {
+            for record in records {
+                let Some(series) = record.series else {
+                    // Not added, but read: a damaged record is a damaged
+                    // file.
+                    read_native_record_counts(view, record.record, record.capacity, |_, _, _| {})
+                        .map_err(drop)?;
+                    continue;
                 };
-                match self.by_key.get(layout.key.as_str()) {
-                    Some(&at) => self.records[at] = record,
-                    None => {
-                        self.by_key
-                            .insert(layout.key.into_boxed_str(), self.records.len());
-                        self.records.push(record);
+                if let Some(merge) = sink.merge(series) {
+                    if merge.begin_loaded(record.schema, record.zero_threshold) {
+                        let mut fits = true;
+                        let counts = read_native_record_counts(
+                            view,
+                            record.record,
+                            record.capacity,
+                            |index, negative, count| {
+                                fits &= merge.add_loaded(index, negative, count)
+                            },
+                        )
+                        .map_err(drop)?;
+                        if !fits {
+                            return Err(());
+                        }
+                        merge.end_loaded(counts);
+                        continue;
                     }
                 }
+                buckets.clear();
+                let counts = read_native_record_counts(
+                    view,
+                    record.record,
+                    record.capacity,
+                    |index, negative, count| buckets.push((index, negative, count)),
+                )
+                .map_err(drop)?;
+                sink.add(
+                    series,
+                    RecordRead {
+                        schema: record.schema,
+                        zero_threshold: record.zero_threshold,
+                        counts,
+                        buckets: buckets.iter().copied(),
+                    },
+                );
             }
-            self.parsed_up_to = used;
+            Ok(())
+        });
+        match read {
+            Ok(Ok(())) => Outcome::Read(records.len()),
+            Ok(Err(())) | Err(_) => Outcome::AddedInPart,
         }
-        bucket_words.clear();
+    }
+
+    /// Copies each record's counts out, and adds them to `sink` if the
+    /// whole file reads right.
+    fn add_whole(
+        &mut self,
+        buckets: &mut Vec<(i32, bool, u64)>,
+        staged: &mut Vec<Staged>,
+        sink: &mut impl RecordSink,
+    ) -> Outcome {
+        buckets.clear();
         staged.clear();
-        let records = &mut self.records;
+        let records = &self.records;
         let read = self.map.read(|view| {
-            for (n, record) in records.iter_mut().enumerate() {
-                let start = bucket_words.len();
-                let counts =
-                    read_native_record_counts(view, record.record, record.capacity, bucket_words)?;
+            for (n, record) in records.iter().enumerate() {
+                let start = buckets.len();
+                let counts = read_native_record_counts(
+                    view,
+                    record.record,
+                    record.capacity,
+                    |index, negative, count| buckets.push((index, negative, count)),
+                )?;
                 staged.push(Staged {
                     record: n,
                     counts,
-                    bucket_words: (start, bucket_words.len()),
+                    buckets: (start, buckets.len()),
                 });
             }
             Ok::<(), multiprom_format::ParseError>(())
@@ -423,9 +552,7 @@ impl MappedNative {
                         schema: record.schema,
                         zero_threshold: record.zero_threshold,
                         counts: staged.counts,
-                        buckets: ObservedBuckets::new(
-                            &bucket_words[staged.bucket_words.0..staged.bucket_words.1],
-                        ),
+                        buckets: buckets[staged.buckets.0..staged.buckets.1].iter().copied(),
                     },
                 );
             }

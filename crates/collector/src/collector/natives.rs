@@ -46,7 +46,7 @@ use std::sync::Arc;
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{
     read_native_histogram_bytes, visit_native_histogram_file, FileName, Key, MetricKind,
-    NativeHistogram, NativeVisitScratch, ObservedBuckets, ReadError,
+    NativeHistogram, NativeVisitScratch, ReadError,
 };
 
 use crate::native_dense::{DenseNative, RecordRead};
@@ -55,7 +55,7 @@ use crate::problem::Warning;
 
 use super::file_entry::{path_bytes, FileEntry};
 use super::gather::cores;
-use super::live_natives::{LiveCompanion, MappedNatives, RecordSink};
+use super::live_natives::{Adding, LiveCompanion, MappedNatives, RecordSink, StagedBuckets};
 
 /// The series each key names (`None`: a key that does not decode), by the
 /// key as written.
@@ -130,7 +130,23 @@ impl LiveShard {
             dense: &mut self.dense,
         };
         let mut problems = Vec::new();
-        let (pread, records) = self.mapped.read(companions, maps, &mut sink, &mut problems);
+        let read = self
+            .mapped
+            .read(companions, maps, &mut sink, &mut problems, Adding::AsLoaded);
+        let (pread, records) = read.unwrap_or_else(|| {
+            // A file was added in part: read them all again, each file
+            // added whole or not at all (the file in question is then
+            // reported, and read with `pread` until it changes).
+            sink.dense.clear_touched();
+            let again = self.mapped.read(
+                companions,
+                maps,
+                &mut sink,
+                &mut problems,
+                Adding::WholeFiles,
+            );
+            again.unwrap_or_default()
+        });
         ShardRead {
             pread,
             records,
@@ -223,7 +239,7 @@ impl RecordSink for DenseSink<'_> {
         }))
     }
 
-    fn add(&mut self, series: usize, record: RecordRead<ObservedBuckets<'_>>) {
+    fn add(&mut self, series: usize, record: RecordRead<StagedBuckets<'_>>) {
         let dense = &mut *self.dense;
         let Some((_, merge)) = dense.series.get_mut(series) else {
             return;
@@ -236,9 +252,27 @@ impl RecordSink for DenseSink<'_> {
             .get_or_insert_with(|| NativeHistogram::empty(0, 0.0));
         merge.add(record, histogram, &mut dense.scratch);
     }
+
+    fn merge(&mut self, series: usize) -> Option<&mut DenseNative> {
+        let dense = &mut *self.dense;
+        let (_, merge) = dense.series.get_mut(series)?;
+        if merge.is_empty() {
+            dense.touched.push(series);
+        }
+        Some(merge)
+    }
 }
 
 impl DenseSeries {
+    /// Forgets the records added this scrape.
+    fn clear_touched(&mut self) {
+        for series in self.touched.drain(..) {
+            if let Some((_, merge)) = self.series.get_mut(series) {
+                merge.clear();
+            }
+        }
+    }
+
     /// Merges the series with records into `into`, and clears them.
     fn drain_into(&mut self, into: &mut NativeHistograms) {
         for series in self.touched.drain(..) {
