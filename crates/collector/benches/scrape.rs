@@ -718,7 +718,8 @@ fn native_dir() -> tempfile::TempDir {
 /// loads of `used` and of every current record's counts and buckets in
 /// use, word by word, nothing merged. `live/protobuf_without_natives` is
 /// the protobuf scrape of the same files without native histograms: what
-/// the live protobuf scrape costs beyond reading them. `live/floor` is
+/// the live protobuf scrape costs beyond reading them (and
+/// `exited/protobuf_without_natives` the same for exited workers). `live/floor` is
 /// both in one iteration, the native loads split between threads as the
 /// collector splits them (`live/floor_one_thread`: on this thread): the
 /// floor of the live protobuf scrape, measured with the caches holding
@@ -849,15 +850,15 @@ fn natives(c: &mut Criterion) {
             g.bench_function("live/floor_one_thread", |b| {
                 b.iter(|| (black_box(classic()), black_box(load_natives(&mapped))))
             });
-            g.bench_function("live/protobuf_without_natives", |b| {
-                b.iter(|| {
-                    black_box(&warm)
-                        .collect_with(|_| Default::default(), None, Natives::Skip)
-                        .expect("collect")
-                        .encode_protobuf()
-                })
-            });
         }
+        g.bench_function(format!("{case}/protobuf_without_natives"), |b| {
+            b.iter(|| {
+                black_box(&warm)
+                    .collect_with(|_| Default::default(), None, Natives::Skip)
+                    .expect("collect")
+                    .encode_protobuf()
+            })
+        });
     }
     g.finish();
 }

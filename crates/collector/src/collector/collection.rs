@@ -10,7 +10,7 @@ use crate::problem::{Conflict, Warning};
 use super::exemplars::attach_exemplars;
 use super::file_table::index_paths;
 use super::merge::merge_order;
-use super::natives::collect_natives;
+use super::natives::{collect_natives, Settling};
 use super::quiet::Unsettled;
 use super::refresh_files::refresh_files;
 use super::reports::file_reports;
@@ -59,7 +59,14 @@ pub(super) fn collect_paths(
             &state.known,
             &order,
             pass.dir,
-            pass.exited.map(|_| state.plan_generation),
+            pass.exited.map(|_| Settling {
+                generation: state.plan_generation,
+                version: state.settle_version,
+                unsettled: unsettled
+                    .as_ref()
+                    .filter(|unsettled| unsettled.generation == state.plan_generation)
+                    .map(|unsettled| unsettled.refresh.as_slice()),
+            }),
             pass.map_limit.map(|limit| limit.saturating_sub(state.maps)),
             &mut state.natives,
             &mut warnings,
