@@ -408,3 +408,51 @@ fn help_is_one_line_per_option_and_states_the_exit_status() {
     assert!(!help.contains("\n\n      --"), "sparse layout:\n{help}");
     assert!(help.contains("Exit status: 0 when printed"), "{help}");
 }
+
+#[test]
+fn scrape_as_protobuf_carries_the_native_histograms() {
+    use multiprom_collector::{DirCollector, Natives};
+    use multiprom_format::{NativeHistogramConfig, NativeHistogramWriter};
+
+    let dir = temp_dir();
+    let help = "Latency.";
+    let key = |sample: &str, le: &[(&str, &str)]| {
+        encode_key("latency_seconds", sample, le.iter().copied(), help)
+    };
+    for (pid, values) in [("1", [0.1, 0.2, 0.4]), ("2", [0.3, 3.0, 30.0])] {
+        let name = FileName::new(MetricKind::Histogram, pid).unwrap();
+        let mut file = FileWriter::open(dir.path(), &name).unwrap();
+        let natives = NativeHistogramWriter::open(dir.path(), &name).unwrap();
+        let native = natives
+            .series(
+                &key("latency_seconds", &[]),
+                NativeHistogramConfig::default(),
+            )
+            .unwrap();
+        for value in values {
+            file.slot(&key("latency_seconds_sum", &[]))
+                .unwrap()
+                .add(value);
+            file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]))
+                .unwrap()
+                .add(1.0);
+            native.observe(value);
+        }
+    }
+    let out = multiprom()
+        .args(["scrape", "--format", "protobuf", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let encoded = |natives| {
+        DirCollector::new(dir.path())
+            .collect_with(|_| Default::default(), None, natives)
+            .unwrap()
+            .encode_protobuf()
+    };
+    // What the library serves a protobuf scrape, native histograms and all.
+    let with = encoded(Natives::Merge);
+    assert_eq!(out.stdout, with);
+    assert_ne!(with, encoded(Natives::Skip), "no native histogram encoded");
+}
