@@ -68,6 +68,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_ID};
 
 pub use error::{CompactError, JournalError};
@@ -123,7 +124,8 @@ pub struct CompactPass {
     /// Files folded, by compacted file.
     pub folded: BTreeMap<FileName, Vec<FileName>>,
     /// Disk space freed (allocated blocks of the folded files and the old
-    /// compacted files, less the new compacted files).
+    /// compacted files, less the new compacted files; native histogram
+    /// files included).
     pub bytes_reclaimed: i64,
     /// Staged files that a process held, put back untouched.
     pub held: Vec<FileName>,
@@ -468,8 +470,14 @@ impl Compactor {
         sync_dir::sync_dir(self.dir())?;
         observer(&Step::Committed(target.clone()));
         reclaimed -= allocated(&target_path);
+        let native_path = native_histogram_path(self.dir(), &target);
+        let old_native = allocated(&native_path);
         if natives::commit_new_native(&self.staging, &target)? {
             observer(&Step::NativeCommitted(target.clone()));
+            reclaimed += old_native - allocated(&native_path);
+        }
+        for name in &staged_natives {
+            reclaimed += allocated(&native_histogram_path(self.staging.path(), name));
         }
 
         for name in &folded {

@@ -611,10 +611,29 @@ fn a_fold_keeps_the_sum_of_native_histograms() {
     populate_natives(dir.path());
     let before = native_sum(dir.path());
     assert_eq!(before.len(), 2, "{before:?}");
+    // Every histogram file but this process's is folded, native files too.
+    let me = std::process::id().to_string();
+    let blocks = |path: &Path| std::fs::metadata(path).map_or(0, |m| m.blocks() as i64 * 512);
+    let folded: i64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .chain(std::fs::read_dir(dir.path().join("native-histograms")).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("histogram_") && !name.contains(&me)
+        })
+        .map(|path| blocks(&path))
+        .sum();
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
     let pass = compactor.pass(&mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 3);
     assert_eq!(native_sum(dir.path()), before);
+    let compacted = blocks(&dir.path().join("histogram_compacted.db"))
+        + blocks(
+            &dir.path()
+                .join("native-histograms/histogram_compacted.native"),
+        );
+    assert_eq!(pass.bytes_reclaimed, folded - compacted);
     let me = format!("histogram_{}.native", std::process::id());
     assert_eq!(
         native_names(dir.path()),
