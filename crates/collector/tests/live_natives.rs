@@ -71,6 +71,17 @@ impl Worker {
     }
 }
 
+/// A protobuf scrape of `mapped` (a collector of live workers' files in
+/// `dir`), checked to have no warning and the native histograms that
+/// reading the files whole gives.
+fn same_as_read_whole(mapped: &DirCollector, dir: &Path, when: &str) -> Arc<Scrape> {
+    let scrape = for_protobuf(mapped);
+    assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
+    let whole = for_protobuf(&DirCollector::new(dir).map_files(false));
+    assert_eq!(scrape.natives, whole.natives, "{when}");
+    scrape
+}
+
 /// Values whose sums are exact in any order, spread over many buckets.
 fn values(from: i32, n: i32, scale: f64) -> impl Iterator<Item = f64> {
     (from..from + n).map(move |k| scale * f64::from(k) * 0.125)
@@ -90,13 +101,7 @@ fn mapped_live_files_give_what_reading_them_whole_gives() {
     }
     // Live workers: nothing settles; maps from the second scrape on.
     let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
-    let same_as_read_whole = |when: &str| {
-        let scrape = for_protobuf(&mapped);
-        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
-        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
-        assert_eq!(scrape.natives, whole.natives, "{when}");
-        scrape
-    };
+    let same_as_read_whole = |when: &str| same_as_read_whole(&mapped, dir.path(), when);
     for n in 0..3 {
         same_as_read_whole(&format!("scrape {n}"));
     }
@@ -183,10 +188,7 @@ fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() 
     }
     let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
     let same_as_read_whole = |when: &str| {
-        let scrape = for_protobuf(&mapped);
-        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
-        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
-        assert_eq!(scrape.natives, whole.natives, "{when}");
+        let scrape = same_as_read_whole(&mapped, dir.path(), when);
         assert_eq!(scrape.natives.len(), routes.len(), "{when}");
         scrape
     };
@@ -285,13 +287,7 @@ fn buckets_too_far_apart_for_a_dense_merge_give_what_reading_them_whole_gives() 
         worker.observe("/", 160, values(1, 10, 1.0));
     }
     let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
-    let same_as_read_whole = |when: &str| {
-        let scrape = for_protobuf(&mapped);
-        assert!(scrape.warnings.is_empty(), "{when}: {:?}", scrape.warnings);
-        let whole = for_protobuf(&DirCollector::new(dir.path()).map_files(false));
-        assert_eq!(scrape.natives, whole.natives, "{when}");
-        scrape
-    };
+    let same_as_read_whole = |when: &str| same_as_read_whole(&mapped, dir.path(), when);
     for n in 0..3 {
         same_as_read_whole(&format!("scrape {n}"));
     }
