@@ -193,40 +193,54 @@ fn read_live(
         lists[companion.index % n].push(*companion);
     }
     let threads = (live.len() / FILES_PER_THREAD).clamp(1, n);
-    let work = std::sync::Mutex::new(shards.iter_mut().zip(lists).enumerate());
-    // Each thread takes the next shard until none is left; this thread
-    // too, so one that cannot be started leaves its share to the others.
+    let shares = shards.iter_mut().zip(lists).enumerate();
+    on_threads(shares, threads, |(i, (shard, list))| {
+        let share = maps.map(|maps| maps / n + usize::from(i < maps % n));
+        shard.read(&list, share)
+    })
+}
+
+/// Runs `work` on each of `items` on up to `threads` threads, this one
+/// among them, each taking the next item until none is left (so a thread
+/// that cannot be started leaves its share to the others, and a scrape
+/// never fails for want of one), and returns the results in the order of
+/// `items`, however the threads ran.
+fn on_threads<I: Send, R: Send>(
+    items: impl Iterator<Item = I> + Send,
+    threads: usize,
+    work: impl Fn(I) -> R + Sync,
+) -> Vec<R> {
+    let queue = std::sync::Mutex::new(items.enumerate());
     let run = || {
-        let mut read = Vec::new();
+        let mut done = Vec::new();
         loop {
-            let next = work
+            let next = queue
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .next();
-            let Some((i, (shard, list))) = next else {
-                return read;
+            let Some((n, item)) = next else {
+                return done;
             };
-            let share = maps.map(|maps| maps / n + usize::from(i < maps % n));
-            read.push((i, shard.read(&list, share)));
+            done.push((n, work(item)));
         }
     };
-    let mut read = std::thread::scope(|scope| {
+    let mut done = std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..threads)
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
             .collect();
-        let mut read = run();
+        let mut done = run();
         for helper in helpers {
             // A panic in a reading thread is a bug; pass it on.
-            read.extend(
+            done.extend(
                 helper
                     .join()
                     .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             );
         }
-        read
+        done
     });
-    read.sort_unstable_by_key(|&(i, _)| i);
-    read.into_iter().map(|(_, read)| read).collect()
+    done.sort_unstable_by_key(|&(n, _)| n);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 impl RecordSink for DenseSink<'_> {
@@ -642,26 +656,8 @@ fn read_all(paths: &[PathBuf], keys: &SeriesOfKeys, readers: &mut Vec<Reader>) -
         return vec![readers[0].read(paths, keys)];
     }
     let per_thread = paths.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut chunks = paths.chunks(per_thread).zip(readers.iter_mut());
-        let here = chunks.next();
-        let handles: Vec<_> = chunks
-            .map(|(chunk, reader)| scope.spawn(move || reader.read(chunk, keys)))
-            .collect();
-        let mut read: Vec<Part> = here
-            .map(|(chunk, reader)| reader.read(chunk, keys))
-            .into_iter()
-            .collect();
-        for handle in handles {
-            // A panic in a reading thread is a bug; pass it on.
-            read.push(
-                handle
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            );
-        }
-        read
-    })
+    let chunks = paths.chunks(per_thread).zip(readers.iter_mut());
+    on_threads(chunks, threads, |(chunk, reader)| reader.read(chunk, keys))
 }
 
 /// Whether `dir` has a native histogram subdirectory (one that cannot be
