@@ -22,13 +22,15 @@
 //! and merges only the other files' companions onto a copy of them.
 //! Counts are exact; sums are added in a different order than the listing
 //! (settled files first, then the others; files read on several threads
-//! are merged per thread first), so the last bits of a sum may differ from
-//! a merge in listing order.
+//! are merged per thread or shard first), so the last bits of a sum may
+//! differ from a merge in listing order.
 //!
 //! Live workers' companions are kept mapped between scrapes where maps
-//! may be had (see [`super::live_natives`]): a scrape then loads only the
-//! words of each current record's counts and buckets in use, and adds
-//! them into one dense merge per series ([`crate::native_dense`]). Those
+//! may be had (see [`super::live_natives`]), in a shard per core read on
+//! threads of their own on a big directory ([`LiveShard`]): a scrape then
+//! loads only the words of each current record's counts and buckets in
+//! use, and adds them into one dense merge per series and shard
+//! ([`crate::native_dense`]). Those
 //! not mapped (a collector's first scrape, no SIGBUS guard, past the limit
 //! on maps, a file that does not read right through a map) are read with
 //! `pread`.
