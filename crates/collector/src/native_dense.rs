@@ -375,17 +375,7 @@ fn histogram_of(
         };
         side.push((index, count));
     }
-    for side in [&mut into.positive, &mut into.negative] {
-        side.sort_unstable_by_key(|&(index, _)| index);
-        side.dedup_by(|later, earlier| {
-            if later.0 == earlier.0 {
-                earlier.1 = earlier.1.saturating_add(later.1);
-                true
-            } else {
-                false
-            }
-        });
-    }
+    into.sort_buckets();
 }
 
 #[cfg(test)]

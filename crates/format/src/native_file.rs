@@ -318,8 +318,7 @@ impl<'a> NativeRecord<'a> {
                 into.positive.push((index, count));
             }
         }
-        normalize(&mut into.positive);
-        normalize(&mut into.negative);
+        into.sort_buckets();
     }
 }
 
@@ -597,23 +596,6 @@ pub fn visit_native_histogram_file<'a>(
     Ok(())
 }
 
-/// Sorts buckets by index, adding up equal indices (a writer never writes
-/// two, but a reader takes nothing on trust).
-fn normalize(buckets: &mut Vec<(i32, u64)>) {
-    if buckets.windows(2).all(|w| w[0].0 < w[1].0) {
-        return;
-    }
-    buckets.sort_unstable_by_key(|&(i, _)| i);
-    buckets.dedup_by(|later, earlier| {
-        if later.0 == earlier.0 {
-            earlier.1 = earlier.1.saturating_add(later.1);
-            true
-        } else {
-            false
-        }
-    });
-}
-
 /// Reads the native histogram file at `path`.
 pub fn read_native_histogram_file(path: &Path) -> Result<NativeHistogramFile, ReadError> {
     let mut buf = Vec::new();
@@ -808,8 +790,7 @@ mod tests {
                 };
                 side.push((index, count));
             }
-            normalize(&mut histogram.positive);
-            normalize(&mut histogram.negative);
+            histogram.sort_buckets();
             read.retain(|(key, _)| key != &layout.key);
             read.push((layout.key.clone(), histogram));
         }

@@ -29,6 +29,13 @@ pub struct NativeHistogram {
 }
 
 impl NativeHistogram {
+    /// Sorts each side's buckets by index, adding up equal indices: the
+    /// form every other method expects, for buckets pushed in any order.
+    pub fn sort_buckets(&mut self) {
+        sort_side(&mut self.positive);
+        sort_side(&mut self.negative);
+    }
+
     /// A histogram with no observations.
     #[must_use]
     pub fn empty(schema: i8, zero_threshold: f64) -> NativeHistogram {
@@ -209,6 +216,22 @@ fn add_buckets(into: &mut Vec<(i32, u64)>, from: &[(i32, u64)], scratch: &mut Ve
     std::mem::swap(into, scratch);
 }
 
+/// Sorts one side's buckets by index, adding up equal indices.
+fn sort_side(buckets: &mut Vec<(i32, u64)>) {
+    if buckets.windows(2).all(|w| w[0].0 < w[1].0) {
+        return;
+    }
+    buckets.sort_unstable_by_key(|&(i, _)| i);
+    buckets.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 = earlier.1.saturating_add(later.1);
+            true
+        } else {
+            false
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +308,15 @@ mod tests {
         assert_eq!(into.positive, vec![(0, 1), (1, 6), (3, 4), (9, 4)]);
         assert_eq!(into.negative, vec![(2, 7)]);
         assert_eq!(into.count(), 22);
+    }
+
+    #[test]
+    fn buckets_pushed_in_any_order_are_sorted_and_equal_indices_added() {
+        let mut h = NativeHistogram::empty(3, 0.0);
+        h.positive = vec![(4, 1), (-2, 3), (4, 2), (0, 5)];
+        h.negative = vec![(1, 1)];
+        h.sort_buckets();
+        assert_eq!(h.positive, vec![(-2, 3), (0, 5), (4, 3)]);
+        assert_eq!(h.negative, vec![(1, 1)]);
     }
 }
