@@ -5,70 +5,21 @@
 // Test helpers: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/native_worker.rs"]
+mod native_worker;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
 use multiprom_format::native_file::native_histogram_path;
-use multiprom_format::{
-    encode_key, FileName, FileWriter, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
-    ReadErrorKind,
-};
-
-const HELP: &str = "Latency.";
-const NAME: &str = "latency_seconds";
+use multiprom_format::{FileName, MetricKind, ReadErrorKind};
+use native_worker::{Worker, NAME};
 
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector
         .collect_with(|_| Arc::default(), None, Natives::Merge)
         .unwrap()
-}
-
-/// A worker's histogram file (a native-only histogram's classic part for
-/// each route) and its native histogram file.
-struct Worker {
-    _file: FileWriter,
-    natives: NativeHistogramWriter,
-}
-
-impl Worker {
-    fn new(dir: &Path, pid: &str, routes: &[&str]) -> Worker {
-        let name = FileName::new(MetricKind::Histogram, pid).unwrap();
-        let mut file = FileWriter::open(dir, &name).unwrap();
-        for route in routes {
-            let key = |sample: &str, le: &[(&str, &str)]| {
-                let labels = le.iter().copied().chain([("route", *route)]);
-                encode_key(NAME, sample, labels, HELP)
-            };
-            file.slot(&key("latency_seconds_sum", &[]))
-                .unwrap()
-                .add(1.0);
-            file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]))
-                .unwrap()
-                .add(1.0);
-        }
-        let natives = NativeHistogramWriter::open(dir, &name).unwrap();
-        Worker {
-            _file: file,
-            natives,
-        }
-    }
-
-    /// Observes `values` into `route`'s native series, with room for
-    /// `max_buckets` buckets per record.
-    fn observe(&self, route: &str, max_buckets: u32, values: impl IntoIterator<Item = f64>) {
-        let config = NativeHistogramConfig {
-            max_buckets,
-            ..NativeHistogramConfig::default()
-        };
-        let series = self
-            .natives
-            .series(&encode_key(NAME, NAME, [("route", route)], HELP), config)
-            .unwrap();
-        for value in values {
-            series.observe(value);
-        }
-    }
 }
 
 /// A protobuf scrape of `mapped` (a collector of live workers' files in
@@ -218,20 +169,6 @@ fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() 
     same_as_read_whole("and once more");
 }
 
-/// The byte offset of the current record of `route`'s series in `pid`'s
-/// native histogram file.
-fn record_of(dir: &Path, pid: &str, route: &str) -> (std::path::PathBuf, usize) {
-    let name = FileName::new(MetricKind::Histogram, pid).unwrap();
-    let path = native_histogram_path(dir, &name);
-    let bytes = std::fs::read(&path).unwrap();
-    let used = u32::from_le_bytes(bytes[..4].try_into().unwrap()) as usize;
-    let mut layouts = Vec::new();
-    multiprom_format::native_record_layouts(&bytes, 8, used, &mut layouts).unwrap();
-    let key = encode_key(NAME, NAME, [("route", route)], HELP);
-    let layout = layouts.iter().rfind(|layout| layout.key == key).unwrap();
-    (path, layout.record)
-}
-
 #[test]
 fn a_record_damaged_after_others_were_added_costs_its_file_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,7 +187,8 @@ fn a_record_damaged_after_others_were_added_costs_its_file_only() {
     }
     // The last record of worker 2's file gets a bucket of no side, after
     // its first records were added as they were loaded.
-    let (path, record) = record_of(dir.path(), "2", "/c");
+    let path = workers[1].native_path(dir.path());
+    let record = workers[1].record(dir.path(), "/c").unwrap();
     let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     std::os::unix::fs::FileExt::write_all_at(
         &file,

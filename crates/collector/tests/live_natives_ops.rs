@@ -12,21 +12,18 @@
 // Helpers outside `#[test]` functions: a panic is a failing test.
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/native_worker.rs"]
+mod native_worker;
+
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Natives, Scrape};
-use multiprom_format::native_file::native_histogram_path;
-use multiprom_format::{
-    encode_key, native_record_layouts, FileName, FileWriter, MetricKind, NativeHistogramConfig,
-    NativeHistogramWriter,
-};
+use multiprom_format::FileName;
+use native_worker::Worker;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-const NAME: &str = "latency_seconds";
-const HELP: &str = "Latency.";
 const ROUTES: [&str; 3] = ["/a", "/b", "/c"];
 
 #[derive(Debug, Clone)]
@@ -93,62 +90,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// A live worker: its histogram file (the classic part of each route) and
-/// its native histogram file.
-struct Worker {
-    name: FileName,
-    _file: FileWriter,
-    natives: NativeHistogramWriter,
-}
-
-fn key(route: &str) -> String {
-    encode_key(NAME, NAME, [("route", route)], HELP)
-}
-
-impl Worker {
-    fn new(dir: &Path, id: u32) -> Worker {
-        let name = FileName::new(MetricKind::Histogram, id.to_string()).unwrap();
-        let mut file = FileWriter::open(dir, &name).unwrap();
-        for route in ROUTES {
-            let labels = [("le", "+Inf"), ("route", route)];
-            file.slot(&encode_key(NAME, "latency_seconds_bucket", labels, HELP))
-                .unwrap()
-                .add(1.0);
-        }
-        let natives = NativeHistogramWriter::open(dir, &name).unwrap();
-        Worker {
-            name,
-            _file: file,
-            natives,
-        }
-    }
-
-    fn observe(&self, route: usize, max_buckets: u32, values: impl IntoIterator<Item = f64>) {
-        let config = NativeHistogramConfig {
-            max_buckets,
-            ..NativeHistogramConfig::default()
-        };
-        let series = self.natives.series(&key(ROUTES[route]), config).unwrap();
-        for value in values {
-            series.observe(value);
-        }
-    }
-
-    fn native_path(&self, dir: &Path) -> PathBuf {
-        native_histogram_path(dir, &self.name)
-    }
-
-    /// The byte offset of the current record of `route`, if it has one.
-    fn record(&self, dir: &Path, route: usize) -> Option<usize> {
-        let bytes = std::fs::read(self.native_path(dir)).ok()?;
-        let used = u32::from_le_bytes(bytes.get(..4)?.try_into().ok()?) as usize;
-        let mut layouts = Vec::new();
-        native_record_layouts(&bytes, 8, used, &mut layouts).ok()?;
-        let key = key(ROUTES[route]);
-        layouts.iter().rfind(|l| l.key == key).map(|l| l.record)
-    }
-}
-
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector
         .collect_with(|_| Arc::default(), None, Natives::Merge)
@@ -161,7 +102,7 @@ fn run(ops: &[Op], workers_at_start: u32) {
     let mut workers: Vec<Worker> = (0..workers_at_start)
         .map(|_| {
             next_id += 1;
-            Worker::new(dir.path(), next_id)
+            Worker::new(dir.path(), &next_id.to_string(), &ROUTES)
         })
         .collect();
     let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
@@ -174,10 +115,10 @@ fn run(ops: &[Op], workers_at_start: u32) {
                 ref values,
             } if !workers.is_empty() => {
                 let eighths = values.iter().map(|&v| f64::from(v) * 0.125);
-                workers[worker % workers.len()].observe(route, max_buckets, eighths);
+                workers[worker % workers.len()].observe(ROUTES[route], max_buckets, eighths);
             }
             Op::FarApart { worker, route } if !workers.is_empty() => {
-                workers[worker % workers.len()].observe(route, 160, [1e-200, 1e200]);
+                workers[worker % workers.len()].observe(ROUTES[route], 160, [1e-200, 1e200]);
             }
             Op::Damage {
                 worker,
@@ -186,7 +127,7 @@ fn run(ops: &[Op], workers_at_start: u32) {
                 value,
             } if !workers.is_empty() => {
                 let worker = &workers[worker % workers.len()];
-                if let Some(record) = worker.record(dir.path(), route) {
+                if let Some(record) = worker.record(dir.path(), ROUTES[route]) {
                     let file = std::fs::OpenOptions::new()
                         .write(true)
                         .open(worker.native_path(dir.path()))
@@ -210,7 +151,7 @@ fn run(ops: &[Op], workers_at_start: u32) {
             }
             Op::Add => {
                 next_id += 1;
-                workers.push(Worker::new(dir.path(), next_id));
+                workers.push(Worker::new(dir.path(), &next_id.to_string(), &ROUTES));
             }
             _ => {}
         }
