@@ -677,26 +677,32 @@ mod tests {
         Ok(out)
     }
 
-    #[test]
-    fn a_visit_sees_what_a_parse_sees_and_a_half_done_move_once() {
-        let dir = tempfile::tempdir().unwrap();
+    /// A native histogram file in `dir` whose series (key, scale) each
+    /// observe more buckets than a record has room for, so each moves to a
+    /// new record: its path and bytes.
+    fn with_moved_records(dir: &Path, series: &[(&str, f64)]) -> (PathBuf, Vec<u8>) {
         let name = FileName::new(MetricKind::Histogram, "3").unwrap();
-        let writer = crate::NativeHistogramWriter::open(dir.path(), &name).unwrap();
+        let writer = crate::NativeHistogramWriter::open(dir, &name).unwrap();
         let config = crate::NativeHistogramConfig {
             max_buckets: 4,
             ..crate::NativeHistogramConfig::default()
         };
-        for (key, scale) in [("a", 1.0), ("b", -3.0)] {
+        for &(key, scale) in series {
             let series = writer.series(key, config).unwrap();
-            // Values spread over more buckets than the record has room
-            // for: the series moves to a new record.
             for n in 1..40 {
                 series.observe(scale * f64::from(n) * 0.37);
             }
         }
-        let path = native_histogram_path(dir.path(), &name);
+        let path = native_histogram_path(dir, &name);
         let mut bytes = Vec::new();
         read_native_histogram_bytes(&path, &mut bytes).unwrap();
+        (path, bytes)
+    }
+
+    #[test]
+    fn a_visit_sees_what_a_parse_sees_and_a_half_done_move_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, mut bytes) = with_moved_records(dir.path(), &[("a", 1.0), ("b", -3.0)]);
         let parsed = parse_native_histogram_file(&bytes, bytes.len() as u64).unwrap();
         let expected: Vec<(String, NativeHistogram)> = parsed
             .entries
@@ -734,21 +740,7 @@ mod tests {
     fn layouts_and_mapped_counts_give_what_a_parse_gives() {
         assert!(crate::read_map::guard_sigbus());
         let dir = tempfile::tempdir().unwrap();
-        let name = FileName::new(MetricKind::Histogram, "5").unwrap();
-        let writer = crate::NativeHistogramWriter::open(dir.path(), &name).unwrap();
-        let config = crate::NativeHistogramConfig {
-            max_buckets: 4,
-            ..crate::NativeHistogramConfig::default()
-        };
-        for (key, scale) in [("a", 1.0), ("b", -3.0), ("c", 0.0)] {
-            let series = writer.series(key, config).unwrap();
-            for n in 1..40 {
-                series.observe(scale * f64::from(n) * 0.37);
-            }
-        }
-        let path = native_histogram_path(dir.path(), &name);
-        let mut bytes = Vec::new();
-        read_native_histogram_bytes(&path, &mut bytes).unwrap();
+        let (path, bytes) = with_moved_records(dir.path(), &[("a", 1.0), ("b", -3.0), ("c", 0.0)]);
         let parsed = parse_native_histogram_file(&bytes, bytes.len() as u64).unwrap();
         let used = bytes.len();
         // Parsed in two steps, as a reader that saw the file grow does.
