@@ -237,49 +237,11 @@ impl DenseNative {
     /// Adds `buckets` to the windows; on one that does not fit, takes
     /// those added back out and returns `false`.
     fn add_buckets(&mut self, buckets: impl Iterator<Item = (i32, bool, u64)> + Clone) -> bool {
-        let mut rest = buckets.clone();
-        let mut added = 0;
-        let mut pending = None;
-        {
-            // Within the windows as they are, the usual case: an indexed add
-            // each, the windows' bounds kept in registers.
-            let offsets = (
-                i64::from(self.positive.offset),
-                i64::from(self.negative.offset),
-            );
-            let (positive, negative) = (
-                self.positive.counts.as_mut_slice(),
-                self.negative.counts.as_mut_slice(),
-            );
-            for (index, is_negative, count) in rest.by_ref() {
-                let (offset, counts) = if is_negative {
-                    (offsets.1, &mut *negative)
-                } else {
-                    (offsets.0, &mut *positive)
-                };
-                let cell = usize::try_from(i64::from(index) - offset)
-                    .ok()
-                    .and_then(|slot| counts.get_mut(slot));
-                let Some(cell) = cell else {
-                    pending = Some((index, is_negative, count));
-                    break;
-                };
-                *cell = cell.saturating_add(count);
-                added += 1;
-            }
-        }
-        // From the first bucket outside them on, widening them.
-        for (index, negative, count) in pending.into_iter().chain(rest) {
-            let side = if negative {
-                &mut self.negative
-            } else {
-                &mut self.positive
-            };
-            if !side.add(index, count) {
-                self.take_back(buckets.take(added));
+        for (n, (index, negative, count)) in buckets.clone().enumerate() {
+            if !self.add_loaded(index, negative, count) {
+                self.take_back(buckets.take(n));
                 return false;
             }
-            added += 1;
         }
         true
     }
