@@ -34,6 +34,7 @@ use std::fs::File;
 use std::hint::black_box;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -720,9 +721,11 @@ fn native_dir() -> tempfile::TempDir {
 /// the protobuf scrape of the same files without native histograms: what
 /// the live protobuf scrape costs beyond reading them (and
 /// `exited/protobuf_without_natives` the same for exited workers). `live/floor` is
-/// both in one iteration, the native loads split between threads as the
-/// collector splits them (`live/floor_one_thread`: on this thread): the
-/// floor of the live protobuf scrape, measured with the caches holding
+/// both in one iteration, the native loads on the other cores while this
+/// one makes the scrape without native histograms, then on this one too,
+/// in small chunks, so that the cores finish together
+/// (`live/floor_one_thread`: all on this thread, one after the other):
+/// the floor of the live protobuf scrape, measured with the caches holding
 /// what one scrape leaves for the next (the two timed apart each find
 /// their own words cached, which one scrape doing both does not).
 fn natives(c: &mut Criterion) {
@@ -812,26 +815,6 @@ fn natives(c: &mut Criterion) {
                 }
                 total
             };
-            // The same split between a thread per core (at most four), one
-            // started per scrape, as the collector splits them.
-            let threads = std::thread::available_parallelism()
-                .map_or(1, usize::from)
-                .clamp(1, 4);
-            let load_natives_split = || {
-                let per_thread = mapped.len().div_ceil(threads);
-                std::thread::scope(|scope| {
-                    let mut parts = mapped.chunks(per_thread);
-                    let here = parts.next().unwrap_or_default();
-                    let others: Vec<_> = parts
-                        .map(|part| scope.spawn(move || load_natives(part)))
-                        .collect();
-                    let mut total = load_natives(here);
-                    for other in others {
-                        total = total.wrapping_add(other.join().expect("loads"));
-                    }
-                    total
-                })
-            };
             let classic = || {
                 black_box(&warm)
                     .collect_with(|_| Default::default(), None, Natives::Skip)
@@ -843,9 +826,35 @@ fn natives(c: &mut Criterion) {
             });
             // Both in one scrape, as the protobuf scrape must: the native
             // words pass through the caches between the `*.db` values of
-            // one scrape and the next's.
+            // one scrape and the next's. The native loads on the other
+            // cores while this one reads the `*.db` values, then on this
+            // one too, in small chunks taken in turn, so that the cores
+            // finish together: the two wait on memory side by side.
+            let threads = std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .clamp(1, 4);
+            let chunks: Vec<_> = mapped.chunks(mapped.len().div_ceil(16).max(1)).collect();
+            let natives_beside_classic = || {
+                let next = AtomicUsize::new(0);
+                let take = || {
+                    let mut total = 0u64;
+                    while let Some(chunk) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        total = total.wrapping_add(load_natives(chunk));
+                    }
+                    total
+                };
+                std::thread::scope(|scope| {
+                    let others: Vec<_> = (1..threads).map(|_| scope.spawn(take)).collect();
+                    let classic = classic();
+                    let mut total = take();
+                    for other in others {
+                        total = total.wrapping_add(other.join().expect("loads"));
+                    }
+                    (classic, total)
+                })
+            };
             g.bench_function("live/floor", |b| {
-                b.iter(|| (black_box(classic()), black_box(load_natives_split())))
+                b.iter(|| black_box(natives_beside_classic()))
             });
             g.bench_function("live/floor_one_thread", |b| {
                 b.iter(|| (black_box(classic()), black_box(load_natives(&mapped))))

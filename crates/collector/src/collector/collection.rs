@@ -3,14 +3,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::native_histograms::NativeHistograms;
 use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
 use super::exemplars::attach_exemplars;
 use super::file_table::index_paths;
 use super::merge::merge_order;
-use super::natives::{collect_natives, Settling};
+use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh_files::refresh_files;
 use super::reports::file_reports;
@@ -36,26 +35,11 @@ pub(super) fn collect_paths(
         pass,
         &mut warnings,
     );
-    let mut families = merge_order(
-        state,
-        &order,
-        unsettled.as_ref(),
-        pass,
-        &mut stats,
-        &mut warnings,
-    );
-    report_new_conflicts(state, &mut warnings);
-    attach_exemplars(
-        &state.known,
-        &order,
-        pass.dir,
-        &mut families,
-        &mut state.exemplars,
-        &mut warnings,
-    );
-    let natives = match pass.natives {
-        Natives::Skip => NativeHistograms::default(),
-        Natives::Merge => collect_natives(
+    // The companions are found before the merge, so that live workers'
+    // are read on the other cores while this one merges the `*.db` files.
+    let native_files = match pass.natives {
+        Natives::Skip => None,
+        Natives::Merge => native_files(
             &state.known,
             &order,
             pass.dir,
@@ -67,11 +51,39 @@ pub(super) fn collect_paths(
                     .filter(|unsettled| unsettled.generation == state.plan_generation)
                     .map(|unsettled| unsettled.refresh.as_slice()),
             }),
-            pass.map_limit.map(|limit| limit.saturating_sub(state.maps)),
             &mut state.natives,
-            &mut warnings,
         ),
     };
+    let maps = pass.map_limit.map(|limit| limit.saturating_sub(state.maps));
+    let mut native_state = std::mem::take(&mut state.natives);
+    let (families, live_natives) =
+        read_live_beside(&mut native_state, native_files.as_ref(), maps, || {
+            let mut families = merge_order(
+                state,
+                &order,
+                unsettled.as_ref(),
+                pass,
+                &mut stats,
+                &mut warnings,
+            );
+            report_new_conflicts(state, &mut warnings);
+            attach_exemplars(
+                &state.known,
+                &order,
+                pass.dir,
+                &mut families,
+                &mut state.exemplars,
+                &mut warnings,
+            );
+            families
+        });
+    state.natives = native_state;
+    let natives = merge_natives(
+        native_files,
+        live_natives,
+        &mut state.natives,
+        &mut warnings,
+    );
     let quiet = unsettled
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.plan_generation);

@@ -26,8 +26,9 @@
 //! differ from a merge in listing order.
 //!
 //! Live workers' companions are kept mapped between scrapes where maps
-//! may be had (see [`super::live_natives`]), in a shard per core read on
-//! threads of their own on a big directory ([`LiveShard`]): a scrape then
+//! may be had (see [`super::live_natives`]), in shards read on threads of
+//! their own on a big directory ([`LiveShard`]), beside the merge of the
+//! `*.db` files (see [`read_live_beside`]): a scrape then
 //! loads only the words of each current record's counts and buckets in
 //! use, and adds them into one dense merge per series and shard
 //! ([`crate::native_dense`]). Those
@@ -99,7 +100,7 @@ struct LiveShard {
 
 /// What reading a shard's companions gave besides its dense merges.
 #[derive(Debug, Default)]
-struct ShardRead {
+pub(super) struct ShardRead {
     /// Companions to read with `pread` instead.
     pread: Vec<PathBuf>,
     records: usize,
@@ -175,17 +176,21 @@ impl LiveShard {
     }
 }
 
-/// Reads the live companions through maps, split into `shards` (made one
-/// per core, at most four, the first time), on as many threads as there
-/// are many files for (loading the words of thousands of mapped records
-/// waits on memory, which two cores wait on side by side). `maps`: how
-/// many companions may be kept mapped in all (`None`: none).
-fn read_live(
+/// Reads the live companions through maps, split into `shards` (made
+/// [`SHARDS_PER_CORE`] per core, at most eight, the first time), on as
+/// many threads as there are many files for (loading the words of
+/// thousands of mapped records waits on memory, which two cores wait on
+/// side by side), after `beside` on this thread (see
+/// [`read_live_beside`]). `maps`: how many companions may be kept mapped
+/// in all (`None`: none).
+fn read_live<T>(
     shards: &mut Vec<LiveShard>,
     live: &[LiveCompanion<'_>],
     maps: Option<usize>,
-) -> Vec<ShardRead> {
-    let n = cores().clamp(1, 4);
+    beside: impl FnOnce() -> T,
+) -> (T, Vec<ShardRead>) {
+    let cores = cores().clamp(1, 4);
+    let n = SHARDS_PER_CORE * cores;
     if shards.len() != n {
         shards.clear();
         shards.resize_with(n, LiveShard::default);
@@ -194,13 +199,22 @@ fn read_live(
     for companion in live {
         lists[companion.index % n].push(*companion);
     }
-    let threads = (live.len() / FILES_PER_THREAD).clamp(1, n);
+    let threads = (live.len() / FILES_PER_THREAD).clamp(1, cores);
     let shares = shards.iter_mut().zip(lists).enumerate();
-    on_threads(shares, threads, |(i, (shard, list))| {
-        let share = maps.map(|maps| maps / n + usize::from(i < maps % n));
-        shard.read(&list, share)
-    })
+    on_threads_beside(
+        shares,
+        threads,
+        |(i, (shard, list))| {
+            let share = maps.map(|maps| maps / n + usize::from(i < maps % n));
+            shard.read(&list, share)
+        },
+        beside,
+    )
 }
+
+/// Shards of live companions per core: more than one, so that the thread
+/// that merged the `*.db` files finds some left to read when it is done.
+const SHARDS_PER_CORE: usize = 2;
 
 /// Runs `work` on each of `items` on up to `threads` threads, this one
 /// among them, each taking the next item until none is left (so a thread
@@ -212,6 +226,16 @@ fn on_threads<I: Send, R: Send>(
     threads: usize,
     work: impl Fn(I) -> R + Sync,
 ) -> Vec<R> {
+    on_threads_beside(items, threads, work, || ()).1
+}
+
+/// [`on_threads`], this thread running `beside` before it takes items.
+fn on_threads_beside<I: Send, R: Send, T>(
+    items: impl Iterator<Item = I> + Send,
+    threads: usize,
+    work: impl Fn(I) -> R + Sync,
+    beside: impl FnOnce() -> T,
+) -> (T, Vec<R>) {
     let queue = std::sync::Mutex::new(items.enumerate());
     let run = || {
         let mut done = Vec::new();
@@ -226,10 +250,11 @@ fn on_threads<I: Send, R: Send>(
             done.push((n, work(item)));
         }
     };
-    let mut done = std::thread::scope(|scope| {
+    let (beside, mut done) = std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..threads)
             .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
             .collect();
+        let beside = beside();
         let mut done = run();
         for helper in helpers {
             // A panic in a reading thread is a bug; pass it on.
@@ -239,10 +264,10 @@ fn on_threads<I: Send, R: Send>(
                     .unwrap_or_else(|p| std::panic::resume_unwind(p)),
             );
         }
-        done
+        (beside, done)
     });
     done.sort_unstable_by_key(|&(n, _)| n);
-    done.into_iter().map(|(_, result)| result).collect()
+    (beside, done.into_iter().map(|(_, result)| result).collect())
 }
 
 impl RecordSink for DenseSink<'_> {
@@ -319,23 +344,41 @@ struct SettledNatives {
 }
 
 /// A histogram file whose companion is to be read (its path is made only
-/// when it is read: most are settled files' on a big directory).
-struct Companion<'a> {
-    dir: &'a Path,
-    name: &'a FileName,
+/// when it is read: most are settled files' on a big directory). Its own,
+/// not borrowed from the file table, so that live workers' companions can
+/// be read while the `*.db` files are merged.
+pub(super) struct Companion {
+    name: FileName,
     /// Its index in the file table, its path there, and its changes.
     index: usize,
-    db_path: &'a Arc<Path>,
+    db_path: Arc<Path>,
     changes: u64,
     /// Its index in the file table and the collection its writer was seen
     /// gone in, for a settled file.
     settled: Option<(usize, u64)>,
 }
 
-impl Companion<'_> {
-    fn path(&self) -> PathBuf {
-        native_histogram_path(self.dir, self.name)
+impl Companion {
+    /// The directory of its `*.db` file.
+    fn dir(&self) -> &Path {
+        self.db_path.parent().unwrap_or(Path::new(""))
     }
+
+    fn path(&self) -> PathBuf {
+        native_histogram_path(self.dir(), &self.name)
+    }
+}
+
+/// The companions one collection reads, found before its `*.db` files are
+/// merged (see [`read_live_beside`]).
+pub(super) struct NativeFiles {
+    companions: Vec<Companion>,
+    /// Whether the settled files' merge is kept as it is: only the files
+    /// not settled were looked at.
+    settled_kept: bool,
+    /// The plan generation and settle version the settled files are those
+    /// of.
+    settled_for: Option<(u64, u64)>,
 }
 
 /// Which files are settled, for a collection that settles them.
@@ -353,16 +396,8 @@ pub(super) struct Settling<'a> {
 }
 
 /// Reads the native histogram files of the good histogram files of `order`
-/// (in `known`) and merges them per series. A bad native histogram file is
-/// skipped and reported in `warnings` once. `dir`: the directory all the
-/// files are in, if they are in one. `settling`: which files are settled
-/// and may be kept merged (`None`: nothing settles). `maps`: how many live
-/// files' companions may be kept mapped (`None`: none).
-///
-/// When the settled files are those whose native histograms are kept
-/// merged (the same plan and settle version, as of a quiet collection),
-/// only the files not settled are looked at: on a directory of a thousand
-/// exited workers, a few dozen entries instead of every one.
+/// (in `known`) and merges them per series: [`native_files`], then
+/// [`read_live_beside`] with nothing beside, then [`merge_natives`].
 pub(super) fn collect_natives(
     known: &[Option<FileEntry>],
     order: &[usize],
@@ -372,6 +407,32 @@ pub(super) fn collect_natives(
     state: &mut NativeState,
     warnings: &mut Vec<Warning>,
 ) -> NativeHistograms {
+    let files = native_files(known, order, dir, settling, state);
+    let ((), live) = read_live_beside(state, files.as_ref(), maps, || ());
+    merge_natives(files, live, state, warnings)
+}
+
+/// The companions of the good histogram files of `order` (in `known`) to
+/// read (`None`: the directory has no native histogram subdirectory).
+/// `dir`: the directory all the files are in, if they are in one.
+/// `settling`: which files are settled and may be kept merged (`None`:
+/// nothing settles).
+///
+/// When the settled files are those whose native histograms are kept
+/// merged (the same plan and settle version, as of a quiet collection),
+/// only the files not settled are looked at: on a directory of a thousand
+/// exited workers, a few dozen entries instead of every one.
+///
+/// Called before the `*.db` files are merged, so a file that settles in
+/// that merge is read as a live worker's this time, and as a settled one
+/// from the next collection on: each read once either way.
+pub(super) fn native_files(
+    known: &[Option<FileEntry>],
+    order: &[usize],
+    dir: Option<&Path>,
+    settling: Option<Settling<'_>>,
+    state: &mut NativeState,
+) -> Option<NativeFiles> {
     // Whether each directory has a native histogram subdirectory, looked at
     // once: a directory without one (prometheus_client's alone) costs one
     // `stat` per collection, not a failed `open` per histogram file.
@@ -383,20 +444,22 @@ pub(super) fn collect_natives(
             state.keys.clear();
             state.settled = SettledNatives::default();
             state.live.clear();
-            return NativeHistograms::default();
+            return None;
         }
         looked.push((dir, has));
     }
     let settled = settling.map(|settling| settling.generation);
+    let settled_for = settling.map(|settling| (settling.generation, settling.version));
     let settled_kept = settling.and_then(|settling| {
-        let key = Some((settling.generation, settling.version));
-        settling.unsettled.filter(|_| state.settled_for == key)
+        settling
+            .unsettled
+            .filter(|_| state.settled_for == settled_for)
     });
     let walk: Box<dyn Iterator<Item = usize> + '_> = match settled_kept {
         Some(unsettled) => Box::new(unsettled.iter().map(|&(index, _)| index)),
         None => Box::new(order.iter().copied()),
     };
-    let mut companions: Vec<Companion<'_>> = Vec::new();
+    let mut companions = Vec::new();
     for index in walk {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -427,21 +490,70 @@ pub(super) fn collect_natives(
                 .filter(|&generation| file.is_settled(generation))
                 .map(|_| (index, file.writer_gone_in));
             companions.push(Companion {
-                dir,
-                name: &file.name,
+                name: file.name.clone(),
                 index,
-                db_path: &entry.path,
+                db_path: Arc::clone(&entry.path),
                 changes: file.changes(),
                 settled,
             });
         }
     }
+    Some(NativeFiles {
+        companions,
+        settled_kept: settled_kept.is_some(),
+        settled_for,
+    })
+}
+
+/// Runs `beside` on this thread while the live workers' companions of
+/// `files` are read on the others (when they are many), then reads what is
+/// left of them here too: the merge of the `*.db` files and the loads of
+/// the native histograms wait on memory side by side. `maps`: how many
+/// companions may be kept mapped in all (`None`: none). Without `files`
+/// (no native histograms read), only `beside` runs.
+pub(super) fn read_live_beside<T>(
+    state: &mut NativeState,
+    files: Option<&NativeFiles>,
+    maps: Option<usize>,
+    beside: impl FnOnce() -> T,
+) -> (T, Vec<ShardRead>) {
+    let Some(files) = files else {
+        return (beside(), Vec::new());
+    };
+    let live: Vec<LiveCompanion<'_>> = files
+        .companions
+        .iter()
+        .filter(|c| c.settled.is_none())
+        .map(|c| LiveCompanion {
+            index: c.index,
+            db_path: &c.db_path,
+            changes: c.changes,
+            dir: c.dir(),
+            name: &c.name,
+        })
+        .collect();
+    read_live(&mut state.live, &live, maps, beside)
+}
+
+/// Merges the native histograms of `files`: the settled files' (brought up
+/// to date), then the live ones' read by [`read_live_beside`] (`live`),
+/// then those read with `pread`. A bad native histogram file is skipped
+/// and reported in `warnings` once.
+pub(super) fn merge_natives(
+    files: Option<NativeFiles>,
+    live: Vec<ShardRead>,
+    state: &mut NativeState,
+    warnings: &mut Vec<Warning>,
+) -> NativeHistograms {
+    let Some(files) = files else {
+        return NativeHistograms::default();
+    };
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
-    let mut records = if settled_kept.is_some() {
+    let mut records = if files.settled_kept {
         state.settled.records
     } else {
-        state.settled_for = settling.map(|settling| (settling.generation, settling.version));
-        state.update_settled(&companions)
+        state.settled_for = files.settled_for;
+        state.update_settled(&files.companions)
     };
     problems.extend(
         state
@@ -450,20 +562,9 @@ pub(super) fn collect_natives(
             .iter()
             .map(|(p, e)| (p.clone(), e.clone())),
     );
-    let live: Vec<LiveCompanion<'_>> = companions
-        .iter()
-        .filter(|c| c.settled.is_none())
-        .map(|c| LiveCompanion {
-            index: c.index,
-            db_path: c.db_path,
-            changes: c.changes,
-            dir: c.dir,
-            name: c.name,
-        })
-        .collect();
     let mut natives = state.settled.merged.clone();
     let mut pread = Vec::new();
-    for read in read_live(&mut state.live, &live, maps) {
+    for read in live {
         pread.extend(read.pread);
         problems.extend(read.problems);
         records += read.records;
@@ -495,7 +596,7 @@ impl NativeState {
     /// `companions`: grown by the newly settled ones while every file
     /// merged stays settled, else made afresh. Returns the records it
     /// holds.
-    fn update_settled(&mut self, companions: &[Companion<'_>]) -> usize {
+    fn update_settled(&mut self, companions: &[Companion]) -> usize {
         let now: Vec<(usize, u64)> = companions.iter().filter_map(|c| c.settled).collect();
         let still = now
             .iter()
