@@ -14,6 +14,7 @@ use super::scrape::CollectOptions;
 use super::scrape::ScrapeStats;
 use super::settle::settle_merged;
 use super::state::{CollectorState, Pass};
+use super::threads::on_threads;
 use crate::family::MergedFamily;
 use crate::problem::Warning;
 
@@ -75,35 +76,9 @@ pub(super) fn apply(
             slices.push(slice);
             rest = tail;
         }
-        let results: Vec<Result<(), usize>> = std::thread::scope(|scope| {
-            let mut work = chunks.into_iter().zip(slices);
-            let here = work.next();
-            let handles: Vec<_> = work
-                .map(|((files, ops), slice)| {
-                    scope.spawn(move || {
-                        gather(known, &plan.files[files], &plan.ops[ops], generation, slice)
-                    })
-                })
-                .collect();
-            let mut results = Vec::with_capacity(handles.len() + 1);
-            if let Some(((files, ops), slice)) = here {
-                results.push(gather(
-                    known,
-                    &plan.files[files],
-                    &plan.ops[ops],
-                    generation,
-                    slice,
-                ));
-            }
-            for handle in handles {
-                // A panic in a gathering thread is a bug; pass it on.
-                results.push(
-                    handle
-                        .join()
-                        .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                );
-            }
-            results
+        let work = chunks.into_iter().zip(slices);
+        let results = on_threads(work, threads, |((files, ops), slice)| {
+            gather(known, &plan.files[files], &plan.ops[ops], generation, slice)
         });
         results.into_iter().collect::<Result<(), usize>>()?;
     }

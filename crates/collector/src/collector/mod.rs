@@ -43,6 +43,7 @@ mod reports;
 mod scrape;
 mod settle;
 mod state;
+mod threads;
 
 pub use merge_files::merge_files;
 pub use scrape::{

@@ -59,6 +59,7 @@ use crate::problem::Warning;
 use super::file_entry::{path_bytes, FileEntry};
 use super::gather::cores;
 use super::live_natives::{Adding, LiveCompanion, MappedNatives, RecordSink, StagedBuckets};
+use super::threads::{on_threads, on_threads_beside};
 
 /// The series each key names (`None`: a key that does not decode), by the
 /// key as written.
@@ -216,60 +217,6 @@ fn read_live<T>(
 /// that merged the `*.db` files finds some left to read when it is done.
 const SHARDS_PER_CORE: usize = 2;
 
-/// Runs `work` on each of `items` on up to `threads` threads, this one
-/// among them, each taking the next item until none is left (so a thread
-/// that cannot be started leaves its share to the others, and a scrape
-/// never fails for want of one), and returns the results in the order of
-/// `items`, however the threads ran.
-fn on_threads<I: Send, R: Send>(
-    items: impl Iterator<Item = I> + Send,
-    threads: usize,
-    work: impl Fn(I) -> R + Sync,
-) -> Vec<R> {
-    on_threads_beside(items, threads, work, || ()).1
-}
-
-/// [`on_threads`], this thread running `beside` before it takes items.
-fn on_threads_beside<I: Send, R: Send, T>(
-    items: impl Iterator<Item = I> + Send,
-    threads: usize,
-    work: impl Fn(I) -> R + Sync,
-    beside: impl FnOnce() -> T,
-) -> (T, Vec<R>) {
-    let queue = std::sync::Mutex::new(items.enumerate());
-    let run = || {
-        let mut done = Vec::new();
-        loop {
-            let next = queue
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next();
-            let Some((n, item)) = next else {
-                return done;
-            };
-            done.push((n, work(item)));
-        }
-    };
-    let (beside, mut done) = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads)
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, run).ok())
-            .collect();
-        let beside = beside();
-        let mut done = run();
-        for helper in helpers {
-            // A panic in a reading thread is a bug; pass it on.
-            done.extend(
-                helper
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            );
-        }
-        (beside, done)
-    });
-    done.sort_unstable_by_key(|&(n, _)| n);
-    (beside, done.into_iter().map(|(_, result)| result).collect())
-}
-
 impl RecordSink for DenseSink<'_> {
     fn series(&mut self, raw_key: &str) -> Option<usize> {
         let series = series_of(self.keys, raw_key)?;
@@ -425,7 +372,9 @@ pub(super) fn collect_natives(
 ///
 /// Called before the `*.db` files are merged, so a file that settles in
 /// that merge is read as a live worker's this time, and as a settled one
-/// from the next collection on: each read once either way.
+/// from the next collection on: each read once either way. (A `*.db` file
+/// the merge finds shrunk under its map keeps its companion in this
+/// collection's native histograms; the next one looks at both again.)
 pub(super) fn native_files(
     known: &[Option<FileEntry>],
     order: &[usize],
