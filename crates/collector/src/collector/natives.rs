@@ -294,7 +294,7 @@ struct SettledNatives {
 /// when it is read: most are settled files' on a big directory). Its own,
 /// not borrowed from the file table, so that live workers' companions can
 /// be read while the `*.db` files are merged.
-pub(super) struct Companion {
+struct Companion {
     name: FileName,
     /// Its index in the file table, its path there, and its changes.
     index: usize,
