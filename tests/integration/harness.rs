@@ -126,6 +126,23 @@ pub(crate) fn multiprom() -> Command {
     cmd
 }
 
+/// What `multiprom scrape --format protobuf --dir <dir>` prints; panics with
+/// its stderr if it fails.
+pub(crate) fn scrape_protobuf(dir: &Path) -> Vec<u8> {
+    let out = multiprom()
+        .args(["scrape", "--format", "protobuf", "--dir"])
+        .arg(dir)
+        .output()
+        .expect("run multiprom scrape");
+    assert!(
+        out.status.success(),
+        "multiprom scrape --format protobuf: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Writes `bytes` to `path` and dates the file an hour back. A file a writer
 /// is still creating (0 bytes, or `used` = 0) is read as empty, and only
 /// reported as bad once it has stayed so for a while (10 s from its

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::harness::multiprom;
+use crate::harness::{multiprom, scrape_protobuf};
 use crate::prometheus_server::{assert_stores_all_served, start_prometheus};
 use crate::serve::{fixture, serve};
 
@@ -62,13 +62,8 @@ fn frames(mut bytes: &[u8]) -> Option<Vec<&[u8]>> {
 #[test]
 fn scrape_writes_length_delimited_metric_families() {
     let dir = fixture();
-    let out = multiprom()
-        .args(["scrape", "--format", "protobuf", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let frames = frames(&out.stdout).expect("length-delimited messages");
+    let scraped = scrape_protobuf(dir.path());
+    let frames = frames(&scraped).expect("length-delimited messages");
     // One message per family of the text output (the fixture has no sample
     // that needs a message of its own).
     let text = multiprom()

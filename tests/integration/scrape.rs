@@ -10,7 +10,7 @@ use std::process::{Output, Stdio};
 
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
 
-use crate::harness::{multiprom, run_python, temp_dir};
+use crate::harness::{multiprom, run_python, scrape_protobuf, temp_dir};
 
 const ENV: &str = "PROMETHEUS_MULTIPROC_DIR";
 const LEGACY_ENV: &str = "prometheus_multiproc_dir";
@@ -439,12 +439,7 @@ fn scrape_as_protobuf_carries_the_native_histograms() {
             native.observe(value);
         }
     }
-    let out = multiprom()
-        .args(["scrape", "--format", "protobuf", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    let scraped = scrape_protobuf(dir.path());
     let encoded = |natives| {
         DirCollector::new(dir.path())
             .collect_with(|_| Default::default(), None, natives)
@@ -453,6 +448,6 @@ fn scrape_as_protobuf_carries_the_native_histograms() {
     };
     // What the library serves a protobuf scrape, native histograms and all.
     let with = encoded(Natives::Merge);
-    assert_eq!(out.stdout, with);
+    assert_eq!(scraped, with);
     assert_ne!(with, encoded(Natives::Skip), "no native histogram encoded");
 }
