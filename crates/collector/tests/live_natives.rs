@@ -14,7 +14,7 @@ use std::sync::Arc;
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{FileName, MetricKind, ReadErrorKind};
-use native_worker::{Worker, NAME};
+use native_worker::{live_collector, Worker, NAME};
 
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector
@@ -33,6 +33,13 @@ fn same_as_read_whole(mapped: &DirCollector, dir: &Path, when: &str) -> Arc<Scra
     scrape
 }
 
+/// Workers 1, 2 and 3 in `dir`, each with a histogram for each of `routes`.
+fn three_workers(dir: &Path, routes: &[&str]) -> Vec<Worker> {
+    (1..=3)
+        .map(|pid| Worker::new(dir, &pid.to_string(), routes))
+        .collect()
+}
+
 /// Values whose sums are exact in any order, spread over many buckets.
 fn values(from: i32, n: i32, scale: f64) -> impl Iterator<Item = f64> {
     (from..from + n).map(move |k| scale * f64::from(k) * 0.125)
@@ -42,16 +49,14 @@ fn values(from: i32, n: i32, scale: f64) -> impl Iterator<Item = f64> {
 fn mapped_live_files_give_what_reading_them_whole_gives() {
     let dir = tempfile::tempdir().unwrap();
     let routes = ["/", "/api", "/new"];
-    let workers: Vec<Worker> = (1..=3)
-        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
-        .collect();
+    let workers = three_workers(dir.path(), &routes);
     for (n, worker) in workers.iter().enumerate() {
         let n = n as i32;
         worker.observe("/", 160, values(1, 20 + n, 1.0));
         worker.observe("/api", 8, values(-10, 5, 1.0));
     }
     // Live workers: nothing settles; maps from the second scrape on.
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let mapped = live_collector(dir.path());
     let same_as_read_whole = |when: &str| same_as_read_whole(&mapped, dir.path(), when);
     for n in 0..3 {
         same_as_read_whole(&format!("scrape {n}"));
@@ -90,7 +95,7 @@ fn a_native_file_cut_short_under_its_map_is_reported_and_skipped() {
             worker.observe(route, 160, values(1, 30, 1.0));
         }
     }
-    let collector = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let collector = live_collector(dir.path());
     for _ in 0..3 {
         let scrape = for_protobuf(&collector);
         assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
@@ -137,7 +142,7 @@ fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() 
         worker.observe("/", 160, values(1 + n, 10 + n, 1.0));
         worker.observe("/api", 160, values(-n, 3, 2.0));
     }
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let mapped = live_collector(dir.path());
     let same_as_read_whole = |when: &str| {
         let scrape = same_as_read_whole(&mapped, dir.path(), when);
         assert_eq!(scrape.natives.len(), routes.len(), "{when}");
@@ -173,15 +178,13 @@ fn many_live_files_read_on_several_threads_give_what_reading_them_whole_gives() 
 fn a_record_damaged_after_others_were_added_costs_its_file_only() {
     let dir = tempfile::tempdir().unwrap();
     let routes = ["/a", "/b", "/c"];
-    let workers: Vec<Worker> = (1..=3)
-        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
-        .collect();
+    let workers = three_workers(dir.path(), &routes);
     for worker in &workers {
         for route in routes {
             worker.observe(route, 160, values(1, 12, 1.0));
         }
     }
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let mapped = live_collector(dir.path());
     for _ in 0..3 {
         assert!(for_protobuf(&mapped).warnings.is_empty());
     }
@@ -218,13 +221,11 @@ fn a_record_damaged_after_others_were_added_costs_its_file_only() {
 fn buckets_too_far_apart_for_a_dense_merge_give_what_reading_them_whole_gives() {
     let dir = tempfile::tempdir().unwrap();
     let routes = ["/"];
-    let workers: Vec<Worker> = (1..=3)
-        .map(|pid| Worker::new(dir.path(), &pid.to_string(), &routes))
-        .collect();
+    let workers = three_workers(dir.path(), &routes);
     for worker in &workers {
         worker.observe("/", 160, values(1, 10, 1.0));
     }
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let mapped = live_collector(dir.path());
     let same_as_read_whole = |when: &str| same_as_read_whole(&mapped, dir.path(), when);
     for n in 0..3 {
         same_as_read_whole(&format!("scrape {n}"));

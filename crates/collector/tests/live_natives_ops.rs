@@ -19,8 +19,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Natives, Scrape};
-use multiprom_format::FileName;
-use native_worker::Worker;
+use native_worker::{live_collector, Worker};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -105,7 +104,7 @@ fn run(ops: &[Op], workers_at_start: u32) {
             Worker::new(dir.path(), &next_id.to_string(), &ROUTES)
         })
         .collect();
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    let mapped = live_collector(dir.path());
     for (n, op) in ops.iter().enumerate() {
         match *op {
             Op::Observe {

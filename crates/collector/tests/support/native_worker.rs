@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use multiprom_collector::DirCollector;
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{
     encode_key, native_record_layouts, FileName, FileWriter, MetricKind, NativeHistogramConfig,
@@ -16,6 +17,13 @@ pub(crate) const HELP: &str = "Latency.";
 /// The native series key of `route`.
 pub(crate) fn key(route: &str) -> String {
     encode_key(NAME, NAME, [("route", route)], HELP)
+}
+
+/// A collector of live workers' files in `dir`: told that every writer
+/// lives, so nothing settles and every protobuf scrape reads every native
+/// file (through maps from the second scrape on).
+pub(crate) fn live_collector(dir: &Path) -> DirCollector {
+    DirCollector::new(dir).settle_exited_writers(|_: &FileName| false)
 }
 
 pub(crate) struct Worker {
