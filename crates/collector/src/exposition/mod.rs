@@ -10,7 +10,8 @@
 //! The modules depend one way: the encoders write lines through
 //! `sample_lines`; `format` picks an encoder; the line cache uses both; a
 //! body is written through `format` and the line cache. The protobuf
-//! encoder stands apart: bytes, not text, and no line cache.
+//! encoder stands apart: bytes, not text, with a cache of its own that
+//! reuses whole families.
 
 mod body;
 mod exemplar;
@@ -28,5 +29,6 @@ pub use line_cache::LineCache;
 pub use openmetrics::encode_openmetrics;
 pub use prometheus::encode_prometheus;
 pub use protobuf::{
-    encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, PROTOBUF_CONTENT_TYPE,
+    encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, ProtobufCache,
+    PROTOBUF_CONTENT_TYPE,
 };

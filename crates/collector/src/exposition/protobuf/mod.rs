@@ -9,6 +9,7 @@
 //! samples the text format 0.0.4 serves: same names (escaped as the text
 //! encoder escapes them), labels and values, in the same order.
 
+mod cache;
 mod family;
 mod native;
 mod timestamp;
@@ -31,6 +32,8 @@ pub(crate) mod schema {
 }
 
 use prost::Message;
+
+pub use cache::ProtobufCache;
 
 use crate::family::MergedFamily;
 use crate::native_histograms::NativeHistograms;
@@ -77,11 +80,17 @@ pub fn encode_protobuf_with_natives(
     out: &mut Vec<u8>,
 ) {
     for family in families {
-        for message in family::messages(family, natives) {
-            // Cannot fail: prost fails only for a buffer without room
-            // left, and a Vec grows.
-            let _ = message.encode_length_delimited(out);
-        }
+        encode_family(family, natives, out);
+    }
+}
+
+/// Appends the messages of `family` (with its series' native histograms
+/// from `natives`) to `out`.
+fn encode_family(family: &MergedFamily, natives: &NativeHistograms, out: &mut Vec<u8>) {
+    for message in family::messages(family, natives) {
+        // Cannot fail: prost fails only for a buffer without room left,
+        // and a Vec grows.
+        let _ = message.encode_length_delimited(out);
     }
 }
 

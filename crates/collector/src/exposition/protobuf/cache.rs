@@ -1,0 +1,375 @@
+//! [`ProtobufCache`]: the last protobuf encoding's families, so that a
+//! scrape of a directory where little changed copies most families' bytes
+//! instead of building and encoding their messages again.
+//!
+//! What the text formats' line cache does per sample line, this does per
+//! family: a family's messages regroup its samples (a histogram's buckets,
+//! `_count` and `_sum` become one metric), so a family is the smallest part
+//! of the output made from a known set of samples. Building the messages
+//! (a `String` per name and label, a `Vec` per metric) is most of what a
+//! protobuf encoding costs, and a thousand exited workers' families do not
+//! move. As in the line cache, a sample is known unchanged by the
+//! addresses of its name, label set and exemplar and the bits of its
+//! value (a merge plan hands every scrape the same `Arc`s for the same
+//! series, and a collection the same exemplar `Arc` while it does not
+//! change), and the cache holds on to the families it last encoded, so an
+//! address it compares with is still theirs.
+//!
+//! A histogram family's messages carry its series' native histograms too:
+//! they are reused only while the collection's native histograms are equal
+//! to the last ones (a value comparison: they are few, one per series, not
+//! per file).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::family::{FamilyType, MergedFamily, MergedSample};
+use crate::native_histograms::NativeHistograms;
+
+/// The families of the last [`ProtobufCache::encode`], to reuse.
+///
+/// ```
+/// use std::sync::Arc;
+/// use multiprom_collector::exposition::{encode_protobuf, ProtobufCache};
+/// use multiprom_collector::{FamilyType, MergedFamily, MergedSample, NativeHistograms};
+/// let mut family = MergedFamily {
+///     name: "up".into(),
+///     help: "Up.".into(),
+///     family_type: FamilyType::Gauge,
+///     gauge_mode: None,
+///     samples: vec![MergedSample { name: "up".into(), labels: Arc::from([]), value: 1.0, exemplar: None }],
+/// };
+/// let natives = NativeHistograms::default();
+/// let mut cache = ProtobufCache::default();
+/// let mut first = Vec::new();
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, &mut first);
+/// family.samples[0].value = 0.5;
+/// let mut second = Vec::new();
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, &mut second);
+/// let mut fresh = Vec::new();
+/// encode_protobuf(&[family], &mut fresh);
+/// assert_eq!(second, fresh);
+/// assert_ne!(second, first);
+/// ```
+#[derive(Default)]
+pub struct ProtobufCache {
+    /// The families last encoded: what the samples' addresses point into.
+    families: Option<Arc<dyn AsRef<[MergedFamily]> + Send + Sync>>,
+    /// The native histograms they were encoded with.
+    natives: NativeHistograms,
+    /// The last encoding's bytes.
+    bytes: Vec<u8>,
+    /// Each family's place in them and in `samples`, in order.
+    encoded: Vec<EncodedFamily>,
+    /// The samples of every family, in order.
+    samples: Vec<SampleMark>,
+}
+
+impl std::fmt::Debug for ProtobufCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProtobufCache")
+            .field("families", &self.encoded.len())
+            .field("bytes", &self.bytes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One family of the cached encoding.
+#[derive(Debug)]
+struct EncodedFamily {
+    /// Addresses of its name and help (in the families the cache holds).
+    name: usize,
+    help: usize,
+    family_type: FamilyType,
+    /// Its samples in [`ProtobufCache::samples`].
+    samples: Range<usize>,
+    /// Its messages in [`ProtobufCache::bytes`].
+    bytes: Range<usize>,
+}
+
+/// What tells a sample unchanged: the addresses of its name, label set and
+/// exemplar (0 for none), and its value's bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SampleMark {
+    name: usize,
+    labels: usize,
+    exemplar: usize,
+    value: u64,
+}
+
+impl SampleMark {
+    fn of(sample: &MergedSample) -> Self {
+        // Addresses only, never followed.
+        SampleMark {
+            name: sample.name.as_ptr() as usize,
+            labels: sample.labels.as_ptr() as usize,
+            exemplar: sample
+                .exemplar
+                .as_ref()
+                .map_or(0, |e| Arc::as_ptr(e) as usize),
+            value: sample.value.to_bits(),
+        }
+    }
+}
+
+impl ProtobufCache {
+    /// Appends `families` with their native histograms from `natives` to
+    /// `out`, as [`encode_protobuf_with_natives`](super::encode_protobuf_with_natives)
+    /// does, copying the bytes of each family that is the same (same name,
+    /// help and type, and samples with the same names, label sets and
+    /// exemplars and bit for bit the same values, in the same order) as the
+    /// family at the same place in this cache's last encoding, when
+    /// `natives` are the same too or the family is no histogram. Keeps the
+    /// new encoding for the next one.
+    pub fn encode<F>(&mut self, families: Arc<F>, natives: &NativeHistograms, out: &mut Vec<u8>)
+    where
+        F: AsRef<[MergedFamily]> + Send + Sync + 'static,
+    {
+        let same_natives = *natives == self.natives;
+        let base = out.len();
+        let mut encoded = Vec::with_capacity(self.encoded.len());
+        let mut samples = Vec::with_capacity(self.samples.len());
+        for (at, family) in (*families).as_ref().iter().enumerate() {
+            let start = out.len();
+            let first_sample = samples.len();
+            samples.extend(family.samples.iter().map(SampleMark::of));
+            let marks = &samples[first_sample..];
+            let name = family.name.as_ptr() as usize;
+            let help = family.help.as_ptr() as usize;
+            let old = self.encoded.get(at).filter(|old| {
+                old.name == name
+                    && old.help == help
+                    && old.family_type == family.family_type
+                    && (same_natives || family.family_type != FamilyType::Histogram)
+                    && self.samples.get(old.samples.clone()) == Some(marks)
+            });
+            match old.and_then(|old| self.bytes.get(old.bytes.clone())) {
+                Some(bytes) => out.extend_from_slice(bytes),
+                None => super::encode_family(family, natives, out),
+            }
+            encoded.push(EncodedFamily {
+                name,
+                help,
+                family_type: family.family_type,
+                samples: first_sample..samples.len(),
+                bytes: start - base..out.len() - base,
+            });
+        }
+        self.encoded = encoded;
+        self.samples = samples;
+        // Kept after the comparisons: the last families stay alive until
+        // then, so no address compared could have been reused.
+        self.families = Some(families);
+        if !same_natives {
+            self.natives = natives.clone();
+        }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(&out[base..]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use multiprom_format::{Exemplar, NativeHistogram};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::exposition::protobuf::encode_protobuf_with_natives;
+    use crate::family::LabelSet;
+    use crate::native_histograms::series_key;
+
+    /// The names, help texts and label sets of the families, made once:
+    /// a collection hands every scrape the same `Arc`s for them.
+    struct Parts {
+        texts: [Arc<str>; 8],
+        /// Label sets: each one's own, and with `le="1.0"`, `le="+Inf"`.
+        labels: Vec<[LabelSet; 3]>,
+    }
+
+    impl Parts {
+        fn new() -> Parts {
+            let texts = [
+                "requests",
+                "Requests.",
+                "requests_total",
+                "latency",
+                "Latency.",
+                "latency_bucket",
+                "latency_count",
+                "latency_sum",
+            ]
+            .map(Arc::from);
+            let sets: [&[(&str, &str)]; 3] = [&[], &[("a", "1")], &[("a", "\"x\"\n")]];
+            let labels = sets
+                .iter()
+                .map(|set| {
+                    let with = |le: Option<&str>| -> LabelSet {
+                        let mut labels: Vec<(Arc<str>, Arc<str>)> = set
+                            .iter()
+                            .map(|&(n, v)| (Arc::from(n), Arc::from(v)))
+                            .collect();
+                        labels.extend(le.map(|le| (Arc::from("le"), Arc::from(le))));
+                        labels.into()
+                    };
+                    [with(None), with(Some("1.0")), with(Some("+Inf"))]
+                })
+                .collect();
+            Parts { texts, labels }
+        }
+
+        /// A counter family of `counts` (every other sample with an
+        /// exemplar, `exemplars[i]` for sample `i`) and a histogram family
+        /// of one series per label set (rotated by `rotate`), observing
+        /// `observed` in its bucket `le="1.0"` or `+Inf`.
+        fn families(
+            &self,
+            counts: &[f64],
+            exemplars: &[Arc<Exemplar>],
+            observed: &[f64],
+            rotate: usize,
+        ) -> Vec<MergedFamily> {
+            let t = |n: usize| Arc::clone(&self.texts[n]);
+            let set = |i: usize| &self.labels[(i + rotate) % self.labels.len()];
+            let sample = |name: usize, labels: &LabelSet, value: f64| MergedSample {
+                name: t(name),
+                labels: Arc::clone(labels),
+                value,
+                exemplar: None,
+            };
+            let counter = MergedFamily {
+                name: t(0),
+                help: t(1),
+                family_type: FamilyType::Counter,
+                gauge_mode: None,
+                samples: counts
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &value)| MergedSample {
+                        exemplar: (i % 2 == 1).then(|| Arc::clone(&exemplars[i])),
+                        ..sample(2, &set(i)[0], value)
+                    })
+                    .collect(),
+            };
+            let mut samples = Vec::new();
+            for (i, &value) in observed.iter().enumerate() {
+                let [own, one, inf] = set(i);
+                samples.push(sample(5, one, f64::from(u8::from(value <= 1.0))));
+                samples.push(sample(5, inf, 1.0));
+                samples.push(sample(6, own, 1.0));
+                samples.push(sample(7, own, value));
+            }
+            let histogram = MergedFamily {
+                name: t(3),
+                help: t(4),
+                family_type: FamilyType::Histogram,
+                gauge_mode: None,
+                samples,
+            };
+            vec![counter, histogram]
+        }
+
+        /// The native histogram of each series of `latency`, observing
+        /// `observed`.
+        fn natives(&self, observed: &[f64], rotate: usize) -> NativeHistograms {
+            let mut natives = NativeHistograms::default();
+            for (i, &value) in observed.iter().enumerate() {
+                let set = &self.labels[(i + rotate) % self.labels.len()][0];
+                let mut key = Vec::new();
+                series_key(&mut key, "latency", set.iter().map(|(n, v)| (&**n, &**v)));
+                let mut histogram = NativeHistogram::empty(3, 0.0);
+                histogram.sum = value;
+                histogram.positive.push((8, 1));
+                natives.merge(&Arc::from(key), histogram, &mut Vec::new());
+            }
+            natives
+        }
+    }
+
+    fn exemplars(stamp: f64) -> Vec<Arc<Exemplar>> {
+        (0..6)
+            .map(|i| {
+                Arc::new(Exemplar {
+                    labels: vec![("trace".into(), format!("t{i}"))],
+                    value: 1.0,
+                    timestamp: stamp,
+                })
+            })
+            .collect()
+    }
+
+    /// Up to six values, or (`None`) the ones before.
+    fn values() -> impl Strategy<Value = Option<Vec<f64>>> {
+        proptest::option::of(proptest::collection::vec(
+            prop_oneof![Just(0.5), Just(2.0), Just(-0.0), Just(0.0), any::<f64>()],
+            0..6,
+        ))
+    }
+
+    proptest! {
+        // Whatever changes between two encodings (values, exemplars,
+        // native histograms, which series, how many), the cached encoding
+        // is the fresh one.
+        #[test]
+        fn a_cached_encoding_is_the_fresh_one(
+            counts in values(),
+            observed in values(),
+            next_counts in values(),
+            next_observed in values(),
+            rotate in 0usize..3,
+            new_exemplars in any::<bool>(),
+            with_natives in any::<(bool, bool)>(),
+        ) {
+            let parts = Parts::new();
+            let counts = counts.unwrap_or_default();
+            let observed = observed.unwrap_or_default();
+            let next_counts = next_counts.unwrap_or_else(|| counts.clone());
+            let next_observed = next_observed.unwrap_or_else(|| observed.clone());
+            let natives_of = |on: bool, observed: &[f64], rotate: usize| {
+                if on { parts.natives(observed, rotate) } else { NativeHistograms::default() }
+            };
+            let first_exemplars = exemplars(1.5);
+            let mut cache = ProtobufCache::default();
+            let mut out = b"before".to_vec();
+            let first = parts.families(&counts, &first_exemplars, &observed, 0);
+            cache.encode(Arc::new(first), &natives_of(with_natives.0, &observed, 0), &mut out);
+            let next_exemplars = if new_exemplars { exemplars(2.5) } else { first_exemplars };
+            let second = parts.families(&next_counts, &next_exemplars, &next_observed, rotate);
+            let second_natives = natives_of(with_natives.1, &next_observed, rotate);
+            let mut fresh = b"before".to_vec();
+            encode_protobuf_with_natives(&second, &second_natives, &mut fresh);
+            let mut cached = b"before".to_vec();
+            cache.encode(Arc::new(second), &second_natives, &mut cached);
+            prop_assert_eq!(cached, fresh);
+        }
+    }
+
+    #[test]
+    fn unchanged_families_are_copied_and_new_natives_or_help_encoded_again() {
+        let parts = Parts::new();
+        let families = Arc::new(parts.families(&[3.0], &exemplars(1.5), &[0.5], 1));
+        let mut cache = ProtobufCache::default();
+        let mut first = Vec::new();
+        cache.encode(Arc::clone(&families), &parts.natives(&[0.5], 1), &mut first);
+        assert_eq!(cache.encoded.len(), 2);
+        // The same families again: every byte copied.
+        let mut again = Vec::new();
+        cache.encode(Arc::clone(&families), &parts.natives(&[0.5], 1), &mut again);
+        assert_eq!(again, first);
+        // Only the native histogram moved: the histogram family changes.
+        let moved = parts.natives(&[0.75], 1);
+        let mut cached = Vec::new();
+        cache.encode(Arc::clone(&families), &moved, &mut cached);
+        let mut fresh = Vec::new();
+        encode_protobuf_with_natives(&families, &moved, &mut fresh);
+        assert_eq!(cached, fresh);
+        assert_ne!(cached, first);
+        // The same samples under a new help text: encoded again.
+        let mut helped = (*families).clone();
+        helped[0].help = "Requests served.".into();
+        let mut cached = Vec::new();
+        cache.encode(Arc::new(helped.clone()), &moved, &mut cached);
+        let mut fresh = Vec::new();
+        encode_protobuf_with_natives(&helped, &moved, &mut fresh);
+        assert_eq!(cached, fresh);
+    }
+}
