@@ -3,7 +3,9 @@
 //! log names the format each request got) and store every merged series,
 //! names, labels (escapes, non-ASCII) and values, equal to what multiprom
 //! serves as text: Prometheus's own protobuf parser is the judge of the
-//! encoding. `multiprom scrape --format protobuf` writes the same framing.
+//! encoding. `multiprom scrape --format protobuf` writes the same framing,
+//! and the same bytes for the workers' families as the server, which
+//! reuses what did not change since its last encoding.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -97,4 +99,84 @@ fn scrape_writes_length_delimited_metric_families() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(refused.stdout.is_empty());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--no-accumulate"));
+}
+
+/// A served protobuf body is, change after change, the workers' families
+/// as a fresh `multiprom scrape --format protobuf` writes them, then
+/// multiprom's own: the server reuses the last encoding of what did not
+/// change, and must not reuse anything that did (a value, or a native
+/// histogram alone).
+#[test]
+fn each_served_protobuf_scrape_is_a_fresh_one() {
+    use multiprom_format::{
+        encode_key, FileName, FileWriter, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
+    };
+
+    let dir = crate::harness::temp_dir();
+    // Named after this process: live workers, read on every scrape.
+    let pid = std::process::id().to_string();
+    let mut counters = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, &pid).unwrap(),
+    )
+    .unwrap();
+    let requests = encode_key("requests", "requests_total", [], "Requests.");
+    let name = FileName::new(MetricKind::Histogram, &pid).unwrap();
+    let mut histograms = FileWriter::open(dir.path(), &name).unwrap();
+    let natives = NativeHistogramWriter::open(dir.path(), &name).unwrap();
+    let key = |sample: &str, le: &[(&str, &str)]| {
+        encode_key("latency_seconds", sample, le.iter().copied(), "Latency.")
+    };
+    let native = natives
+        .series(
+            &key("latency_seconds", &[]),
+            NativeHistogramConfig::default(),
+        )
+        .unwrap();
+    let mut observe = |value: f64, classic: bool| {
+        if classic {
+            histograms
+                .slot(&key("latency_seconds_sum", &[]))
+                .unwrap()
+                .add(value);
+            histograms
+                .slot(&key("latency_seconds_bucket", &[("le", "+Inf")]))
+                .unwrap()
+                .add(1.0);
+        }
+        native.observe(value);
+    };
+    counters.slot(&requests).unwrap().add(1.0);
+    observe(0.25, true);
+
+    let (_server, addr) = serve(dir.path(), &[]);
+    let accept = [("Accept", PROTOBUF_CONTENT_TYPE)];
+    let mut last: Vec<u8> = Vec::new();
+    let mut scrape_and_compare = |change: &str, moved: bool| {
+        let served = crate::http_client::get(addr, "/metrics", &accept);
+        assert_eq!(served.status, 200, "{change}");
+        let fresh = scrape_protobuf(dir.path());
+        assert!(
+            served.body.starts_with(&fresh),
+            "{change}: the served workers' families are not a fresh scrape's"
+        );
+        for own in frames(&served.body[fresh.len()..]).expect("length-delimited messages") {
+            let name = &own[2..2 + usize::from(own[1])];
+            assert!(
+                name.starts_with(b"multiprom_") || name.starts_with(b"process_"),
+                "{change}: {}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        assert_eq!(fresh != last, moved, "{change}");
+        last = fresh;
+    };
+    scrape_and_compare("first scrape", true);
+    scrape_and_compare("nothing changed", false);
+    counters.slot(&requests).unwrap().add(2.0);
+    scrape_and_compare("a counter moved", true);
+    observe(3.0, true);
+    scrape_and_compare("a histogram moved", true);
+    observe(0.0, false);
+    scrape_and_compare("only its native histogram moved", true);
 }

@@ -25,7 +25,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use multiprom_collector::exposition::{
-    encode_protobuf, encode_protobuf_all, Body as ExpositionBody, LineCache, PROTOBUF_CONTENT_TYPE,
+    encode_protobuf, encode_protobuf_all, Body as ExpositionBody, LineCache, ProtobufCache,
+    PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
     CollectError, DirCollector, Format, MergedFamily, NameFilter, Natives, Scrape,
@@ -155,7 +156,9 @@ struct ServedDir {
     /// then).
     writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
-    line_caches: Mutex<Vec<(Format, Option<NameFilter>, LineCache)>>,
+    line_caches: Caches<(Format, Option<NameFilter>), LineCache>,
+    /// The last protobuf encodings' families, per filter.
+    protobuf_caches: Caches<Option<NameFilter>, ProtobufCache>,
     /// Buffers for `/metrics` bodies.
     texts: Arc<TextPool>,
 }
@@ -226,6 +229,7 @@ impl Endpoint {
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
                 writers_seen: (!reaping).then_some(writers_seen),
                 line_caches: Mutex::new(Vec::new()),
+                protobuf_caches: Mutex::new(Vec::new()),
                 texts: Arc::new(TextPool::default()),
             }),
             metrics_path: Arc::from(DEFAULT_METRICS_PATH),
@@ -344,8 +348,8 @@ impl Endpoint {
                 Some(scrape) => {
                     out.reserve(64 * scrape.stats.series + 4096);
                     let own = served.own_families(scrape, filter);
-                    // The scrape's own encoding: with its native histograms.
-                    scrape.encode_protobuf_into(&mut out);
+                    // With the scrape's native histograms.
+                    served.encode_protobuf(scrape, filter, &mut out);
                     encode_protobuf(&own, &mut out);
                 }
                 None => encode_protobuf_all(&[served.unlistable_families(filter)], &mut out),
@@ -602,26 +606,49 @@ impl ServedDir {
             body.families(&scrape.families);
             return;
         };
-        let at = match caches
-            .iter()
-            .position(|(f, names, _)| *f == format && names.as_ref() == filter)
-        {
-            Some(at) => at,
-            None => {
-                if caches.len() >= LINE_CACHES {
-                    caches.remove(0);
-                }
-                caches.push((format, filter.cloned(), LineCache::default()));
-                caches.len() - 1
-            }
+        let cache = cache_for(&mut caches, (format, filter.cloned()));
+        body.cached(cache, Arc::clone(scrape));
+    }
+
+    /// Appends the workers' families with their native histograms in the
+    /// protobuf format to `out`, through the protobuf cache of this filter
+    /// when no other scrape is using it (then afresh).
+    fn encode_protobuf(
+        &self,
+        scrape: &Arc<Scrape>,
+        filter: Option<&NameFilter>,
+        out: &mut Vec<u8>,
+    ) {
+        let Ok(mut caches) = self.protobuf_caches.try_lock() else {
+            scrape.encode_protobuf_into(out);
+            return;
         };
-        body.cached(&mut caches[at].2, Arc::clone(scrape));
+        cache_for(&mut caches, filter.cloned()).encode(Arc::clone(scrape), &scrape.natives, out);
     }
 }
 
-/// Line caches kept, one per format and filter: Prometheus and a person in
-/// both formats, and routers with a few fixed sets of names.
-const LINE_CACHES: usize = 8;
+/// The cache of `key` in `caches`, made (in place of the one made first,
+/// when there are [`CACHES`]) if there is none.
+fn cache_for<K: PartialEq, C: Default>(caches: &mut Vec<(K, C)>, key: K) -> &mut C {
+    let at = match caches.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            if caches.len() >= CACHES {
+                caches.remove(0);
+            }
+            caches.push((key, C::default()));
+            caches.len() - 1
+        }
+    };
+    &mut caches[at].1
+}
+
+/// Caches of one kind by what they are for, the first made first.
+type Caches<K, C> = Mutex<Vec<(K, C)>>;
+
+/// Caches kept of each kind, one per format and filter: Prometheus and a
+/// person in both formats, and routers with a few fixed sets of names.
+const CACHES: usize = 8;
 
 /// `multiprom_directory_listable`: 1 when the last scrape could list the
 /// directory, 0 when it could not (and served only the self-metrics).
