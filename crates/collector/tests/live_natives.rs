@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
-use multiprom_format::native_file::native_histogram_path;
+use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{FileName, MetricKind, ReadErrorKind};
-use native_worker::{live_collector, Worker, NAME};
+use native_worker::{classic_part, live_collector, Worker, NAME};
 
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector
@@ -244,4 +244,27 @@ fn buckets_too_far_apart_for_a_dense_merge_give_what_reading_them_whole_gives() 
     for n in 0..2 {
         same_as_read_whole(&format!("gone {n}"));
     }
+}
+
+#[test]
+fn native_histograms_a_worker_begins_after_the_collector_is_warm_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    // Classic histograms only so far: no native histogram directory.
+    let (name, file) = classic_part(dir.path(), "1", &["/"]);
+    let collector = live_collector(dir.path());
+    for n in 0..3 {
+        let scrape = same_as_read_whole(&collector, dir.path(), &format!("classic only, {n}"));
+        assert!(scrape.natives.is_empty());
+    }
+    // Its first native observation makes the directory and the file, and
+    // no new `*.db` file.
+    let worker = Worker::beside(dir.path(), name, file);
+    worker.observe("/", 160, values(1, 20, 1.0));
+    let scrape = same_as_read_whole(&collector, dir.path(), "natives begun");
+    assert_eq!(scrape.natives.len(), 1);
+    // And the directory cleared away: nothing is read from it.
+    drop(worker);
+    std::fs::remove_dir_all(dir.path().join(NATIVE_HISTOGRAM_DIR)).unwrap();
+    let scrape = same_as_read_whole(&collector, dir.path(), "natives removed");
+    assert!(scrape.natives.is_empty());
 }

@@ -69,8 +69,12 @@ pub(super) fn changed_listing(
         || state
             .last_full_look
             .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
+    state.listing_kept = false;
     let listing = match state.listing.take() {
-        Some(listing) if !full_look && !changes.relist => listing,
+        Some(listing) if !full_look && !changes.relist => {
+            state.listing_kept = true;
+            listing
+        }
         _ => match scan_dir(dir) {
             Ok(listing) => Arc::new(listing),
             Err(source) => {

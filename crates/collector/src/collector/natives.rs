@@ -83,6 +83,9 @@ pub(super) struct NativeState {
     /// Live workers' files kept mapped, and the series their records are
     /// merged into, in shards read on separate threads.
     live: Vec<LiveShard>,
+    /// Whether the collector's directory had a native histogram
+    /// subdirectory when last looked at.
+    has_dir: Option<bool>,
 }
 
 /// A share of the live workers' companions (those whose `*.db` file's
@@ -354,15 +357,16 @@ pub(super) fn collect_natives(
     state: &mut NativeState,
     warnings: &mut Vec<Warning>,
 ) -> NativeHistograms {
-    let files = native_files(known, order, dir, settling, state);
+    let files = native_files(known, order, dir.map(|dir| (dir, false)), settling, state);
     let ((), live) = read_live_beside(state, files.as_ref(), maps, || ());
     merge_natives(files, live, state, warnings)
 }
 
 /// The companions of the good histogram files of `order` (in `known`) to
 /// read (`None`: the directory has no native histogram subdirectory).
-/// `dir`: the directory all the files are in, if they are in one.
-/// `settling`: which files are settled and may be kept merged (`None`:
+/// `dir`: the directory all the files are in, if they are in one, and
+/// whether its listing is the last one, kept as the watch saw no name come
+/// or go. `settling`: which files are settled and may be kept merged (`None`:
 /// nothing settles).
 ///
 /// When the settled files are those whose native histograms are kept
@@ -378,16 +382,25 @@ pub(super) fn collect_natives(
 pub(super) fn native_files(
     known: &[Option<FileEntry>],
     order: &[usize],
-    dir: Option<&Path>,
+    dir: Option<(&Path, bool)>,
     settling: Option<Settling<'_>>,
     state: &mut NativeState,
 ) -> Option<NativeFiles> {
     // Whether each directory has a native histogram subdirectory, looked at
     // once: a directory without one (prometheus_client's alone) costs one
-    // `stat` per collection, not a failed `open` per histogram file.
+    // `stat` per collection, not a failed `open` per histogram file; and
+    // not even that while the listing is kept (the watch saw no name come
+    // or go, the subdirectory's included).
     let mut looked: Vec<(&Path, bool)> = Vec::new();
-    if let Some(dir) = dir {
-        let has = has_native_dir(dir);
+    let dir = dir.map(|(dir, listing_kept)| {
+        let has = match state.has_dir {
+            Some(has) if listing_kept => has,
+            _ => has_native_dir(dir),
+        };
+        state.has_dir = Some(has);
+        (dir, has)
+    });
+    if let Some((dir, has)) = dir {
         if !has {
             state.reported.clear();
             state.keys.clear();
@@ -420,7 +433,7 @@ pub(super) fn native_files(
             continue;
         }
         let dir = match dir {
-            Some(dir) => dir,
+            Some((dir, _)) => dir,
             None => entry.path.parent().unwrap_or(Path::new("")),
         };
         let has = match looked

@@ -32,21 +32,34 @@ pub(crate) struct Worker {
     natives: NativeHistogramWriter,
 }
 
+/// Worker `id`'s histogram file in `dir`, with the classic part of a
+/// native-only histogram for each of `routes`, and no native file yet.
+pub(crate) fn classic_part(dir: &Path, id: &str, routes: &[&str]) -> (FileName, FileWriter) {
+    let name = FileName::new(MetricKind::Histogram, id).expect("a file name");
+    let mut file = FileWriter::open(dir, &name).expect("a histogram file");
+    for route in routes {
+        let key = |sample: &str, le: &[(&str, &str)]| {
+            let labels = le.iter().copied().chain([("route", *route)]);
+            encode_key(NAME, sample, labels, HELP)
+        };
+        let sum = file.slot(&key("latency_seconds_sum", &[]));
+        sum.expect("a slot").add(1.0);
+        let inf = file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]));
+        inf.expect("a slot").add(1.0);
+    }
+    (name, file)
+}
+
 impl Worker {
     /// Worker `id`'s files in `dir`, with a histogram for each of `routes`.
     pub(crate) fn new(dir: &Path, id: &str, routes: &[&str]) -> Worker {
-        let name = FileName::new(MetricKind::Histogram, id).expect("a file name");
-        let mut file = FileWriter::open(dir, &name).expect("a histogram file");
-        for route in routes {
-            let key = |sample: &str, le: &[(&str, &str)]| {
-                let labels = le.iter().copied().chain([("route", *route)]);
-                encode_key(NAME, sample, labels, HELP)
-            };
-            let sum = file.slot(&key("latency_seconds_sum", &[]));
-            sum.expect("a slot").add(1.0);
-            let inf = file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]));
-            inf.expect("a slot").add(1.0);
-        }
+        let (name, file) = classic_part(dir, id, routes);
+        Worker::beside(dir, name, file)
+    }
+
+    /// The worker of the histogram `file` named `name` in `dir`, its
+    /// native histogram file opened now.
+    pub(crate) fn beside(dir: &Path, name: FileName, file: FileWriter) -> Worker {
         let natives = NativeHistogramWriter::open(dir, &name).expect("a native file");
         Worker {
             name,
