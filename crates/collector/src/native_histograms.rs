@@ -22,11 +22,20 @@ use crate::native_merge::add_record;
 /// let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), "/".into())];
 /// assert!(natives.get("latency_seconds", &labels).is_none());
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct NativeHistograms {
     /// By [`series_key`]: shared with the collector's cache of what each
-    /// file key names, so a scrape allocates no key.
-    by_series: foldhash::HashMap<Arc<[u8]>, NativeHistogram>,
+    /// file key names, so a scrape allocates no key. The map is shared
+    /// too: a collection of settled files hands on the merge it keeps
+    /// without copying it (and is told equal to the last one at a glance),
+    /// and a merge into it copies it only if it is shared.
+    by_series: Arc<foldhash::HashMap<Arc<[u8]>, NativeHistogram>>,
+}
+
+impl PartialEq for NativeHistograms {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.by_series, &other.by_series) || self.by_series == other.by_series
+    }
 }
 
 impl NativeHistograms {
@@ -66,11 +75,11 @@ impl NativeHistograms {
         scratch_histogram: &mut NativeHistogram,
         scratch: &mut Vec<(i32, u64)>,
     ) {
-        match self.by_series.get_mut(&**key) {
+        let by_series = Arc::make_mut(&mut self.by_series);
+        match by_series.get_mut(&**key) {
             Some(merged) => add_record(merged, record, scratch_histogram, scratch),
             None => {
-                self.by_series
-                    .insert(Arc::clone(key), record.to_histogram());
+                by_series.insert(Arc::clone(key), record.to_histogram());
             }
         }
     }
@@ -81,7 +90,8 @@ impl NativeHistograms {
             *self = other;
             return;
         }
-        for (key, histogram) in other.by_series {
+        let other = Arc::unwrap_or_clone(other.by_series);
+        for (key, histogram) in other {
             self.merge(&key, histogram, scratch);
         }
     }
@@ -95,10 +105,11 @@ impl NativeHistograms {
         histogram: NativeHistogram,
         scratch: &mut Vec<(i32, u64)>,
     ) {
-        match self.by_series.get_mut(&**key) {
+        let by_series = Arc::make_mut(&mut self.by_series);
+        match by_series.get_mut(&**key) {
             Some(merged) => merged.merge_reusing(&histogram, scratch),
             None => {
-                self.by_series.insert(Arc::clone(key), histogram);
+                by_series.insert(Arc::clone(key), histogram);
             }
         }
     }
