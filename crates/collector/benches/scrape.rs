@@ -8,9 +8,10 @@
 //! an exemplar on every bucket, and the exemplar files' reads alone.
 //! The `natives` group times a warm scrape of 1,000 workers' histograms
 //! that also record native histograms, in the protobuf format (with the
-//! native histograms) and in the text format (which reads none), for
-//! exited and for live workers, and the system calls that reading the live
-//! workers' native files costs at least.
+//! native histograms) and in the text format (which reads none), each
+//! encoded through its cache as the endpoint serves it, for exited and for
+//! live workers, and what reading the live workers' native files costs at
+//! least.
 //!
 //! `cargo bench -p multiprom-collector --bench scrape`
 //!
@@ -35,10 +36,11 @@ use std::hint::black_box;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use criterion::{criterion_group, BenchmarkId, Criterion};
+use multiprom_collector::exposition::{LineCache, ProtobufCache};
 use multiprom_collector::{scan_dir, DirCollector, Format, Natives};
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::read_map::{guard_sigbus, ReadMap};
@@ -745,15 +747,23 @@ fn natives(c: &mut Criterion) {
         }
         let settled = protobuf().stats.files_settled;
         assert_eq!(settled, if gone { NATIVE_WORKERS as usize } else { 0 });
+        // Each encoded through its cache, as the endpoint serves them.
+        let mut cache = ProtobufCache::default();
         g.bench_function(format!("{case}/protobuf"), |b| {
-            b.iter(|| black_box(protobuf()).encode_protobuf())
+            b.iter(|| {
+                let scrape = black_box(protobuf());
+                let mut out = Vec::new();
+                cache.encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                out
+            })
         });
+        let mut lines = LineCache::default();
         g.bench_function(format!("{case}/text"), |b| {
             b.iter(|| {
-                black_box(&warm)
-                    .collect()
-                    .expect("collect")
-                    .encode(Format::Prometheus)
+                let scrape = black_box(&warm).collect().expect("collect");
+                let mut out = String::new();
+                lines.encode(Format::Prometheus, scrape, &mut out);
+                out
             })
         });
         if !gone {
@@ -860,12 +870,15 @@ fn natives(c: &mut Criterion) {
                 b.iter(|| (black_box(classic()), black_box(load_natives(&mapped))))
             });
         }
+        let mut cache = ProtobufCache::default();
         g.bench_function(format!("{case}/protobuf_without_natives"), |b| {
             b.iter(|| {
-                black_box(&warm)
+                let scrape = black_box(&warm)
                     .collect_with(|_| Default::default(), None, Natives::Skip)
-                    .expect("collect")
-                    .encode_protobuf()
+                    .expect("collect");
+                let mut out = Vec::new();
+                cache.encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                out
             })
         });
     }
