@@ -59,37 +59,42 @@ impl Spawned {
     /// Waits until stderr contains `needle`; panics after [`PATIENCE`] or if
     /// the process exits first.
     pub(crate) fn wait_for_stderr(&mut self, needle: &str) -> String {
+        self.wait_for_stderr_with(needle, |text| {
+            text.contains(needle).then(|| text.to_owned())
+        })
+    }
+
+    /// Waits until `found` finds what it looks for (`what`) in stderr, and
+    /// returns it; panics after [`PATIENCE`] or if the process exits first.
+    fn wait_for_stderr_with<T>(&mut self, what: &str, found: impl Fn(&str) -> Option<T>) -> T {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let text = self.stderr();
-            if text.contains(needle) {
-                return text;
+            if let Some(it) = found(&text) {
+                return it;
             }
             if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 // Give the reader a moment to drain what is left.
                 std::thread::sleep(Duration::from_millis(100));
                 let text = self.stderr();
-                if text.contains(needle) {
-                    return text;
+                if let Some(it) = found(&text) {
+                    return it;
                 }
-                panic!("multiprom exited ({status}) before printing {needle:?}; stderr:\n{text}");
+                panic!("multiprom exited ({status}) before printing {what:?}; stderr:\n{text}");
             }
             assert!(
                 Instant::now() < deadline,
-                "no {needle:?} on stderr after {PATIENCE:?}; stderr:\n{text}"
+                "no {what:?} on stderr after {PATIENCE:?}; stderr:\n{text}"
             );
             std::thread::sleep(Duration::from_millis(10));
         }
     }
 
-    /// The address from the start line `... at http://ADDR/metrics ...`.
+    /// The address from the start line `... at http://ADDR/metrics ...`
+    /// (not from an earlier line that merely names a directory
+    /// `.../metrics`).
     pub(crate) fn address(&mut self) -> SocketAddr {
-        let text = self.wait_for_stderr("/metrics");
-        let start = text.find("http://").expect("URL in start line") + "http://".len();
-        let end = start + text[start..].find("/metrics").unwrap();
-        text[start..end]
-            .parse()
-            .expect("socket address in start line")
+        self.wait_for_stderr_with("http://ADDR/metrics", metrics_address)
     }
 
     /// The exit status, if the process has exited (without waiting).
@@ -161,4 +166,27 @@ pub(crate) fn run_checker(server: &Spawned, script: &str, args: &[&std::ffi::OsS
         server.stderr()
     );
     String::from_utf8_lossy(&check.stdout).into_owned()
+}
+
+/// The address of the first `http://ADDR/metrics` in `text`.
+fn metrics_address(text: &str) -> Option<SocketAddr> {
+    text.match_indices("http://").find_map(|(at, scheme)| {
+        let rest = &text[at + scheme.len()..];
+        let end = rest.find('/')?;
+        let addr = rest[..end].parse().ok()?;
+        rest[end..].starts_with("/metrics").then_some(addr)
+    })
+}
+
+#[test]
+fn the_address_comes_from_the_url_not_from_a_directory_named_metrics() {
+    let created = "created /tmp/run/metrics\n";
+    assert_eq!(metrics_address(created), None);
+    let started = format!(
+        "{created}serving /tmp/run/metrics at http://127.0.0.1:9/metrics (status page http://127.0.0.1:9/)\n"
+    );
+    assert_eq!(
+        metrics_address(&started),
+        Some(SocketAddr::from(([127, 0, 0, 1], 9)))
+    );
 }
