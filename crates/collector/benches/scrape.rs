@@ -825,11 +825,18 @@ fn natives(c: &mut Criterion) {
                 }
                 total
             };
+            // The scrape without native histograms, encoded through its
+            // cache as the protobuf scrape is.
+            let classic_cache = std::cell::RefCell::new(ProtobufCache::default());
             let classic = || {
-                black_box(&warm)
+                let scrape = black_box(&warm)
                     .collect_with(|_| Default::default(), None, Natives::Skip)
-                    .expect("collect")
-                    .encode_protobuf()
+                    .expect("collect");
+                let mut out = Vec::new();
+                classic_cache
+                    .borrow_mut()
+                    .encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                out
             };
             g.bench_function("live/map_floor", |b| {
                 b.iter(|| black_box(load_natives(&mapped)))
