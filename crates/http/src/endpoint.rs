@@ -606,7 +606,11 @@ impl ServedDir {
             body.families(&scrape.families);
             return;
         };
-        let cache = cache_for(&mut caches, (format, filter.cloned()));
+        let cache = cache_for(
+            &mut caches,
+            |(f, names)| *f == format && names.as_ref() == filter,
+            || (format, filter.cloned()),
+        );
         body.cached(cache, Arc::clone(scrape));
     }
 
@@ -623,20 +627,30 @@ impl ServedDir {
             scrape.encode_protobuf_into(out);
             return;
         };
-        cache_for(&mut caches, filter.cloned()).encode(Arc::clone(scrape), &scrape.natives, out);
+        let cache = cache_for(
+            &mut caches,
+            |names| names.as_ref() == filter,
+            || filter.cloned(),
+        );
+        cache.encode(Arc::clone(scrape), &scrape.natives, out);
     }
 }
 
-/// The cache of `key` in `caches`, made (in place of the one made first,
-/// when there are [`CACHES`]) if there is none.
-fn cache_for<K: PartialEq, C: Default>(caches: &mut Vec<(K, C)>, key: K) -> &mut C {
-    let at = match caches.iter().position(|(k, _)| *k == key) {
+/// The cache in `caches` whose key `is` the one wanted, made for `key()`
+/// (in place of the one made first, when there are [`CACHES`]) if there is
+/// none: the key is copied only then.
+fn cache_for<K, C: Default>(
+    caches: &mut Vec<(K, C)>,
+    is: impl Fn(&K) -> bool,
+    key: impl FnOnce() -> K,
+) -> &mut C {
+    let at = match caches.iter().position(|(k, _)| is(k)) {
         Some(at) => at,
         None => {
             if caches.len() >= CACHES {
                 caches.remove(0);
             }
-            caches.push((key, C::default()));
+            caches.push((key(), C::default()));
             caches.len() - 1
         }
     };
