@@ -42,7 +42,7 @@ pub(super) fn collect_paths(
         Natives::Merge => native_files(
             &state.known,
             &order,
-            pass.dir.map(|dir| (dir, state.listing_kept)),
+            pass.dir.map(|dir| (dir, Some(state.listings))),
             pass.exited.map(|_| Settling {
                 generation: state.plan_generation,
                 version: state.settle_version,

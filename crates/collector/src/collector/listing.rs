@@ -69,14 +69,13 @@ pub(super) fn changed_listing(
         || state
             .last_full_look
             .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
-    state.listing_kept = false;
     let listing = match state.listing.take() {
-        Some(listing) if !full_look && !changes.relist => {
-            state.listing_kept = true;
-            listing
-        }
+        Some(listing) if !full_look && !changes.relist => listing,
         _ => match scan_dir(dir) {
-            Ok(listing) => Arc::new(listing),
+            Ok(listing) => {
+                state.listings += 1;
+                Arc::new(listing)
+            }
             Err(source) => {
                 state.watch = None;
                 return Err(CollectError {

@@ -354,7 +354,7 @@ impl DirCollector {
         let mut paths = if self.map_files {
             changed_listing(&self.dir, &mut state, start)?
         } else {
-            state.listing_kept = false;
+            state.listings += 1;
             Arc::new(scan_dir(&self.dir).map_err(|source| CollectError {
                 dir: self.dir.clone(),
                 source,

@@ -84,8 +84,8 @@ pub(super) struct NativeState {
     /// merged into, in shards read on separate threads.
     live: Vec<LiveShard>,
     /// Whether the collector's directory had a native histogram
-    /// subdirectory when last looked at.
-    has_dir: Option<bool>,
+    /// subdirectory when last looked at, and in which of its listings.
+    has_dir: Option<(u64, bool)>,
 }
 
 /// A share of the live workers' companions (those whose `*.db` file's
@@ -357,7 +357,7 @@ pub(super) fn collect_natives(
     state: &mut NativeState,
     warnings: &mut Vec<Warning>,
 ) -> NativeHistograms {
-    let files = native_files(known, order, dir.map(|dir| (dir, false)), settling, state);
+    let files = native_files(known, order, dir.map(|dir| (dir, None)), settling, state);
     let ((), live) = read_live_beside(state, files.as_ref(), maps, || ());
     merge_natives(files, live, state, warnings)
 }
@@ -365,8 +365,8 @@ pub(super) fn collect_natives(
 /// The companions of the good histogram files of `order` (in `known`) to
 /// read (`None`: the directory has no native histogram subdirectory).
 /// `dir`: the directory all the files are in, if they are in one, and
-/// whether its listing is the last one, kept as the watch saw no name come
-/// or go. `settling`: which files are settled and may be kept merged (`None`:
+/// which listing of it this is (see `CollectorState::listings`; `None`:
+/// not known). `settling`: which files are settled and may be kept merged (`None`:
 /// nothing settles).
 ///
 /// When the settled files are those whose native histograms are kept
@@ -382,22 +382,24 @@ pub(super) fn collect_natives(
 pub(super) fn native_files(
     known: &[Option<FileEntry>],
     order: &[usize],
-    dir: Option<(&Path, bool)>,
+    dir: Option<(&Path, Option<u64>)>,
     settling: Option<Settling<'_>>,
     state: &mut NativeState,
 ) -> Option<NativeFiles> {
     // Whether each directory has a native histogram subdirectory, looked at
     // once: a directory without one (prometheus_client's alone) costs one
     // `stat` per collection, not a failed `open` per histogram file; and
-    // not even that while the listing is kept (the watch saw no name come
-    // or go, the subdirectory's included).
+    // not even that while the directory's listing is the one it was looked
+    // at with (the watch saw no name come or go since, the
+    // subdirectory's included: collections that read no native file may
+    // have listed it again in between).
     let mut looked: Vec<(&Path, bool)> = Vec::new();
-    let dir = dir.map(|(dir, listing_kept)| {
-        let has = match state.has_dir {
-            Some(has) if listing_kept => has,
+    let dir = dir.map(|(dir, listing)| {
+        let has = match (state.has_dir, listing) {
+            (Some((seen_in, has)), Some(listing)) if seen_in == listing => has,
             _ => has_native_dir(dir),
         };
-        state.has_dir = Some(has);
+        state.has_dir = listing.map(|listing| (listing, has));
         (dir, has)
     });
     if let Some((dir, has)) = dir {

@@ -83,10 +83,10 @@ pub(super) struct CollectorState {
     pub(super) watch_pid: u32,
     /// The listing of the collection under way came with a full look.
     pub(super) full_look: bool,
-    /// The listing of the collection under way is the last one, kept
-    /// because the watch saw no name added, removed or renamed in the
-    /// directory since (so no subdirectory came or went either).
-    pub(super) listing_kept: bool,
+    /// Counts the times the directory was listed afresh: while it stays
+    /// the same, the watch saw no name added, removed or renamed in the
+    /// directory (so no subdirectory came or went either).
+    pub(super) listings: u64,
     /// When setting a watch last failed (it is tried again after a while).
     pub(super) watch_failed: Option<Instant>,
     /// The listing as of the last change, in listing order.
