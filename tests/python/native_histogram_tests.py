@@ -6,7 +6,9 @@ usage: native_histogram_tests.py   (unittest; exits non-zero if a test fails)
 Single-process mode leaves prometheus_client as it is; NativeHistogram's
 classic part is the +Inf bucket alone, its children inherit its settings,
 and it refuses settings out of range; a directory where the native file
-cannot be made costs the native data only, with one warning.
+cannot be made costs the native data only, with one warning;
+prometheus_client's close_all_multiprocess_files() closes the native files
+too, so a directory removed and made again gets them afresh.
 """
 
 import math
@@ -124,6 +126,29 @@ class NativeHistogramTest(unittest.TestCase):
         self.assertEqual(lines, ['3.0 1.0'])
         self.assertEqual(stderr.count('native histogram observations are being dropped'), 1,
                          stderr)
+
+    def test_close_all_multiprocess_files_closes_the_native_files_too(self):
+        # What a test suite does between tests: close, remove the directory,
+        # make it again. The next histograms' native observations belong in
+        # the new directory, not in the removed file; twice, since
+        # prometheus_client forgets its cleanups when it runs them.
+        code = (
+            'import os, shutil, multiprom; '
+            'multiprom.install(collector=False, writer={writer}, native_histograms=True)\n'
+            'from prometheus_client import CollectorRegistry, Histogram\n'
+            'from prometheus_client.values import close_all_multiprocess_files\n'
+            'd = os.environ["PROMETHEUS_MULTIPROC_DIR"]\n'
+            'native = os.path.join(d, "native-histograms", f"histogram_{{os.getpid()}}.native")\n'
+            'for name in ("a", "b", "c"):\n'
+            '    Histogram(name, "H.", registry=CollectorRegistry()).observe(1)\n'
+            '    with open(native, "rb") as f: data = f.read()\n'
+            '    print(name, f\'["{{name}}", "{{name}}", {{{{}}}}, "H."]\'.encode() in data)\n'
+            '    close_all_multiprocess_files(); shutil.rmtree(d); os.mkdir(d)\n')
+        for writer in (False, True):
+            lines, stderr = run_python(code.format(writer=writer),
+                                       {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+            self.assertEqual(lines, ['a True', 'b True', 'c True'], f'writer={writer}')
+            self.assertEqual(stderr, '', f'writer={writer}')
 
     def test_startup_feature(self):
         from multiprom._startup import features

@@ -259,6 +259,7 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
         multiprom_format::native_file::MAX_NATIVE_BUCKETS,
     )?;
     module.add_function(wrap_pyfunction!(merge, module)?)?;
+    module.add_function(wrap_pyfunction!(native_series::close_native_files, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(cli::main, module)?)?;
     // What the linked-in CLI's `--version` prints.

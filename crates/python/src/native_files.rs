@@ -9,13 +9,20 @@
 //! are kept with the fork generation they were opened at, and a child
 //! (a new generation) forgets them and opens its own pid's files.
 //!
+//! `prometheus_client.values.close_all_multiprocess_files()` closes them
+//! too (a test suite calls it before removing and re-making the directory):
+//! the writers are dropped and the close counted in the [`Epoch`], so every
+//! series opens its file again on its next observation, in the directory
+//! as it is then, rather than writing on into an unlinked file.
+//!
 //! Only cold paths come here (a series' first observation, or its first
-//! after a fork). The lock is held with the GIL held and never across a
+//! after a fork or a close). The lock is held with the GIL held and never across a
 //! call into Python: no other thread can hold it when the process forks
 //! (`os.fork` holds the GIL), so a child never finds it locked.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use multiprom_format::fork::fork_generation;
@@ -33,14 +40,49 @@ struct Writers {
 
 static WRITERS: Mutex<Option<Writers>> = Mutex::new(None);
 
+/// How many times [`close_all`] dropped the writers.
+static CLOSES: AtomicU64 = AtomicU64::new(0);
+
+/// Which files a series bound now writes to: those of this fork
+/// generation, opened since the last close. A series bound in another
+/// epoch must open its file again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Epoch {
+    fork_generation: u64,
+    closes: u64,
+}
+
+/// The current [`Epoch`]: two relaxed atomic loads.
+#[inline]
+pub(crate) fn epoch() -> Epoch {
+    Epoch {
+        fork_generation: fork_generation(),
+        closes: CLOSES.load(Ordering::Relaxed),
+    }
+}
+
+/// Closes this process's native files: the writers are dropped (unmapped
+/// once no series holds them) and every series opens its file again on
+/// its next observation.
+pub(crate) fn close_all() {
+    let closed = {
+        let mut writers = WRITERS.lock().unwrap_or_else(PoisonError::into_inner);
+        CLOSES.fetch_add(1, Ordering::Relaxed);
+        writers.take()
+    };
+    // Unmapped outside the lock.
+    drop(closed);
+}
+
 /// The series of `key` in this process's native histogram file in `dir`,
-/// opening the file if this process (this fork generation) has not yet.
-/// The error says why there is none, for the one warning.
+/// opening the file if this process (this fork generation, since the last
+/// close) has not yet, and whether it did. The error says why there is
+/// none, for the one warning.
 pub(crate) fn series(
     dir: &Path,
     key: &str,
     config: NativeHistogramConfig,
-) -> Result<NativeSeries, String> {
+) -> Result<(NativeSeries, bool), String> {
     let generation = fork_generation();
     let mut writers = WRITERS.lock().unwrap_or_else(PoisonError::into_inner);
     let current = match writers.take() {
@@ -53,14 +95,18 @@ pub(crate) fn series(
         },
     };
     let current = writers.insert(current);
-    let writer = match current.by_dir.get(dir) {
-        Some(writer) => writer,
+    let (writer, opened) = match current.by_dir.get(dir) {
+        Some(writer) => (writer, false),
         None => {
             let pid = std::process::id().to_string();
             let name = FileName::new(MetricKind::Histogram, pid).map_err(|e| e.to_string())?;
             let writer = NativeHistogramWriter::open(dir, &name).map_err(|e| e.to_string())?;
-            current.by_dir.entry(dir.to_owned()).or_insert(writer)
+            (
+                &*current.by_dir.entry(dir.to_owned()).or_insert(writer),
+                true,
+            )
         }
     };
-    writer.series(key, config).map_err(|e| e.to_string())
+    let series = writer.series(key, config).map_err(|e| e.to_string())?;
+    Ok((series, opened))
 }

@@ -2,10 +2,11 @@
 //! prometheus_client `Histogram` (or child), recorded in this process's
 //! native histogram file beside the classic buckets.
 //!
-//! `observe` is the hot path: one fork-generation load, one pointer load
-//! and the series' own lock-free recording. The file is opened on the
-//! first observation (or by `open()`), never by the constructor, and again
-//! after a fork, in the child's own file.
+//! `observe` is the hot path: the epoch's two atomic loads (fork
+//! generation, closes), one pointer load and the series' own lock-free
+//! recording. The file is opened on the first observation (or by
+//! `open()`), never by the constructor, and again after a fork, in the
+//! child's own file, or after `close_all_multiprocess_files()`.
 //!
 //! Native recording must never cost the application its classic
 //! observation: every failure (no directory, an unwritable one, a full
@@ -18,12 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwapOption;
-use multiprom_format::fork::{fork_generation, watch_forks};
+use multiprom_format::fork::watch_forks;
 use multiprom_format::native_buckets::DEFAULT_ZERO_THRESHOLD;
 use multiprom_format::{encode_key, NativeHistogramConfig, NativeSeries};
 use pyo3::prelude::*;
 
-use crate::native_files;
+use crate::native_files::{self, Epoch};
 use crate::value_files::report;
 
 /// Whether a native failure was logged already: once per process is
@@ -37,14 +38,14 @@ pub(crate) struct NativeSeriesHandle {
     /// The `*.db` key form: name as family and sample, labels, help.
     key: Box<str>,
     config: NativeHistogramConfig,
-    /// Where observations go in the fork generation it was made at;
-    /// `None` until the first observation.
+    /// Where observations go in the epoch it was made in; `None` until
+    /// the first observation.
     binding: ArcSwapOption<Binding>,
 }
 
 struct Binding {
-    generation: u64,
-    /// `None`: the series could not be opened in this generation (logged).
+    epoch: Epoch,
+    /// `None`: the series could not be opened in this epoch (logged).
     series: Option<NativeSeries>,
 }
 
@@ -74,7 +75,7 @@ impl NativeSeriesHandle {
             .map(|(name, value)| (name.as_str(), value.as_str()));
         let binding = (!forks_counted).then(|| {
             Arc::new(Binding {
-                generation: fork_generation(),
+                epoch: native_files::epoch(),
                 series: None,
             })
         });
@@ -102,7 +103,7 @@ impl NativeSeriesHandle {
     /// already native. `False` if it cannot record (logged once).
     fn open(&self, py: Python<'_>) -> bool {
         if let Some(binding) = &*self.binding.load() {
-            if binding.generation == fork_generation() {
+            if binding.epoch == native_files::epoch() {
                 return binding.series.is_some();
             }
         }
@@ -115,7 +116,7 @@ impl NativeSeriesHandle {
     #[inline]
     pub(crate) fn record(&self, py: Python<'_>, value: f64) {
         if let Some(binding) = &*self.binding.load() {
-            if binding.generation == fork_generation() {
+            if binding.epoch == native_files::epoch() {
                 if let Some(series) = &binding.series {
                     series.observe(value);
                 }
@@ -127,22 +128,55 @@ impl NativeSeriesHandle {
         }
     }
 
-    /// The series in the current process's file, remembered for this fork
-    /// generation (also when there is none).
+    /// The series in the current process's file, remembered for this
+    /// epoch (also when there is none).
     #[cold]
     fn bind(&self, py: Python<'_>) -> Option<NativeSeries> {
-        let generation = fork_generation();
+        let epoch = native_files::epoch();
         let series = match dir_from_environ(py) {
             Ok(dir) => native_files::series(&dir, &self.key, self.config),
             Err(error) => Err(error),
         };
-        let series = series.map_err(|error| warn_once(py, &error)).ok();
+        let series = match series {
+            Ok((series, opened)) => {
+                if opened {
+                    close_with_prometheus_client(py);
+                }
+                Some(series)
+            }
+            Err(error) => {
+                warn_once(py, &error);
+                None
+            }
+        };
         self.binding.store(Some(Arc::new(Binding {
-            generation,
+            epoch,
             series: series.clone(),
         })));
         series
     }
+}
+
+/// Has `prometheus_client.values.close_all_multiprocess_files()` close the
+/// native files with its own: registers `multiprom._native.close_native_files`
+/// among its cleanups, which it empties when it runs (so a file opened
+/// after a close registers it again). prometheus_client before 0.26 has no
+/// such function; then, and on any failure, nothing is registered: an
+/// observation never fails for it.
+fn close_with_prometheus_client(py: Python<'_>) {
+    let register = || -> PyResult<()> {
+        let cleanups = py
+            .import("prometheus_client.values")?
+            .getattr("_multi_process_cleanups")?;
+        let close = py
+            .import("multiprom._native")?
+            .getattr("close_native_files")?;
+        if !cleanups.contains(&close)? {
+            cleanups.call_method1("append", (close,))?;
+        }
+        Ok(())
+    };
+    let _ = register();
 }
 
 /// `os.environ['PROMETHEUS_MULTIPROC_DIR']`, as the value classes read it
@@ -167,4 +201,12 @@ fn warn_once(py: Python<'_>, error: &str) {
             ),
         );
     }
+}
+
+/// `multiprom._native.close_native_files()`: closes this process's native
+/// histogram files (`prometheus_client.values.close_all_multiprocess_files()`
+/// calls it); every series opens its file again on its next observation.
+#[pyfunction]
+pub(crate) fn close_native_files() {
+    native_files::close_all();
 }
