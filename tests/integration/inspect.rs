@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use multiprom_format::layout::entry_len;
+use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
 
 use crate::harness::{multiprom, python, python_script, temp_dir, workspace_root};
@@ -488,6 +489,39 @@ fn native_histogram_files_are_shown_per_series_and_checked() {
     assert!(table.ends_with(expected), "{table}");
     let (code, check, _) = inspect(dir.path(), &["--check", "."]);
     assert_eq!((code, check.as_str()), (0, ""));
+    // JSON: the `*.db` entry, then the series with its buckets by index
+    // (0.5 = 2^(-8/8) and 4 = 2^(16/8) at schema 3; 0 in the zero bucket).
+    let (code, json, stderr) = inspect(dir.path(), &["--json", "."]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{json}");
+    let lines: Vec<&str> = json.lines().collect();
+    assert_eq!(lines.len(), 2, "{json}");
+    assert_eq!(
+        lines[1],
+        r#"{"file":"./native-histograms/histogram_101.native","offset":16,"family":"latency","sample":"latency","labels":{"route":"/"},"help":"Latency.","native_histogram":{"schema":3,"zero_threshold":2.938735877055719e-39,"zero_count":1,"nan_count":0,"count":3,"sum":4.5,"positive":[[-8,1],[16,1]],"negative":[]}}"#
+    );
+
+    // A series whose key is not a `*.db` key (the collector serves none):
+    // left out of the JSON, said on stderr.
+    let name = FileName::new(MetricKind::Histogram, "102").unwrap();
+    let writer = multiprom_format::NativeHistogramWriter::open(dir.path(), &name).unwrap();
+    let series = writer
+        .series(
+            "not a key",
+            multiprom_format::NativeHistogramConfig::default(),
+        )
+        .unwrap();
+    series.observe(1.0);
+    drop((series, writer));
+    let (_, json, stderr) = inspect(
+        dir.path(),
+        &["--json", "native-histograms/histogram_102.native"],
+    );
+    assert_eq!(json, "");
+    assert!(
+        stderr.starts_with("native-histograms/histogram_102.native: offset 16: "),
+        "{stderr}"
+    );
+    std::fs::remove_file(native_histogram_path(dir.path(), &name)).unwrap();
 
     // Damaged: reported like any damaged file, exit status 1.
     let native = dir.path().join("native-histograms/histogram_101.native");
@@ -496,6 +530,12 @@ fn native_histogram_files_are_shown_per_series_and_checked() {
     assert_eq!(code, 1, "{check}");
     assert_eq!(
         check,
+        "./native-histograms/histogram_101.native: offset 0: not a multiprom native histogram file (magic or version differs)\n"
+    );
+    let (code, json, stderr) = inspect(dir.path(), &["--json", "."]);
+    assert_eq!((code, json.lines().count()), (1, 1), "{json}");
+    assert_eq!(
+        stderr,
         "./native-histograms/histogram_101.native: offset 0: not a multiprom native histogram file (magic or version differs)\n"
     );
     let (code, table, _) = inspect(dir.path(), &["native-histograms/histogram_101.native"]);

@@ -28,7 +28,8 @@ Exit status: 0 if every file is good, 1 if any file is bad (damaged, foreign, or
 by a scrape for another reason), 2 if a PATH does not exist.")]
 pub(crate) struct Args {
     /// One JSON object per entry (JSON Lines): file, offset, family, sample,
-    /// labels, help, value, timestamp.
+    /// labels, help, value, timestamp; per native histogram series the same
+    /// with native_histogram in place of value and timestamp.
     #[arg(long, conflicts_with = "check")]
     pub json: bool,
     /// Only validate: print each problem as `path: offset N: reason`.
@@ -36,7 +37,7 @@ pub(crate) struct Args {
     pub check: bool,
     /// Files, or directories (their *.db files, then their
     /// native-histograms/*.native files, in name order). Native histogram
-    /// files are shown per series; --json leaves them out.
+    /// files are shown per series.
     #[arg(value_name = "PATH", required = true)]
     pub paths: Vec<PathBuf>,
 }
@@ -175,11 +176,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         let written = if args.check {
             inspected.write_check(&mut out)
         } else if args.json {
-            // JSON lines are `*.db` entries; a problem still goes to stderr.
-            if let Some(problem) = inspected.problem() {
-                eprintln!("{problem}");
-            }
-            Ok(())
+            inspected.write_json(&mut out)
         } else {
             let separator = if first { Ok(()) } else { writeln!(out) };
             first = false;
@@ -222,7 +219,7 @@ fn write_check(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
 /// no non-finite numbers).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-enum JsonFloat {
+pub(super) enum JsonFloat {
     Number(f64),
     Text(&'static str),
 }
@@ -262,12 +259,7 @@ fn write_json(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
             offset: entry.offset,
             family: &entry.key.family,
             sample: &entry.key.sample,
-            labels: entry
-                .key
-                .labels
-                .iter()
-                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-                .collect(),
+            labels: json_labels(&entry.key.labels),
             help: &entry.key.help,
             value: entry.value.into(),
             timestamp: entry.timestamp.into(),
@@ -276,6 +268,14 @@ fn write_json(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
         out.write_all(b"\n")?;
     }
     Ok(())
+}
+
+/// Labels as one JSON object, in the key's order.
+fn json_labels(labels: &[(String, String)]) -> serde_json::Map<String, serde_json::Value> {
+    labels
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect()
 }
 
 /// The header line: path, type, gauge mode, pid, entries, size, used.

@@ -1,6 +1,7 @@
 //! Native histogram files (`native-histograms/histogram_<id>.native`, the
 //! companions of histogram `*.db` files) in `multiprom inspect`: listed
-//! after a directory's `*.db` files, one row per series.
+//! after a directory's `*.db` files, one row per series (with `--json`,
+//! one line per series, its buckets included).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,9 @@ use multiprom_format::{
     float_to_go_string, read_native_histogram_file, Key, NativeHistogramFile, ReadError,
 };
 
-use super::{label_value, printable, visible};
+use serde::Serialize;
+
+use super::{json_labels, label_value, printable, visible, JsonFloat};
 
 /// Whether `path` names a native histogram file.
 pub(super) fn is_native(path: &Path) -> bool {
@@ -118,6 +121,84 @@ impl InspectedNative {
             ]);
         }
         super::write_rows(out, &rows)
+    }
+}
+
+/// One `--json` line of a native histogram series: a `*.db` entry's
+/// fields, with `native_histogram` in place of `value` and `timestamp`.
+#[derive(Serialize)]
+struct JsonSeries<'a> {
+    file: &'a str,
+    offset: u64,
+    family: &'a str,
+    sample: &'a str,
+    labels: serde_json::Map<String, serde_json::Value>,
+    help: &'a str,
+    native_histogram: JsonHistogram,
+}
+
+/// A native histogram in `--json`: each side's buckets as `[index, count]`
+/// pairs by index (bucket `i` holds the absolute values in
+/// `(2^((i-1)·2^-schema), 2^(i·2^-schema)]`).
+#[derive(Serialize)]
+struct JsonHistogram {
+    schema: i8,
+    zero_threshold: JsonFloat,
+    zero_count: u64,
+    nan_count: u64,
+    count: u64,
+    sum: JsonFloat,
+    positive: Vec<(i32, u64)>,
+    negative: Vec<(i32, u64)>,
+}
+
+impl InspectedNative {
+    /// `--json`: one line per series. A problem goes to stderr, as a `*.db`
+    /// file's does; so does a series whose key is not a `*.db` key (the
+    /// collector serves no such series).
+    pub(super) fn write_json(&self, out: &mut impl Write) -> io::Result<()> {
+        let file = match &self.read {
+            Ok(file) => file,
+            Err(e) => {
+                if !e.is_vanished() {
+                    eprintln!("{e}");
+                }
+                return Ok(());
+            }
+        };
+        let path = self.path.to_string_lossy();
+        for entry in &file.entries {
+            let key = match Key::decode(entry.raw_key.as_bytes()) {
+                Ok(key) => key,
+                Err(e) => {
+                    eprintln!("{}: offset {}: {e}", printable(&path), entry.offset);
+                    continue;
+                }
+            };
+            let mut h = entry.histogram.clone();
+            h.sort_buckets();
+            let line = JsonSeries {
+                file: &path,
+                offset: entry.offset,
+                family: &key.family,
+                sample: &key.sample,
+                labels: json_labels(&key.labels),
+                help: &key.help,
+                native_histogram: JsonHistogram {
+                    schema: h.schema,
+                    zero_threshold: h.zero_threshold.into(),
+                    zero_count: h.zero_count,
+                    nan_count: h.nan_count,
+                    count: h.count(),
+                    sum: h.sum.into(),
+                    positive: h.positive,
+                    negative: h.negative,
+                },
+            };
+            serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 }
 
