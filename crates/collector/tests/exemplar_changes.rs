@@ -171,3 +171,40 @@ fn filtered_and_whole_collections_in_turn_carry_the_same_exemplars() {
         assert_has(&openmetrics(&collector), &[counter_line, bucket_line]);
     }
 }
+
+#[test]
+fn exemplars_a_worker_begins_after_the_collector_is_warm_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = requests("200");
+    // Values only so far: no exemplar directory.
+    let name = FileName::new(MetricKind::Counter, "1").unwrap();
+    FileWriter::open(dir.path(), &name)
+        .unwrap()
+        .slot(&ok)
+        .unwrap()
+        .set(1.0);
+    let collector = DirCollector::new(dir.path());
+    let plain = "requests_total{code=\"200\"} 1.0\n";
+    for _ in 0..3 {
+        assert_has(&openmetrics(&collector), &[plain]);
+    }
+    // Its first exemplar makes the directory and the file, and no new
+    // `*.db` file; a collection that carries no exemplar (and so does not
+    // look for them) sees the directory's event first.
+    let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+    writer
+        .slot(&ok)
+        .unwrap()
+        .store([("trace_id", "a")], 1.0, 100.0)
+        .unwrap();
+    let gauges = NameFilter::new(["nothing_here"]);
+    collector.collect_only(&gauges).unwrap();
+    let with = "requests_total{code=\"200\"} 1.0 # {trace_id=\"a\"} 1.0 100.0\n";
+    assert_has(&openmetrics(&collector), &[with]);
+    // And the directory cleared away: nothing is read from it.
+    drop(writer);
+    std::fs::remove_dir_all(dir.path().join("exemplars")).unwrap();
+    for _ in 0..2 {
+        assert_has(&openmetrics(&collector), &[plain]);
+    }
+}

@@ -70,7 +70,7 @@ pub(super) fn collect_paths(
             attach_exemplars(
                 &state.known,
                 &order,
-                pass.dir,
+                pass.dir.map(|dir| (dir, Some(state.listings))),
                 &mut families,
                 &mut state.exemplars,
                 &mut warnings,

@@ -43,6 +43,9 @@ pub(super) struct ExemplarState {
     sample_series: Vec<SeriesId>,
     /// The bytes of the exemplar file being read, kept for the next one.
     buf: Vec<u8>,
+    /// The listing of the collector's directory in which it was found to
+    /// have no exemplar subdirectory.
+    absent_in: Option<u64>,
 }
 
 /// What keys and samples resolved to, and the exemplars last attached:
@@ -70,11 +73,13 @@ fn may_carry(family_type: FamilyType, sample: &MergedSample) -> bool {
 /// Reads the exemplar files of the good files of `order` (in `known`) and
 /// attaches the latest exemplar of each series to its sample in `families`.
 /// A bad exemplar file is skipped and reported in `warnings` once. `dir`:
-/// the directory all the files are in, if they are in one.
+/// the directory all the files are in, if they are in one, and which
+/// listing of it this is (see `CollectorState::listings`; `None`: not
+/// known).
 pub(super) fn attach_exemplars(
     known: &[Option<FileEntry>],
     order: &[usize],
-    dir: Option<&Path>,
+    dir: Option<(&Path, Option<u64>)>,
     families: &mut [MergedFamily],
     state: &mut ExemplarState,
     warnings: &mut Vec<Warning>,
@@ -91,17 +96,27 @@ pub(super) fn attach_exemplars(
     // Each directory's exemplar files, listed once: a listing's files share
     // one directory, so this is looked up by a byte comparison per file.
     let mut listed: Vec<(&Path, Option<HashSet<OsString>>)> = Vec::new();
-    if let Some(dir) = dir {
+    if let Some((dir, listing)) = dir {
         // One look: most directories have no exemplars, and their
-        // collections should not pay a step per file for them.
+        // collections should not pay a step per file for them; nor even
+        // that look while the directory's listing is the one it found no
+        // subdirectory in (the watch saw no name come or go since, the
+        // subdirectory's included). A subdirectory that exists is listed
+        // every time: what comes and goes inside it is not watched.
+        if listing.is_some() && state.absent_in == listing {
+            return;
+        }
         let names = list_exemplar_dir(dir);
         if names.is_none() {
             state.reported.clear();
             state.resolved = Resolved::default();
+            state.absent_in = listing;
             return;
         }
+        state.absent_in = None;
         listed.push((dir, names));
     }
+    let dir = dir.map(|(dir, _)| dir);
     state.want_samples(families);
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     state.resolved.files.begin();
