@@ -29,6 +29,13 @@
 //! * Samples whose name does not fit their family's type (for example a
 //!   counter entry not named `<family>_total`, only possible with hand-made
 //!   files) cannot be encoded and are left out and logged.
+//! * **No exemplars, no native histograms.** That crate's `Exemplar` can only
+//!   be made by its own metric types (its fields are private to it, and it
+//!   has no constructor), and its encoder has no native histograms; so the
+//!   workers' exemplars and native histograms are not passed on. The
+//!   endpoint (`multiprom-http`), or [`crate::DirCollector`] with
+//!   [`crate::Format::OpenMetrics`] or
+//!   [`crate::exposition::encode_protobuf_with_natives`], serves them.
 //!
 //! Bad files and conflicts are logged with `tracing` (once per file state,
 //! as [`crate::Scrape::warnings`] reports them); a directory that cannot be
