@@ -16,9 +16,9 @@
 //! as it is then, rather than writing on into an unlinked file.
 //!
 //! Only cold paths come here (a series' first observation, or its first
-//! after a fork or a close). The lock is held with the GIL held and never across a
-//! call into Python: no other thread can hold it when the process forks
-//! (`os.fork` holds the GIL), so a child never finds it locked.
+//! after a fork or a close). The lock is held with the GIL held and never
+//! across a call into Python: no other thread can hold it when the process
+//! forks (`os.fork` holds the GIL), so a child never finds it locked.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
