@@ -1,13 +1,16 @@
 //! Native histograms across processes into real Prometheus servers:
 //! `multiprom run -- gunicorn -w 4` whose app observes latencies through a
-//! plain prometheus_client `Histogram`, with native recording turned on by
-//! the start-up hook (`MULTIPROM_INSTALL=native-histograms`) from the
-//! package built from this checkout. Debian's `prometheus` (installed when
-//! missing) runs twice: with `--enable-feature=native-histograms`, which
-//! negotiates the protobuf format and stores the merged native histogram,
-//! and without, which stores the classic series from the text format (the
-//! packaged 2.42 keeps only the native histogram of a series that has one,
-//! so the classic series are checked on the second server).
+//! plain prometheus_client `Histogram`, with native recording and
+//! multiprom's collector turned on by the start-up hook
+//! (`MULTIPROM_INSTALL=collector,native-histograms`) from the package built
+//! from this checkout. Debian's `prometheus` (installed when missing) runs
+//! three times: with `--enable-feature=native-histograms`, which negotiates
+//! the protobuf format and stores the merged native histogram, once scraping
+//! `multiprom run` and once the app's own `/metrics` (prometheus_client's
+//! `make_wsgi_app` over the multiprocess collector); and without, scraping
+//! `multiprom run`, which stores the classic series from the text format
+//! (the packaged 2.42 keeps only the native histogram of a series that has
+//! one, so the classic series are checked on that server).
 //! tests/python/prometheus_native_check.py drives the requests, kills a
 //! worker half-way, and checks counts, sums and quantiles.
 
@@ -29,7 +32,7 @@ fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
         python,
         "native_app",
         &[
-            ("MULTIPROM_INSTALL", "native-histograms"),
+            ("MULTIPROM_INSTALL", "collector,native-histograms"),
             ("MULTIPROM_NATIVE_HISTOGRAM_SCHEMA", &schema_var),
         ],
     );
@@ -38,11 +41,14 @@ fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
     let (native, native_port, _native_work) =
         start_prometheus(&target, &["--enable-feature=native-histograms"]);
     let (classic, classic_port, _classic_work) = start_prometheus(&target, &[]);
+    let (from_app, from_app_port, _from_app_work) =
+        start_prometheus(&app.to_string(), &["--enable-feature=native-histograms"]);
 
     let check = Command::new(python)
         .arg(python_script("prometheus_native_check.py"))
         .arg(format!("http://127.0.0.1:{native_port}"))
         .arg(format!("http://127.0.0.1:{classic_port}"))
+        .arg(format!("http://127.0.0.1:{from_app_port}"))
         .arg(format!("http://{app}"))
         .arg(run.0.pid().to_string())
         // wait_for_app's request.
@@ -54,11 +60,12 @@ fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
     assert!(
         check.status.success(),
         "{stdout}\n{}\nmultiprom run's log:\n{}\nnative Prometheus's log:\n{}\n\
-         classic Prometheus's log:\n{}",
+         classic Prometheus's log:\n{}\nthe app's native Prometheus's log:\n{}",
         String::from_utf8_lossy(&check.stderr),
         run.0.stderr(),
         native.stderr(),
-        classic.stderr()
+        classic.stderr(),
+        from_app.stderr()
     );
     // What Prometheus answered, in the test's output for the record.
     eprintln!("{}", stdout.trim());
@@ -69,5 +76,6 @@ fn check_native_histograms_through_prometheus(schema: i8) -> serde_json::Value {
 fn prometheus_stores_the_merged_native_histogram_of_gunicorn_workers_across_a_worker_kill() {
     let said = check_native_histograms_through_prometheus(3);
     assert_eq!(said["count"].as_f64(), Some(301.0), "{said}");
+    assert_eq!(said["app_count"].as_f64(), Some(301.0), "{said}");
     assert!(said["served_by_newcomer"].as_u64().unwrap() >= 5, "{said}");
 }

@@ -22,6 +22,13 @@ import unittest
 # Bounds every subprocess: a failing test fails, never hangs.
 PATIENCE = 60
 
+# What Prometheus 3 sends with native histograms on.
+PROMETHEUS_NATIVE_ACCEPT = (
+    'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;'
+    'q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,'
+    'application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;'
+    'escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1')
+
 
 def run_python(code, env):
     """`code` in a fresh interpreter of this venv: (stdout lines, stderr)."""
@@ -149,6 +156,63 @@ class NativeHistogramTest(unittest.TestCase):
                                        {'PROMETHEUS_MULTIPROC_DIR': self.directory})
             self.assertEqual(lines, ['a True', 'b True', 'c True'], f'writer={writer}')
             self.assertEqual(stderr, '', f'writer={writer}')
+
+    def test_app_endpoint_serves_protobuf_with_native_histograms(self):
+        # prometheus_client's own /metrics (make_wsgi_app over a registry of
+        # multiprom's collector): to a scraper preferring protobuf, as
+        # Prometheus with native histograms on, the bytes of `multiprom
+        # scrape --format protobuf` (gzipped when asked; a `name[]` scrape
+        # the part of them so named); text to other scrapers (what
+        # prometheus_client answers, for Prometheus's header OpenMetrics), and also to it
+        # while the directory has no native histogram (the text carries
+        # everything then) or the registry holds another collector (then
+        # prometheus_client's own choice, OpenMetrics for this header).
+        code = (
+            'import gzip, subprocess, sys, multiprom\n'
+            'multiprom.install(native_histograms=NATIVE)\n'
+            'from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app\n'
+            'from prometheus_client.multiprocess import MultiProcessCollector\n'
+            'Histogram("lat", "Latency.", ["route"]).labels("/").observe(0.3)\n'
+            'Counter("reqs", "Requests.").inc()\n'
+            'only = CollectorRegistry(); MultiProcessCollector(only)\n'
+            'mixed = CollectorRegistry(); MultiProcessCollector(mixed)\n'
+            'Counter("own", "Own.", registry=mixed)\n'
+            'def get(registry, accept, query="", encoding=""):\n'
+            '    said = []\n'
+            '    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": query,\n'
+            '               "HTTP_ACCEPT": accept, "HTTP_ACCEPT_ENCODING": encoding}\n'
+            '    body = b"".join(make_wsgi_app(registry)(environ, lambda s, h: said.append(dict(h))))\n'
+            '    zipped = said[0].get("Content-Encoding") == "gzip"\n'
+            '    return said[0]["Content-Type"].split(";")[0], zipped, gzip.decompress(body) if zipped else body\n'
+            'def scrape(*args):\n'
+            '    return subprocess.run([sys.executable, "-m", "multiprom", "scrape", *args],\n'
+            '                          capture_output=True, check=True).stdout\n'
+            'formats = {"application/vnd.google.protobuf": "protobuf", "text/plain": "prometheus",\n'
+            '           "application/openmetrics-text": "openmetrics"}\n'
+            'def same(answer):\n'
+            '    kind, zipped, body = answer\n'
+            '    whole = scrape("--format", formats[kind])\n'
+            '    return kind, zipped, body == whole, body in whole\n'
+            f'native = {PROMETHEUS_NATIVE_ACCEPT!r}\n'
+            'print(*same(get(only, native)))\n'
+            'print(*same(get(only, native, encoding="gzip")))\n'
+            'print(*same(get(only, native, "name[]=lat_bucket&name[]=lat_count&name[]=lat_sum")))\n'
+            'print(*same(get(only, "text/plain;version=0.0.4")))\n'
+            'print(get(mixed, native)[0])\n')
+        protobuf, openmetrics = 'application/vnd.google.protobuf', 'application/openmetrics-text'
+        for native, expected in (
+                (True, [f'{protobuf} False True True', f'{protobuf} True True True',
+                        f'{protobuf} False False True', 'text/plain False True True',
+                        'application/openmetrics-text']),
+                (False, [f'{openmetrics} False True True', f'{openmetrics} True True True',
+                         f'{openmetrics} False False False', 'text/plain False True True',
+                         openmetrics])):
+            lines, stderr = run_python(code.replace('NATIVE', str(native)),
+                                       {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+            self.assertEqual(lines, expected, f'native={native}\n{stderr}')
+            self.assertEqual(stderr, '', f'native={native}')
+            shutil.rmtree(self.directory)
+            os.mkdir(self.directory)
 
     def test_startup_feature(self):
         from multiprom._startup import features

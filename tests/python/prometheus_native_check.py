@@ -1,20 +1,24 @@
-"""Native histograms from gunicorn workers, through `multiprom run`, into real
-Prometheus servers (tests/integration/prometheus_native_histograms.rs).
+"""Native histograms from gunicorn workers, through `multiprom run` and
+through the application's own /metrics, into real Prometheus servers
+(tests/integration/prometheus_native_histograms.rs).
 
 usage: prometheus_native_check.py NATIVE_PROMETHEUS_URL CLASSIC_PROMETHEUS_URL
-                                  APP_URL RUN_PID EARLIER_REQUESTS SCHEMA
+                                  APP_PROMETHEUS_URL APP_URL RUN_PID
+                                  EARLIER_REQUESTS SCHEMA
 
-NATIVE_PROMETHEUS scrapes with native histograms enabled (it negotiates the
-protobuf format), CLASSIC_PROMETHEUS without (text). The app
+NATIVE_PROMETHEUS scrapes `multiprom run` with native histograms enabled (it
+negotiates the protobuf format), CLASSIC_PROMETHEUS the same without (text),
+APP_PROMETHEUS the app's own /metrics (prometheus_client's handler over
+multiprom's collector) with native histograms enabled. The app
 (tests/python/native_app) observes the value each request names in a plain
-prometheus_client Histogram. This script waits until both servers have stored
+prometheus_client Histogram. This script waits until the servers have stored
 the EARLIER_REQUESTS observations made before it ran (each 0.05 s), then
 sends a known sample of latencies, SIGKILLing one gunicorn worker half-way
 and going on until gunicorn's replacement has served requests too. Then:
 
-* `histogram_count` and `histogram_sum` of the native series equal the count
-  and the sum of every observation;
-* `histogram_quantile(q, sum(rate(...)))` for q in 0.5, 0.9, 0.99 lies within
+* on both native servers, `histogram_count` and `histogram_sum` of the native
+  series equal the count and the sum of every observation, and
+  `histogram_quantile(q, sum(rate(...)))` for q in 0.5, 0.9, 0.99 lies within
   the schema's relative error (a bucket's width, 2^(2^-SCHEMA) - 1) of the
   observation of rank ceil(q n) among the n observed after the first scrape;
 * the classic series (`_bucket`, `_count`, `_sum`) stored by the classic
@@ -69,18 +73,20 @@ def close(a, b):
 
 
 def main():
-    native, classic, app = sys.argv[1], sys.argv[2], sys.argv[3]
-    run_pid, earlier, schema = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    native, classic, from_app, app = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    run_pid, earlier, schema = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
     before = [0.05] * earlier
+    natives = {"multiprom run": native, "the app's own /metrics": from_app}
 
-    # Both servers hold the first observations before any of ours is made,
+    # The servers hold the first observations before any of ours is made,
     # so a rate over the whole test covers exactly ours.
-    wait_until(
-        "the native server storing the earlier observations",
-        lambda: (lambda c: (c == earlier, c))(
-            scalar(native, "histogram_count(app_latency_seconds)")
-        ),
-    )
+    for name, server in natives.items():
+        wait_until(
+            f"the native server scraping {name} storing the earlier observations",
+            lambda server=server: (lambda c: (c == earlier, c))(
+                scalar(server, "histogram_count(app_latency_seconds)")
+            ),
+        )
     wait_until(
         "the classic server storing the earlier observations",
         lambda: (lambda c: (c == earlier, c))(scalar(classic, "app_latency_seconds_count")),
@@ -111,29 +117,32 @@ def main():
 
     everything = before + values
     count, total = len(everything), sum(everything)
-    got = wait_until(
-        f"histogram_count == {count} and histogram_sum == {total}",
-        lambda: (
-            lambda c, s: (c == count and close(s, total), (c, s))
-        )(
-            scalar(native, "histogram_count(app_latency_seconds)"),
-            scalar(native, "histogram_sum(app_latency_seconds)"),
-        ),
-    )
-
     # The quantiles of what was observed after the first scrape.
     ordered = sorted(values)
     error = 2.0 ** (2.0 ** -schema) - 1.0
-    quantiles = {}
-    for q in QUANTILES:
-        expected = ordered[math.ceil(q * len(ordered)) - 1]
-        estimate = scalar(native, f"histogram_quantile({q}, sum(rate(app_latency_seconds[1h])))")
-        quantiles[str(q)] = {"observed": expected, "native": estimate}
-        if estimate is None or abs(estimate - expected) > error * expected * (1 + 1e-9):
-            sys.exit(
-                f"histogram_quantile({q}) is {estimate}; the observations' is {expected}, "
-                f"allowed relative error {error:.4f} (schema {schema})"
-            )
+    held = {}
+    for name, server in natives.items():
+        got = wait_until(
+            f"histogram_count == {count} and histogram_sum == {total} from {name}",
+            lambda server=server: (
+                lambda c, s: (c == count and close(s, total), (c, s))
+            )(
+                scalar(server, "histogram_count(app_latency_seconds)"),
+                scalar(server, "histogram_sum(app_latency_seconds)"),
+            ),
+        )
+        quantiles = {}
+        for q in QUANTILES:
+            expected = ordered[math.ceil(q * len(ordered)) - 1]
+            estimate = scalar(
+                server, f"histogram_quantile({q}, sum(rate(app_latency_seconds[1h])))")
+            quantiles[str(q)] = {"observed": expected, "native": estimate}
+            if estimate is None or abs(estimate - expected) > error * expected * (1 + 1e-9):
+                sys.exit(
+                    f"histogram_quantile({q}) from {name} is {estimate}; the observations' "
+                    f"is {expected}, allowed relative error {error:.4f} (schema {schema})"
+                )
+        held[name] = {"count": got[0], "sum": got[1], "quantiles": quantiles}
 
     # The classic histogram, as the classic server stores it.
     def classic_holds():
@@ -165,12 +174,14 @@ def main():
             sys.exit(f"classic histogram_quantile({q}) is {estimate}, expected {expected}")
 
     print(json.dumps({
-        "count": got[0],
-        "sum": got[1],
+        "count": held["multiprom run"]["count"],
+        "sum": held["multiprom run"]["sum"],
+        "app_count": held["the app's own /metrics"]["count"],
         "killed": victim,
         "newcomer": newcomer,
         "served_by_newcomer": by_newcomer,
-        "quantiles": quantiles,
+        "quantiles": held["multiprom run"]["quantiles"],
+        "app_quantiles": held["the app's own /metrics"]["quantiles"],
         "classic": {k: v for k, v in classic_state.items()},
         "classic_quantiles": classic_quantiles,
     }))

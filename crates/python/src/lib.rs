@@ -32,9 +32,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use multiprom_collector::{
-    merge_files, CollectError, CollectOptions, DirCollector, Format, NameFilter, Scrape, Warning,
+    merge_files, CollectError, CollectOptions, DirCollector, Format, NameFilter, Natives, Scrape,
+    Warning,
 };
+use multiprom_format::native_file::NATIVE_HISTOGRAM_DIR;
 use multiprom_format::{EnvDir, EnvDirError};
+use multiprom_http::negotiate::{choose_exposition, Exposition};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -52,6 +55,8 @@ type Collected<'py> = (Bound<'py, PyList>, Vec<(u8, String)>);
 #[pyclass(frozen, module = "multiprom._native", name = "DirCollector")]
 struct NativeDirCollector {
     engine: DirCollector,
+    /// Histogram buckets cumulative, as the protobuf format has them.
+    accumulate: bool,
 }
 
 #[pymethods]
@@ -64,6 +69,7 @@ impl NativeDirCollector {
                 path,
                 CollectOptions::default().accumulate(accumulate),
             ),
+            accumulate,
         }
     }
 
@@ -132,9 +138,60 @@ impl NativeDirCollector {
         };
         Ok((Some(PyBytes::new(py, text.as_bytes())), reports(&scrape)))
     }
+
+    /// The Prometheus protobuf format (delimited `MetricFamily` messages,
+    /// native histograms included), when a scraper whose `Accept` header is
+    /// `accept` prefers it (as Prometheus does with native histograms on)
+    /// and the directory has native histograms: `(body, reports)`. `body`
+    /// is `None` otherwise (the text formats carry everything then, and
+    /// `prometheus_client`'s own encoder answers), and where `expose` would
+    /// leave the text to `prometheus_client`. `names` restricts the samples
+    /// as in `collect`.
+    #[pyo3(signature = (accept, names = None))]
+    fn expose_protobuf<'py>(
+        &self,
+        py: Python<'py>,
+        accept: Option<&str>,
+        names: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Exposed<'py>> {
+        if !self.accumulate || choose_exposition(accept) != Some(Exposition::Protobuf) {
+            return Ok((None, Vec::new()));
+        }
+        // One `stat` spares a directory without native histograms (most)
+        // a collection before prometheus_client's text one.
+        let natives_dir = self.engine.dir().join(NATIVE_HISTOGRAM_DIR);
+        if !py.detach(|| natives_dir.is_dir()) {
+            return Ok((None, Vec::new()));
+        }
+        let filter = name_filter(names)?;
+        let scrape = match py.detach(|| self.collect_natives(filter.as_ref())) {
+            Ok(Ok(scrape)) => scrape,
+            Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
+        };
+        if scrape.natives.is_empty() || !metrics::all_accepted(py, &scrape.families)? {
+            return Ok((None, reports(&scrape)));
+        }
+        let encoded = py.detach(|| catch_unwind(AssertUnwindSafe(|| scrape.encode_protobuf())));
+        let Ok(body) = encoded else {
+            return Ok((None, reports(&scrape)));
+        };
+        Ok((Some(PyBytes::new(py, &body)), reports(&scrape)))
+    }
 }
 
 impl NativeDirCollector {
+    /// One collection with native histograms, all samples or the filtered
+    /// ones; a panic in the engine is caught.
+    fn collect_natives(
+        &self,
+        filter: Option<&NameFilter>,
+    ) -> std::thread::Result<Result<Arc<Scrape>, CollectError>> {
+        let engine = &self.engine;
+        catch_unwind(AssertUnwindSafe(|| {
+            engine.collect_with(|_| Arc::default(), filter, Natives::Merge)
+        }))
+    }
+
     /// One collection, all samples or the filtered ones; a panic in the
     /// engine is caught (it must not take the Python process down).
     fn collect_engine(
@@ -263,6 +320,11 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(cli::main, module)?)?;
     // What the linked-in CLI's `--version` prints.
+    // What `expose_protobuf`'s body is sent as.
+    module.add(
+        "PROTOBUF_CONTENT_TYPE",
+        multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE,
+    )?;
     module.add("__version__", multiprom_cli::VERSION)?;
     Ok(())
 }

@@ -13,6 +13,16 @@ target info, other escaping schemes or OpenMetrics versions), and on any
 trouble, they call ``prometheus_client``'s own function, so the result is
 always what ``prometheus_client`` would print.
 
+``prometheus_client``'s HTTP handlers (``make_wsgi_app``,
+``make_asgi_app``, ``start_http_server``) all answer through its
+``_bake_output``: patched too, it answers a scraper that prefers the
+Prometheus protobuf format (as Prometheus does with native histograms on)
+with that format, native histograms included, when the registry is such a
+common case and the directory has native histograms; otherwise, or on any
+trouble, ``prometheus_client``'s own ``_bake_output`` answers, in text as
+always (it has no protobuf format, and without native histograms the text
+carries everything).
+
 The functions keep their identity: ``patch`` gives
 ``prometheus_client.exposition.generate_latest`` (which is also
 ``prometheus_client.generate_latest``) and
@@ -26,6 +36,7 @@ up at call time. The originals stay callable as ``__wrapped__``.
 """
 
 import inspect
+import logging
 import sys
 import threading
 import types
@@ -67,6 +78,7 @@ def patch(text):
     if not _wanted:
         return
     _give_code(getattr(text, "generate_latest", None), "_text_latest")
+    _give_code(getattr(text, "_bake_output", None), "_bake_latest")
     openmetrics = sys.modules.get("prometheus_client.openmetrics.exposition")
     if openmetrics is not None:
         _give_code(getattr(openmetrics, "generate_latest", None), "_openmetrics_latest")
@@ -141,6 +153,59 @@ def _openmetrics_latest(**arguments):
         if text is not None:
             return text + b"# EOF\n"
     return _originals["_openmetrics_latest"](**arguments)
+
+
+# Whether serving the protobuf format failed once (logged then only).
+_protobuf_failed = False
+
+# prometheus_client's _bake_output parameters since 0.17 (0.12 to 0.16
+# have no compression parameters and return another shape: left alone).
+_BAKE_PARAMETERS = frozenset(
+    ("registry", "accept_header", "accept_encoding_header", "params", "disable_compression"))
+
+
+def _bake_latest(**arguments):
+    """``prometheus_client.exposition._bake_output(registry, accept_header,
+    accept_encoding_header, params, disable_compression)``: ``(status,
+    headers, body)`` for one ``/metrics`` request."""
+    if arguments.keys() == _BAKE_PARAMETERS:
+        try:
+            baked = _bake_protobuf(**arguments)
+        except Exception as error:  # never fail a scrape for it
+            global _protobuf_failed
+            if not _protobuf_failed:
+                _protobuf_failed = True
+                _log([(logging.WARNING, f"protobuf format not served ({error!r}); "
+                       "prometheus_client answers in text. Logged once per process")])
+            baked = None
+        if baked is not None:
+            return baked
+    return _originals["_bake_latest"](**arguments)
+
+
+def _bake_protobuf(registry, accept_header, accept_encoding_header, params, disable_compression):
+    """The protobuf answer, or None where prometheus_client's must be given."""
+    # Cheap refusals first: most scrapers never name the protobuf format.
+    if not accept_header or "protobuf" not in accept_header:
+        return None
+    collector = _only_collector(registry)
+    if collector is None:
+        return None
+    names = params["name[]"] if "name[]" in params else None
+    from multiprom import _native
+    from prometheus_client.exposition import gzip_accepted
+
+    body, reports = collector._engine.expose_protobuf(accept_header, names)
+    _log(reports)
+    if body is None:
+        return None
+    headers = [("Content-Type", _native.PROTOBUF_CONTENT_TYPE)]
+    if not disable_compression and gzip_accepted(accept_encoding_header):
+        import gzip
+
+        body = gzip.compress(body)
+        headers.append(("Content-Encoding", "gzip"))
+    return "200 OK", headers, body
 
 
 def _only_collector(registry):
