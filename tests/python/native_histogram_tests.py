@@ -158,7 +158,7 @@ class NativeHistogramTest(unittest.TestCase):
             self.assertEqual(stderr, '', f'writer={writer}')
 
     def test_app_endpoint_serves_protobuf_with_native_histograms(self):
-        # prometheus_client's own /metrics (make_wsgi_app over a registry of
+        # prometheus_client's own /metrics (make_wsgi_app, and make_asgi_app, over a registry of
         # multiprom's collector): to a scraper preferring protobuf, as
         # Prometheus with native histograms on, the bytes of `multiprom
         # scrape --format protobuf` (gzipped when asked; a `name[]` scrape
@@ -198,15 +198,28 @@ class NativeHistogramTest(unittest.TestCase):
             'print(*same(get(only, native, encoding="gzip")))\n'
             'print(*same(get(only, native, "name[]=lat_bucket&name[]=lat_count&name[]=lat_sum")))\n'
             'print(*same(get(only, "text/plain;version=0.0.4")))\n'
-            'print(get(mixed, native)[0])\n')
+            'print(get(mixed, native)[0])\n'
+            # make_asgi_app (vLLM's) answers through the same function.
+            'import asyncio\n'
+            'from prometheus_client import make_asgi_app\n'
+            'async def asgi_get(accept):\n'
+            '    sent = []\n'
+            '    async def receive(): return {"type": "http.request"}\n'
+            '    async def send(message): sent.append(message)\n'
+            '    scope = {"type": "http", "query_string": b"", "headers": [(b"accept", accept.encode())]}\n'
+            '    await make_asgi_app(only)(scope, receive, send)\n'
+            '    headers = {name.lower(): value for name, value in sent[0]["headers"]}\n'
+            '    kind = headers[b"content-type"].decode().split(";")[0]\n'
+            '    return kind, False, sent[1]["body"]\n'
+            'print(*same(asyncio.run(asgi_get(native))))\n')
         protobuf, openmetrics = 'application/vnd.google.protobuf', 'application/openmetrics-text'
         for native, expected in (
                 (True, [f'{protobuf} False True True', f'{protobuf} True True True',
                         f'{protobuf} False False True', 'text/plain False True True',
-                        'application/openmetrics-text']),
+                        'application/openmetrics-text', f'{protobuf} False True True']),
                 (False, [f'{openmetrics} False True True', f'{openmetrics} True True True',
                          f'{openmetrics} False False False', 'text/plain False True True',
-                         openmetrics])):
+                         openmetrics, f'{openmetrics} False True True'])):
             lines, stderr = run_python(code.replace('NATIVE', str(native)),
                                        {'PROMETHEUS_MULTIPROC_DIR': self.directory})
             self.assertEqual(lines, expected, f'native={native}\n{stderr}')
