@@ -238,15 +238,48 @@ impl From<f64> for JsonFloat {
     }
 }
 
-/// One `--json` line; fields in this order, exactly these.
+/// One `--json` line: where the entry is and its key, then what it holds
+/// (`value` and `timestamp` for a `*.db` entry); fields in this order,
+/// exactly these.
 #[derive(Debug, Serialize)]
-struct JsonEntry<'a> {
+pub(super) struct JsonLine<'a, T> {
     file: &'a str,
     offset: u64,
     family: &'a str,
     sample: &'a str,
     labels: serde_json::Map<String, serde_json::Value>,
     help: &'a str,
+    #[serde(flatten)]
+    holds: T,
+}
+
+impl<'a, T: Serialize> JsonLine<'a, T> {
+    pub(super) fn new(file: &'a str, offset: u64, key: &'a Key, holds: T) -> Self {
+        JsonLine {
+            file,
+            offset,
+            family: &key.family,
+            sample: &key.sample,
+            labels: key
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+                .collect(),
+            help: &key.help,
+            holds,
+        }
+    }
+
+    /// Writes the line, and its newline.
+    pub(super) fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        serde_json::to_writer(&mut *out, self).map_err(io::Error::from)?;
+        out.write_all(b"\n")
+    }
+}
+
+/// What a `*.db` entry holds, in `--json`.
+#[derive(Debug, Serialize)]
+struct JsonValue {
     value: JsonFloat,
     timestamp: JsonFloat,
 }
@@ -254,28 +287,13 @@ struct JsonEntry<'a> {
 fn write_json(out: &mut impl Write, inspected: &Inspected) -> io::Result<()> {
     let file = inspected.path.to_string_lossy();
     for entry in &inspected.entries {
-        let line = JsonEntry {
-            file: &file,
-            offset: entry.offset,
-            family: &entry.key.family,
-            sample: &entry.key.sample,
-            labels: json_labels(&entry.key.labels),
-            help: &entry.key.help,
+        let holds = JsonValue {
             value: entry.value.into(),
             timestamp: entry.timestamp.into(),
         };
-        serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
-        out.write_all(b"\n")?;
+        JsonLine::new(&file, entry.offset, &entry.key, holds).write(out)?;
     }
     Ok(())
-}
-
-/// Labels as one JSON object, in the key's order.
-fn json_labels(labels: &[(String, String)]) -> serde_json::Map<String, serde_json::Value> {
-    labels
-        .iter()
-        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-        .collect()
 }
 
 /// The header line: path, type, gauge mode, pid, entries, size, used.

@@ -15,7 +15,7 @@ use multiprom_format::{
 
 use serde::Serialize;
 
-use super::{json_labels, label_value, printable, visible, JsonFloat};
+use super::{label_value, printable, visible, JsonFloat, JsonLine};
 
 /// Whether `path` names a native histogram file.
 pub(super) fn is_native(path: &Path) -> bool {
@@ -124,16 +124,10 @@ impl InspectedNative {
     }
 }
 
-/// One `--json` line of a native histogram series: a `*.db` entry's
-/// fields, with `native_histogram` in place of `value` and `timestamp`.
+/// What a native histogram series holds, in `--json`: `native_histogram`
+/// where a `*.db` entry has `value` and `timestamp`.
 #[derive(Serialize)]
-struct JsonSeries<'a> {
-    file: &'a str,
-    offset: u64,
-    family: &'a str,
-    sample: &'a str,
-    labels: serde_json::Map<String, serde_json::Value>,
-    help: &'a str,
+struct JsonSeries {
     native_histogram: JsonHistogram,
 }
 
@@ -177,13 +171,7 @@ impl InspectedNative {
             };
             let mut h = entry.histogram.clone();
             h.sort_buckets();
-            let line = JsonSeries {
-                file: &path,
-                offset: entry.offset,
-                family: &key.family,
-                sample: &key.sample,
-                labels: json_labels(&key.labels),
-                help: &key.help,
+            let holds = JsonSeries {
                 native_histogram: JsonHistogram {
                     schema: h.schema,
                     zero_threshold: h.zero_threshold.into(),
@@ -195,8 +183,7 @@ impl InspectedNative {
                     negative: h.negative,
                 },
             };
-            serde_json::to_writer(&mut *out, &line).map_err(io::Error::from)?;
-            out.write_all(b"\n")?;
+            JsonLine::new(&path, entry.offset, &key, holds).write(out)?;
         }
         Ok(())
     }
