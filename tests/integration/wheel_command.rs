@@ -42,7 +42,7 @@ use crate::spawned_server::{Spawned, PATIENCE};
 const BUILD_PATIENCE: Duration = Duration::from_secs(1800);
 
 /// Runs `cmd`, killing it after `patience`; panics unless it succeeds.
-fn run_checked(cmd: &mut Command, what: &str, patience: Duration) -> Output {
+pub(crate) fn run_checked(cmd: &mut Command, what: &str, patience: Duration) -> Output {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -67,7 +67,7 @@ fn run_checked(cmd: &mut Command, what: &str, patience: Duration) -> Output {
 }
 
 /// `python3 -m venv DIR` (`MULTIPROM_TEST_PYTHON` to use another Python).
-fn make_venv(dir: &Path) {
+pub(crate) fn make_venv(dir: &Path) {
     let base = std::env::var("MULTIPROM_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     let _ = std::fs::remove_dir_all(dir);
     run_checked(
@@ -77,7 +77,7 @@ fn make_venv(dir: &Path) {
     );
 }
 
-fn pip(venv: &Path) -> Command {
+pub(crate) fn pip(venv: &Path) -> Command {
     let mut cmd = Command::new(venv.join("bin/python"));
     cmd.args([
         "-m",
@@ -109,7 +109,7 @@ fn made_once(dir: &Path, make: impl FnOnce(&Path)) {
 
 /// Removes what older sources left under `target/` with names starting
 /// with `prefix`, except `keep`.
-fn remove_older(prefix: &str, keep: &Path) {
+pub(crate) fn remove_older(prefix: &str, keep: &Path) {
     for entry in std::fs::read_dir(target_dir()).unwrap().flatten() {
         let path = entry.path();
         if entry.file_name().to_string_lossy().starts_with(prefix) && path != keep {
@@ -122,7 +122,7 @@ fn remove_older(prefix: &str, keep: &Path) {
 /// per source hash. The Rust build shares `target/python-wheel/` with
 /// `pip install ./crates/python` (python_package.rs), so whichever runs
 /// second reuses what the first compiled.
-fn wheel() -> &'static Path {
+pub(crate) fn wheel() -> &'static Path {
     static WHEEL: OnceLock<PathBuf> = OnceLock::new();
     WHEEL.get_or_init(|| {
         // Only its `bin/maturin` (a binary, not a script naming the venv's

@@ -28,7 +28,11 @@ def MultiProcessValue(process_identifier=os.getpid):
     from prometheus_client import values as python_values
 
     files = _native.ValueFiles(process_identifier, process_identifier is os.getpid)
-    python_values._multi_process_cleanups.append(files.close_all)
+    # What close_all_multiprocess_files() closes (prometheus_client 0.26
+    # and later; before, only the class's close_all_files()).
+    cleanups = getattr(python_values, "_multi_process_cleanups", None)
+    if cleanups is not None:
+        cleanups.append(files.close_all)
 
     class MmapedValue(_native.Value):
         """A float backed by a per-process memory-mapped file, written by

@@ -1,0 +1,85 @@
+//! The package beside the oldest `prometheus_client` it allows
+//! (`crates/python/pyproject.toml`): the wheel (as wheel_command.rs builds
+//! it) in a venv with that release, every part of `MULTIPROM_INSTALL` on.
+//! The other package tests run against the pinned release; what a newer
+//! release added (`close_all_multiprocess_files()`, for one) must be looked
+//! for, not assumed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::harness::{target_dir, temp_dir};
+use crate::python_package::{assert_success, source_hash};
+use crate::spawned_server::PATIENCE;
+use crate::wheel_command::{make_venv, pip, remove_older, run_checked, wheel};
+
+/// The oldest release `pyproject.toml`'s `prometheus_client>=` allows.
+const OLDEST: &str = "0.18.0";
+
+/// A venv with the wheel and `prometheus_client` [`OLDEST`].
+fn oldest_python() -> &'static PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let pyproject = std::fs::read_to_string(
+            crate::harness::workspace_root().join("crates/python/pyproject.toml"),
+        )
+        .unwrap();
+        assert!(
+            pyproject.contains(&format!("\"prometheus_client>={}\"", &OLDEST[..4])),
+            "pyproject.toml allows another oldest prometheus_client than {OLDEST}"
+        );
+        let prefix = format!("py-venv-wheel-prometheus-client-{OLDEST}-");
+        let dir = target_dir().join(format!("{prefix}{:016x}", source_hash()));
+        remove_older(&prefix, &dir);
+        if !dir.join(".ready").exists() {
+            make_venv(&dir);
+            run_checked(
+                pip(&dir)
+                    .arg(wheel())
+                    .arg(format!("prometheus_client=={OLDEST}")),
+                "pip install the wheel and the oldest prometheus_client",
+                PATIENCE,
+            );
+            std::fs::write(dir.join(".ready"), "").unwrap();
+        }
+        dir.join("bin/python")
+    })
+}
+
+/// What a worker does in multiprocess mode with every part of the package
+/// on: multiprom's writer writes, native histograms are recorded, and
+/// multiprom's collector reads it all, with nothing said on stderr.
+const WORKER: &str = r#"
+import os
+import multiprom
+from prometheus_client import CollectorRegistry, Counter, Histogram, values
+from prometheus_client.multiprocess import MultiProcessCollector
+print(issubclass(values.ValueClass, multiprom._native.Value), MultiProcessCollector is multiprom.MultiProcessCollector)
+Counter("c", "C.").inc(3)
+Histogram("h", "H.").observe(0.2)
+r = CollectorRegistry()
+MultiProcessCollector(r)
+print(r.get_sample_value("c_total"), r.get_sample_value("h_count"))
+d = os.environ["PROMETHEUS_MULTIPROC_DIR"]
+print(len(os.listdir(os.path.join(d, "native-histograms"))))
+"#;
+
+#[test]
+fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows() {
+    let dir = temp_dir();
+    let out = Command::new(oldest_python())
+        .args(["-c", WORKER])
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+        .env("MULTIPROM_INSTALL", "collector,writer,native-histograms")
+        .output()
+        .unwrap();
+    assert_success("the worker", &out);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "True True\n3.0 1.0\n1\n"
+    );
+}
