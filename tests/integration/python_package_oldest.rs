@@ -50,8 +50,9 @@ fn oldest_python() -> &'static PathBuf {
 }
 
 /// What a worker does in multiprocess mode with every part of the package
-/// on: multiprom's writer writes, native histograms are recorded, and
-/// multiprom's collector reads it all, with nothing said on stderr.
+/// on: multiprom's writer writes, native histograms are recorded,
+/// multiprom's collector reads it all, and prometheus_client's handler
+/// answers a protobuf scraper in protobuf, with nothing said on stderr.
 const WORKER: &str = r#"
 import os
 import multiprom
@@ -65,6 +66,12 @@ MultiProcessCollector(r)
 print(r.get_sample_value("c_total"), r.get_sample_value("h_count"))
 d = os.environ["PROMETHEUS_MULTIPROC_DIR"]
 print(len(os.listdir(os.path.join(d, "native-histograms"))))
+said = []
+accept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,text/plain;version=0.0.4;q=0.5"
+environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "", "HTTP_ACCEPT": accept}
+from prometheus_client import make_wsgi_app
+body = b"".join(make_wsgi_app(r)(environ, lambda status, headers: said.append(dict(headers))))
+print(said[0]["Content-Type"].split(";")[0], len(body) > 0)
 "#;
 
 #[test]
@@ -80,6 +87,6 @@ fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows()
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "True True\n3.0 1.0\n1\n"
+        "True True\n3.0 1.0\n1\napplication/vnd.google.protobuf True\n"
     );
 }
