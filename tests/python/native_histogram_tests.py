@@ -192,7 +192,9 @@ class NativeHistogramTest(unittest.TestCase):
             'def same(answer):\n'
             '    kind, zipped, body = answer\n'
             '    whole = scrape("--format", formats[kind])\n'
-            '    return kind, zipped, body == whole, body in whole\n'
+            # A part: its families are where the whole has them, then # EOF.
+            '    part = body[:-len(b"# EOF\\n")] if body.endswith(b"# EOF\\n") else body\n'
+            '    return kind, zipped, body == whole, part in whole\n'
             f'native = {PROMETHEUS_NATIVE_ACCEPT!r}\n'
             'print(*same(get(only, native)))\n'
             'print(*same(get(only, native, encoding="gzip")))\n'
@@ -218,12 +220,35 @@ class NativeHistogramTest(unittest.TestCase):
                         f'{protobuf} False False True', 'text/plain False True True',
                         'application/openmetrics-text', f'{protobuf} False True True']),
                 (False, [f'{openmetrics} False True True', f'{openmetrics} True True True',
-                         f'{openmetrics} False False False', 'text/plain False True True',
+                         f'{openmetrics} False False True', 'text/plain False True True',
                          openmetrics, f'{openmetrics} False True True'])):
             lines, stderr = run_python(code.replace('NATIVE', str(native)),
                                        {'PROMETHEUS_MULTIPROC_DIR': self.directory})
             self.assertEqual(lines, expected, f'native={native}\n{stderr}')
             self.assertEqual(stderr, '', f'native={native}')
+            shutil.rmtree(self.directory)
+            os.mkdir(self.directory)
+
+    def test_native_files_are_named_with_a_custom_process_identifier(self):
+        # The collector pairs a native file with the *.db file of its name:
+        # with a value class whose process identifier is not os.getpid, the
+        # native file takes the identifier's answer too, and is served.
+        code = (
+            'import os, multiprom; multiprom.install(collector=False, writer=WRITER, '
+            'native_histograms=True)\n'
+            'from prometheus_client import Histogram, values\n'
+            'values.ValueClass = values.MultiProcessValue(lambda: "w7")\n'
+            'Histogram("h", "H.").observe(0.3)\n'
+            'd = os.environ["PROMETHEUS_MULTIPROC_DIR"]\n'
+            'print(sorted(os.listdir(d)), os.listdir(os.path.join(d, "native-histograms")))\n'
+            f'body, _ = multiprom._native.DirCollector(d).expose_protobuf({PROMETHEUS_NATIVE_ACCEPT!r})\n'
+            'print(body is not None)\n')
+        for writer in (False, True):
+            lines, stderr = run_python(code.replace('WRITER', str(writer)),
+                                       {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+            self.assertEqual(lines, ["['histogram_w7.db', 'native-histograms'] "
+                                     "['histogram_w7.native']", 'True'], f'writer={writer}')
+            self.assertEqual(stderr, '', f'writer={writer}')
             shutil.rmtree(self.directory)
             os.mkdir(self.directory)
 

@@ -1,8 +1,10 @@
 //! This process's native histogram files: one
-//! `native-histograms/histogram_<pid>.native` per multiprocess directory,
-//! the companion of the `histogram_<pid>.db` file prometheus_client's
-//! value class writes there (named after `os.getpid()`, as its default
-//! process identifier names it).
+//! `native-histograms/histogram_<id>.native` per multiprocess directory,
+//! the companion of the `histogram_<id>.db` file prometheus_client's
+//! value class writes there: `<id>` is what its process identifier
+//! answers (`os.getpid()` by default; the caller passes any other's
+//! answer), as the collector pairs a native file with the `*.db` file of
+//! its name.
 //!
 //! A forked child inherits its parent's open writers and their mappings;
 //! writing through them would land in the parent's file. So the writers
@@ -30,12 +32,12 @@ use multiprom_format::{
     FileName, MetricKind, NativeHistogramConfig, NativeHistogramWriter, NativeSeries,
 };
 
-/// The writers of the current fork generation, by directory (a directory
-/// is opened once: two writers of one file would overwrite each other's
-/// records).
+/// The writers of the current fork generation, by directory and file id
+/// (a file is opened once: two writers of one file would overwrite each
+/// other's records).
 struct Writers {
     generation: u64,
-    by_dir: HashMap<PathBuf, NativeHistogramWriter>,
+    by_file: HashMap<(PathBuf, String), NativeHistogramWriter>,
 }
 
 static WRITERS: Mutex<Option<Writers>> = Mutex::new(None);
@@ -75,11 +77,12 @@ pub(crate) fn close_all() {
 }
 
 /// The series of `key` in this process's native histogram file in `dir`,
-/// opening the file if this process (this fork generation, since the last
-/// close) has not yet, and whether it did. The error says why there is
-/// none, for the one warning.
+/// named with `id` (`None`: the pid), opening the file if this process
+/// (this fork generation, since the last close) has not yet, and whether
+/// it did. The error says why there is none, for the one warning.
 pub(crate) fn series(
     dir: &Path,
+    id: Option<String>,
     key: &str,
     config: NativeHistogramConfig,
 ) -> Result<(NativeSeries, bool), String> {
@@ -91,20 +94,21 @@ pub(crate) fn series(
         // parent's. Dropping them unmaps them here only.
         _ => Writers {
             generation,
-            by_dir: HashMap::new(),
+            by_file: HashMap::new(),
         },
     };
     let current = writers.insert(current);
-    let (writer, opened) = match current.by_dir.get(dir) {
+    let file = (
+        dir.to_owned(),
+        id.unwrap_or_else(|| std::process::id().to_string()),
+    );
+    let (writer, opened) = match current.by_file.get(&file) {
         Some(writer) => (writer, false),
         None => {
-            let pid = std::process::id().to_string();
-            let name = FileName::new(MetricKind::Histogram, pid).map_err(|e| e.to_string())?;
+            let name = FileName::new(MetricKind::Histogram, file.1.clone())
+                .map_err(|e| format!("histogram_{}.db: {e}", file.1))?;
             let writer = NativeHistogramWriter::open(dir, &name).map_err(|e| e.to_string())?;
-            (
-                &*current.by_dir.entry(dir.to_owned()).or_insert(writer),
-                true,
-            )
+            (&*current.by_file.entry(file).or_insert(writer), true)
         }
     };
     let series = writer.series(key, config).map_err(|e| e.to_string())?;

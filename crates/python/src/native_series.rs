@@ -134,7 +134,7 @@ impl NativeSeriesHandle {
     fn bind(&self, py: Python<'_>) -> Option<NativeSeries> {
         let epoch = native_files::epoch();
         let series = match dir_from_environ(py) {
-            Ok(dir) => native_files::series(&dir, &self.key, self.config),
+            Ok(dir) => native_files::series(&dir, file_id(py), &self.key, self.config),
             Err(error) => Err(error),
         };
         let series = match series {
@@ -177,6 +177,17 @@ fn close_with_prometheus_client(py: Python<'_>) {
         Ok(())
     };
     let _ = register();
+}
+
+/// The id this process's histogram `*.db` file is named with, when the
+/// value class's process identifier is not `os.getpid` (`None`: the pid):
+/// `multiprom._native_observe.file_id()`. On any failure, the pid.
+fn file_id(py: Python<'_>) -> Option<String> {
+    py.import("multiprom._native_observe")
+        .and_then(|module| module.call_method0("file_id"))
+        .and_then(|id| id.extract())
+        .ok()
+        .flatten()
 }
 
 /// `os.environ['PROMETHEUS_MULTIPROC_DIR']`, as the value classes read it

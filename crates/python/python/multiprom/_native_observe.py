@@ -23,6 +23,7 @@ warned of once and leaves the histogram classic only.
 
 import functools
 import logging
+import os
 import types
 
 from multiprom import _native, _native_settings
@@ -106,6 +107,31 @@ def with_native_init(classic_init):
                 _warn_once(error)
 
     return _metric_init
+
+
+def file_id():
+    """What this process's histogram ``*.db`` file is named with
+    (``histogram_<id>.db``), when the multiprocess value class's process
+    identifier is not ``os.getpid``: its answer, as ``str.format`` writes it
+    into the name; None for ``os.getpid`` (the extension asks the system)
+    or a class whose identifier cannot be found. Called when a native file
+    is opened (a series' first observation, or its first after a fork), so
+    that the collector finds the native file beside its ``*.db`` file."""
+    from prometheus_client import values
+
+    from multiprom._writer_install import _closure_variable
+
+    value_class = values.ValueClass
+    # multiprom's writer keeps it on its class; prometheus_client's in the
+    # closure MultiProcessValue() made the class in.
+    identifier = getattr(value_class, "_multiprom_process_identifier", None)
+    if identifier is None:
+        identifier = _closure_variable(
+            getattr(value_class, "_MmapedValue__check_for_pid_change", None),
+            "process_identifier")
+    if identifier is None or identifier is os.getpid:
+        return None
+    return "{}".format(identifier())
 
 
 def classic(function):

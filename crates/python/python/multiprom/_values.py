@@ -39,6 +39,8 @@ def MultiProcessValue(process_identifier=os.getpid):
         multiprom."""
 
         _multiprocess = True
+        # What native histogram files are named with (_native_observe.file_id).
+        _multiprom_process_identifier = process_identifier
 
         def __new__(cls, typ, metric_name, name, labelnames, labelvalues, help_text,
                     multiprocess_mode='', **kwargs):
