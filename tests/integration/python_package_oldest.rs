@@ -56,11 +56,12 @@ fn oldest_python() -> &'static PathBuf {
 const WORKER: &str = r#"
 import os
 import multiprom
-from prometheus_client import CollectorRegistry, Counter, Histogram, values
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, values
 from prometheus_client.multiprocess import MultiProcessCollector
 print(issubclass(values.ValueClass, multiprom._native.Value), MultiProcessCollector is multiprom.MultiProcessCollector)
 Counter("c", "C.").inc(3)
 Histogram("h", "H.").observe(0.2)
+Gauge("vllm:waiting", "Waiting.", multiprocess_mode="livesum").set(2)
 r = CollectorRegistry()
 MultiProcessCollector(r)
 print(r.get_sample_value("c_total"), r.get_sample_value("h_count"))
@@ -72,6 +73,23 @@ environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "",
 from prometheus_client import make_wsgi_app
 body = b"".join(make_wsgi_app(r)(environ, lambda status, headers: said.append(dict(headers))))
 print(said[0]["Content-Type"].split(";")[0], len(body) > 0)
+"#;
+
+/// The directory's OpenMetrics text, through prometheus_client's own
+/// encoder (a `:` in a sample name kept, as this release prints it), from
+/// whichever collector `MULTIPROM_INSTALL` leaves in place; then a
+/// `?name[]=` scrape of the `:` gauge through `make_wsgi_app`.
+const OPENMETRICS: &str = r#"
+import sys
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.openmetrics.exposition import generate_latest
+r = CollectorRegistry()
+MultiProcessCollector(r)
+sys.stdout.buffer.write(generate_latest(r))
+environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "name[]=vllm:waiting",
+           "HTTP_ACCEPT": "application/openmetrics-text; version=1.0.0"}
+sys.stdout.buffer.write(b"".join(make_wsgi_app(r)(environ, lambda status, headers: None)))
 "#;
 
 #[test]
@@ -88,5 +106,33 @@ fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows()
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "True True\n3.0 1.0\n1\napplication/vnd.google.protobuf True\n"
+    );
+}
+
+#[test]
+fn openmetrics_is_the_oldest_prometheus_clients_own_and_name_filters_answer() {
+    let dir = temp_dir();
+    let run = |script: &str, install: &str| {
+        let out = Command::new(oldest_python())
+            .args(["-c", script])
+            .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+            .env("MULTIPROM_INSTALL", install)
+            .output()
+            .unwrap();
+        assert_success(install, &out);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{install}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(WORKER, "collector,writer,native-histograms");
+    let ours = run(OPENMETRICS, "collector");
+    // prometheus_client's own collector (nothing installed): the whole
+    // text, and no answer to `?name[]=` (it asks collectors by name).
+    let theirs = run(OPENMETRICS, "");
+    let (whole, named) = ours.split_at(ours.find("# EOF\n").unwrap() + 6);
+    assert_eq!(format!("{whole}# EOF\n"), theirs);
+    assert!(whole.contains("\nvllm:waiting 2.0\n"), "{whole}");
+    assert_eq!(
+        named,
+        "# HELP vllm:waiting Waiting.\n# TYPE vllm:waiting gauge\nvllm:waiting 2.0\n# EOF\n"
     );
 }

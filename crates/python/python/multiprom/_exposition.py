@@ -155,6 +155,37 @@ def _openmetrics_latest(**arguments):
     return _originals["_openmetrics_latest"](**arguments)
 
 
+# Whether prometheus_client's OpenMetrics encoder names samples as the
+# engine's does (None: not asked yet).
+_openmetrics_names = None
+
+
+class _ColonGauge:
+    """A collector of one gauge whose name has a ``:``."""
+
+    def collect(self):
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
+        yield GaugeMetricFamily("multiprom:probe", "Probe.", value=1)
+
+
+def _openmetrics_names_are_engines():
+    """Whether the installed ``prometheus_client``'s OpenMetrics encoder
+    writes a sample name's ``:`` as ``_``, as the engine's does (as 0.26
+    does; older releases, which the package allows, keep it): asked once,
+    of its own encoder. Where it does not, its own encoder runs, on the
+    samples of multiprom's collector (the same bytes it prints, only
+    slower)."""
+    global _openmetrics_names
+    if _openmetrics_names is None:
+        try:
+            text = _originals["_openmetrics_latest"](registry=_ColonGauge())
+            _openmetrics_names = b"\nmultiprom_probe 1.0\n" in text
+        except Exception:  # its own encoder, then
+            _openmetrics_names = False
+    return _openmetrics_names
+
+
 # Whether serving the protobuf format failed once (logged then only).
 _protobuf_failed = False
 
@@ -233,6 +264,8 @@ def _only_collector(registry):
 def _expose(registry, openmetrics):
     """The engine's text for ``registry`` (without OpenMetrics' ``# EOF``),
     or None where ``prometheus_client``'s function must run."""
+    if openmetrics and not _openmetrics_names_are_engines():
+        return None
     names = None
     if _is_restricted(registry):
         # registry.restricted_registry(names), as the HTTP handlers make for

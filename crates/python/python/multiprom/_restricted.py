@@ -46,7 +46,9 @@ def _left_out(restricted):
             ours = [c for c in registry._collector_to_names if isinstance(c, MultiProcessCollector)]
             if not ours:
                 return []
-            asked = set(registry._collectors_without_names)
+            # Those of a registry made with support_collectors_without_names
+            # (prometheus_client 0.25 and later; before, there are none).
+            asked = set(getattr(registry, "_collectors_without_names", ()))
             asked.update(registry._names_to_collectors[name] for name in names
                          if name != "target_info" and name in registry._names_to_collectors)
     except AttributeError:
