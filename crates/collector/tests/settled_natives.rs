@@ -5,17 +5,21 @@
 // Test helpers: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
+// This binary needs the worker, not the helpers that look inside its
+// native file or make a live collector.
+#[allow(dead_code)]
+#[path = "support/native_worker.rs"]
+mod native_worker;
+
 use std::fs::File;
-use std::path::Path;
 use std::sync::Arc;
 
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
-use multiprom_format::{
-    encode_key, FileName, FileWriter, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
-    NativeSeries,
-};
+use multiprom_format::FileName;
+use native_worker::{Worker, NAME};
 
-const HELP: &str = "Latency.";
+/// The one route of these workers.
+const ROUTE: &str = "/";
 
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector
@@ -23,36 +27,19 @@ fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
         .unwrap()
 }
 
-/// A worker's histogram file with the classic part of a native-only
-/// histogram (`_sum` and `+Inf`), and its native series, to observe into.
-fn worker(dir: &Path, pid: &str) -> (FileWriter, NativeHistogramWriter, NativeSeries) {
-    let name = FileName::new(MetricKind::Histogram, pid).unwrap();
-    let mut file = FileWriter::open(dir, &name).unwrap();
-    let key = |sample: &str, labels: &[(&str, &str)]| {
-        encode_key("latency_seconds", sample, labels.iter().copied(), HELP)
-    };
-    file.slot(&key("latency_seconds_sum", &[]))
-        .unwrap()
-        .add(1.0);
-    file.slot(&key("latency_seconds_bucket", &[("le", "+Inf")]))
-        .unwrap()
-        .add(1.0);
-    let natives = NativeHistogramWriter::open(dir, &name).unwrap();
-    let series = natives
-        .series(
-            &key("latency_seconds", &[]),
-            NativeHistogramConfig::default(),
-        )
-        .unwrap();
-    series.observe(1.0);
-    (file, natives, series)
+/// Worker `id` with one native-only histogram, one observation in it.
+fn worker(dir: &std::path::Path, id: &str) -> Worker {
+    let worker = Worker::new(dir, id, &[ROUTE]);
+    worker.observe(ROUTE, 160, [1.0]);
+    worker
 }
 
 /// The merged native histogram's count.
 fn native_count(scrape: &Scrape) -> u64 {
+    let labels: [(Arc<str>, Arc<str>); 1] = [("route".into(), ROUTE.into())];
     scrape
         .natives
-        .get("latency_seconds", &[])
+        .get(NAME, &labels)
         .expect("a native histogram")
         .count()
 }
@@ -60,8 +47,8 @@ fn native_count(scrape: &Scrape) -> u64 {
 #[test]
 fn a_settled_file_s_natives_stay_merged_and_are_read_again_once_unsettled() {
     let dir = tempfile::tempdir().unwrap();
-    let (_gone_file, _gone_natives, gone) = worker(dir.path(), "1");
-    let (_live_file, _live_natives, live) = worker(dir.path(), "2");
+    let gone = worker(dir.path(), "1");
+    let live = worker(dir.path(), "2");
     // "1" is a writer that is gone, "2" one that lives.
     let collector =
         DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
@@ -71,8 +58,8 @@ fn a_settled_file_s_natives_stay_merged_and_are_read_again_once_unsettled() {
         assert_eq!(native_count(&for_protobuf(&collector)), 2);
     }
     // Both native files change (no event says so).
-    gone.observe(2.0);
-    live.observe(2.0);
+    gone.observe(ROUTE, 160, [2.0]);
+    live.observe(ROUTE, 160, [2.0]);
     let scrape = for_protobuf(&collector);
     assert_eq!(scrape.stats.files_settled, 1);
     assert_eq!(
@@ -87,7 +74,7 @@ fn a_settled_file_s_natives_stay_merged_and_are_read_again_once_unsettled() {
     // A new process with the same pid opens the histogram file and
     // records; text scrapes meanwhile settle the file again.
     drop(File::open(dir.path().join("histogram_1.db")).unwrap());
-    gone.observe(3.0);
+    gone.observe(ROUTE, 160, [3.0]);
     for _ in 0..3 {
         collector.collect().unwrap();
     }
@@ -104,7 +91,7 @@ fn a_settled_file_s_natives_stay_merged_and_are_read_again_once_unsettled() {
 #[test]
 fn a_text_scrape_reads_no_native_file() {
     let dir = tempfile::tempdir().unwrap();
-    let (_file, _natives, _series) = worker(dir.path(), "1");
+    let _worker = worker(dir.path(), "1");
     let native = dir.path().join("native-histograms/histogram_1.native");
     std::fs::write(&native, b"not a native histogram file").unwrap();
     let collector = DirCollector::new(dir.path());
