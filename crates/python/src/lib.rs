@@ -84,7 +84,7 @@ impl NativeDirCollector {
         names: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Collected<'py>> {
         let filter = name_filter(names)?;
-        match py.detach(|| self.collect_engine(filter.as_ref())) {
+        match py.detach(|| self.collect_engine(filter.as_ref(), Natives::Skip)) {
             Ok(Ok(scrape)) => to_python(py, &scrape),
             // Python's `glob` finds nothing in a directory it cannot list.
             Ok(Err(error)) => Ok((PyList::empty(py), vec![(WARNING, error.to_string())])),
@@ -108,7 +108,7 @@ impl NativeDirCollector {
         names: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Exposed<'py>> {
         let filter = name_filter(names)?;
-        let scrape = match py.detach(|| self.collect_engine(filter.as_ref())) {
+        let scrape = match py.detach(|| self.collect_engine(filter.as_ref(), Natives::Skip)) {
             Ok(Ok(scrape)) => scrape,
             // The `Metric` path says what went wrong.
             Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
@@ -164,7 +164,7 @@ impl NativeDirCollector {
             return Ok((None, Vec::new()));
         }
         let filter = name_filter(names)?;
-        let scrape = match py.detach(|| self.collect_natives(filter.as_ref())) {
+        let scrape = match py.detach(|| self.collect_engine(filter.as_ref(), Natives::Merge)) {
             Ok(Ok(scrape)) => scrape,
             Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
         };
@@ -180,28 +180,17 @@ impl NativeDirCollector {
 }
 
 impl NativeDirCollector {
-    /// One collection with native histograms, all samples or the filtered
-    /// ones; a panic in the engine is caught.
-    fn collect_natives(
-        &self,
-        filter: Option<&NameFilter>,
-    ) -> std::thread::Result<Result<Arc<Scrape>, CollectError>> {
-        let engine = &self.engine;
-        catch_unwind(AssertUnwindSafe(|| {
-            engine.collect_with(|_| Arc::default(), filter, Natives::Merge)
-        }))
-    }
-
-    /// One collection, all samples or the filtered ones; a panic in the
-    /// engine is caught (it must not take the Python process down).
+    /// One collection, all samples or the filtered ones, with or without
+    /// the native histograms; a panic in the engine is caught (it must not
+    /// take the Python process down).
     fn collect_engine(
         &self,
         filter: Option<&NameFilter>,
+        natives: Natives,
     ) -> std::thread::Result<Result<Arc<Scrape>, CollectError>> {
         let engine = &self.engine;
-        catch_unwind(AssertUnwindSafe(|| match filter {
-            Some(filter) => engine.collect_only(filter),
-            None => engine.collect(),
+        catch_unwind(AssertUnwindSafe(|| {
+            engine.collect_with(|_| Arc::default(), filter, natives)
         }))
     }
 }
@@ -319,12 +308,12 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(native_series::close_native_files, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(cli::main, module)?)?;
-    // What the linked-in CLI's `--version` prints.
     // What `expose_protobuf`'s body is sent as.
     module.add(
         "PROTOBUF_CONTENT_TYPE",
         multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE,
     )?;
+    // What the linked-in CLI's `--version` prints.
     module.add("__version__", multiprom_cli::VERSION)?;
     Ok(())
 }

@@ -366,8 +366,8 @@ pub(super) fn collect_natives(
 /// read (`None`: the directory has no native histogram subdirectory).
 /// `dir`: the directory all the files are in, if they are in one, and
 /// which listing of it this is (see `CollectorState::listings`; `None`:
-/// not known). `settling`: which files are settled and may be kept merged (`None`:
-/// nothing settles).
+/// not known). `settling`: which files are settled and may be kept merged
+/// (`None`: nothing settles).
 ///
 /// When the settled files are those whose native histograms are kept
 /// merged (the same plan and settle version, as of a quiet collection),
