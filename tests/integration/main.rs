@@ -35,7 +35,7 @@ mod prometheus_protobuf;
 mod prometheus_server;
 mod python_native_histograms;
 mod python_package;
-mod python_package_oldest;
+mod python_package_releases;
 mod run;
 mod scrape;
 mod serve;

@@ -92,7 +92,7 @@ pub(crate) fn pip(venv: &Path) -> Command {
 /// Makes `dir` by running `make` on a temporary directory beside it and
 /// renaming that into place, unless `dir` is there already (concurrent test
 /// processes race safely).
-fn made_once(dir: &Path, make: impl FnOnce(&Path)) {
+pub(crate) fn made_once(dir: &Path, make: impl FnOnce(&Path)) {
     if dir.exists() {
         return;
     }

@@ -1,52 +1,116 @@
-//! The package beside the oldest `prometheus_client` it allows
-//! (`crates/python/pyproject.toml`): the wheel (as wheel_command.rs builds
-//! it) in a venv with that release, every part of `MULTIPROM_INSTALL` on.
-//! The other package tests run against the pinned release; what a newer
-//! release added (`close_all_multiprocess_files()`, for one) must be looked
-//! for, not assumed.
+//! The package beside older `prometheus_client` releases it allows
+//! (`crates/python/pyproject.toml`: 0.18 on): the wheel (as
+//! wheel_command.rs builds it) in a venv with each release. The other
+//! package tests run against the pinned release; what a newer release added
+//! (`close_all_multiprocess_files()`, for one) must be looked for, not
+//! assumed. The releases are the last of each run that differs in what the
+//! package touches, and the oldest.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-use crate::harness::{target_dir, temp_dir};
+use crate::harness::{python_script, target_dir, temp_dir};
 use crate::python_package::{assert_success, source_hash};
 use crate::spawned_server::PATIENCE;
-use crate::wheel_command::{make_venv, pip, remove_older, run_checked, wheel};
+use crate::wheel_command::{made_once, make_venv, pip, remove_older, run_checked, wheel};
 
 /// The oldest release `pyproject.toml`'s `prometheus_client>=` allows.
 const OLDEST: &str = "0.18.0";
 
-/// A venv with the wheel and `prometheus_client` [`OLDEST`].
-fn oldest_python() -> &'static PathBuf {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let pyproject = std::fs::read_to_string(
-            crate::harness::workspace_root().join("crates/python/pyproject.toml"),
-        )
-        .unwrap();
-        assert!(
-            pyproject.contains(&format!("\"prometheus_client>={}\"", &OLDEST[..4])),
-            "pyproject.toml allows another oldest prometheus_client than {OLDEST}"
+/// A venv with the wheel and `prometheus_client` `release`, made once per
+/// source hash.
+fn release_python(release: &str) -> PathBuf {
+    static MADE: Mutex<Option<HashMap<String, PathBuf>>> = Mutex::new(None);
+    let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(python) = made.get_or_insert_with(HashMap::new).get(release) {
+        return python.clone();
+    }
+    let prefix = format!("py-venv-wheel-prometheus-client-{release}-");
+    let dir = target_dir().join(format!("{prefix}{:016x}", source_hash()));
+    remove_older(&prefix, &dir);
+    made_once(&dir, |tmp| {
+        make_venv(tmp);
+        run_checked(
+            pip(tmp)
+                .arg(wheel())
+                .arg(format!("prometheus_client=={release}")),
+            &format!("pip install the wheel and prometheus_client {release}"),
+            PATIENCE,
         );
-        let prefix = format!("py-venv-wheel-prometheus-client-{OLDEST}-");
-        let dir = target_dir().join(format!("{prefix}{:016x}", source_hash()));
-        remove_older(&prefix, &dir);
-        if !dir.join(".ready").exists() {
-            make_venv(&dir);
-            run_checked(
-                pip(&dir)
-                    .arg(wheel())
-                    .arg(format!("prometheus_client=={OLDEST}")),
-                "pip install the wheel and the oldest prometheus_client",
-                PATIENCE,
-            );
-            std::fs::write(dir.join(".ready"), "").unwrap();
-        }
-        dir.join("bin/python")
-    })
+    });
+    let python = dir.join("bin/python");
+    made.get_or_insert_with(HashMap::new)
+        .insert(release.to_owned(), python.clone());
+    python
+}
+
+#[test]
+fn the_oldest_release_is_the_one_pyproject_allows() {
+    let pyproject = std::fs::read_to_string(
+        crate::harness::workspace_root().join("crates/python/pyproject.toml"),
+    )
+    .unwrap();
+    assert!(
+        pyproject.contains(&format!("\"prometheus_client>={}\"", &OLDEST[..4])),
+        "pyproject.toml allows another oldest prometheus_client than {OLDEST}"
+    );
+}
+
+/// The package's own test script (python_package.rs runs it with the
+/// pinned release, where nothing may be skipped) with `release`: every test
+/// passes but those of what the release lacks, which must be exactly
+/// `skipped`.
+fn package_tests_pass_with(release: &str, skipped: &[&str]) {
+    let out = Command::new(release_python(release))
+        .arg(python_script("python_package_tests.py"))
+        .env_remove("PROMETHEUS_MULTIPROC_DIR")
+        .env_remove("prometheus_multiproc_dir")
+        .env_remove("MULTIPROM_INSTALL")
+        .output()
+        .unwrap();
+    assert_success(&format!("python_package_tests.py with {release}"), &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("skipped "))
+        .collect();
+    assert_eq!(got, skipped, "skipped with prometheus_client {release}");
+}
+
+/// Before 0.25: `CollectorRegistry(support_collectors_without_names=)`.
+const WITHOUT_NAMES: &str = "RestrictedTest.test_a_registry_that_supports_collectors_without_names";
+/// Before 0.26: `values.close_all_multiprocess_files()`.
+const CLOSE_ALL: &str =
+    "WriterInstallTest.test_close_all_multiprocess_files_closes_multiprom_files";
+
+// 0.18.0: the oldest; `start_http_server` returns nothing.
+#[test]
+fn package_tests_pass_with_0_18() {
+    package_tests_pass_with(OLDEST, &[WITHOUT_NAMES, CLOSE_ALL]);
+}
+
+// 0.21.1: the last whose ASGI handler drops `?name[]=`.
+#[test]
+fn package_tests_pass_with_0_21() {
+    package_tests_pass_with("0.21.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+}
+
+// 0.23.1: OpenMetrics writes `:` as `_` (from 0.23), the last without
+// collectors without names.
+#[test]
+fn package_tests_pass_with_0_23() {
+    package_tests_pass_with("0.23.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+}
+
+// 0.25.0: the last without `close_all_multiprocess_files()` (the writer's
+// cleanup list).
+#[test]
+fn package_tests_pass_with_0_25() {
+    package_tests_pass_with("0.25.0", &[CLOSE_ALL]);
 }
 
 /// What a worker does in multiprocess mode with every part of the package
@@ -95,7 +159,7 @@ sys.stdout.buffer.write(b"".join(make_wsgi_app(r)(environ, lambda status, header
 #[test]
 fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows() {
     let dir = temp_dir();
-    let out = Command::new(oldest_python())
+    let out = Command::new(release_python(OLDEST))
         .args(["-c", WORKER])
         .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
         .env("MULTIPROM_INSTALL", "collector,writer,native-histograms")
@@ -113,7 +177,7 @@ fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows()
 fn openmetrics_is_the_oldest_prometheus_clients_own_and_name_filters_answer() {
     let dir = temp_dir();
     let run = |script: &str, install: &str| {
-        let out = Command::new(oldest_python())
+        let out = Command::new(release_python(OLDEST))
             .args(["-c", script])
             .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
             .env("MULTIPROM_INSTALL", install)
