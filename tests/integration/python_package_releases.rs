@@ -3,8 +3,8 @@
 //! wheel_command.rs builds it) in a venv with each release. The other
 //! package tests run against the pinned release; what a newer release added
 //! (`close_all_multiprocess_files()`, for one) must be looked for, not
-//! assumed. The releases are the last of each run that differs in what the
-//! package touches, and the oldest.
+//! assumed. The releases: the oldest, and the last of each run of releases
+//! that differ from the next in what the package touches.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -93,21 +93,21 @@ fn package_tests_pass_with_0_18() {
     package_tests_pass_with(OLDEST, &[WITHOUT_NAMES, CLOSE_ALL]);
 }
 
-// 0.21.1: the last whose ASGI handler drops `?name[]=`.
+// 0.22.1: the last whose ASGI handler parses the query as bytes, and whose
+// OpenMetrics keeps a `:` in a sample name.
 #[test]
-fn package_tests_pass_with_0_21() {
-    package_tests_pass_with("0.21.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+fn package_tests_pass_with_0_22() {
+    package_tests_pass_with("0.22.1", &[WITHOUT_NAMES, CLOSE_ALL]);
 }
 
-// 0.23.1: OpenMetrics writes `:` as `_` (from 0.23), the last without
-// collectors without names.
+// 0.24.1: the last without collectors without names.
 #[test]
-fn package_tests_pass_with_0_23() {
-    package_tests_pass_with("0.23.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+fn package_tests_pass_with_0_24() {
+    package_tests_pass_with("0.24.1", &[WITHOUT_NAMES, CLOSE_ALL]);
 }
 
-// 0.25.0: the last without `close_all_multiprocess_files()` (the writer's
-// cleanup list).
+// 0.25.0: the last without `close_all_multiprocess_files()` (and the
+// writer's cleanup list).
 #[test]
 fn package_tests_pass_with_0_25() {
     package_tests_pass_with("0.25.0", &[CLOSE_ALL]);
@@ -199,4 +199,48 @@ fn openmetrics_is_the_oldest_prometheus_clients_own_and_name_filters_answer() {
         named,
         "# HELP vllm:waiting Waiting.\n# TYPE vllm:waiting gauge\nvllm:waiting 2.0\n# EOF\n"
     );
+}
+
+/// The protobuf answer to `?name[]=h_count` through `make_asgi_app` (which
+/// parses the query as bytes in this release) and through `make_wsgi_app`,
+/// then the whole protobuf answer's length.
+const PROTOBUF_NAMED: &str = r#"
+import asyncio, sys
+from prometheus_client import CollectorRegistry, make_asgi_app, make_wsgi_app
+from prometheus_client.multiprocess import MultiProcessCollector
+r = CollectorRegistry()
+MultiProcessCollector(r)
+accept = b"application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+sent = []
+async def receive():
+    return {"type": "http.request", "body": b"", "more_body": False}
+async def send(message):
+    sent.append(message)
+scope = {"type": "http", "method": "GET", "path": "/metrics", "query_string": b"name%5B%5D=h_count",
+         "headers": [(b"accept", accept)]}
+asyncio.run(make_asgi_app(r)(scope, receive, send))
+asgi = b"".join(m.get("body", b"") for m in sent[1:])
+def wsgi(query):
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": query,
+               "HTTP_ACCEPT": accept.decode()}
+    return b"".join(make_wsgi_app(r)(environ, lambda status, headers: None))
+print(asgi == wsgi("name[]=h_count"), len(asgi) < len(wsgi("")), len(asgi) > 0)
+"#;
+
+#[test]
+fn a_name_filter_through_asgi_answers_the_named_samples_on_the_oldest_release() {
+    let dir = temp_dir();
+    let run = |script: &str| {
+        let out = Command::new(release_python(OLDEST))
+            .args(["-c", script])
+            .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+            .env("MULTIPROM_INSTALL", "collector,writer,native-histograms")
+            .output()
+            .unwrap();
+        assert_success("the script", &out);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(WORKER);
+    assert_eq!(run(PROTOBUF_NAMED), "True True True\n");
 }

@@ -90,9 +90,9 @@ def asgi_get(registry, query=b''):
 
 
 def _asgi_names():
-    """Whether the release's ASGI handler honours `?name[]=` (0.22 on; before,
-    it looks the names up under a str key in a dict of bytes keys and
-    answers the whole registry, whichever collector the registry holds)."""
+    """Whether the release's ASGI handler honours `?name[]=` (0.23 on; before,
+    it looks the names up as text in a dict of bytes keys and answers the
+    whole registry)."""
     registry = CollectorRegistry()
     Counter('kept', 'Kept.', registry=registry)
     Counter('left', 'Left.', registry=registry)
@@ -483,10 +483,20 @@ class RestrictedTest(DropInTestCase):
     def test_make_asgi_app(self):
         names = ['latency_seconds_bucket', 'vllm:num_requests_waiting']
         query = urllib.parse.urlencode([('name[]', name) for name in names]).encode()
-        # A release whose handler drops the names answers the whole
-        # registry, as it does for prometheus_client's own collector.
-        want = self.expected(names) if ASGI_NAMES else self.reference()
-        self.assertEqual(asgi_get(self.registry, query), (200, want))
+        self.assertEqual(asgi_get(self.registry, query), (200, self.expected(names)))
+        # A registry holding its own counter beside the collector: both kept.
+        Counter('own', 'Own.', registry=self.registry).inc()
+        status, body = asgi_get(self.registry, query + b'&name%5B%5D=own_total')
+        self.assertEqual(families(body), families(
+            self.expected(names) + b'# HELP own_total Own.\n# TYPE own_total counter\nown_total 1.0\n'))
+        # A registry without one is answered as the release answers it: the
+        # whole registry where its handler drops the names.
+        own = CollectorRegistry()
+        Counter('kept', 'Kept.', registry=own).inc()
+        Counter('left', 'Left.', registry=own)
+        want = python_text(own.restricted_registry(['kept_total'])) if ASGI_NAMES \
+            else python_text(own)
+        self.assertEqual(asgi_get(own, b'name[]=kept_total'), (200, want))
 
     def test_start_http_server(self):
         port, stop = serve(self.registry)

@@ -200,6 +200,7 @@ def _bake_latest(**arguments):
     accept_encoding_header, params, disable_compression)``: ``(status,
     headers, body)`` for one ``/metrics`` request."""
     if arguments.keys() == _BAKE_PARAMETERS:
+        arguments["params"] = _text_params(arguments["registry"], arguments["params"])
         try:
             baked = _bake_protobuf(**arguments)
         except Exception as error:  # never fail a scrape for it
@@ -212,6 +213,34 @@ def _bake_latest(**arguments):
         if baked is not None:
             return baked
     return _originals["_bake_latest"](**arguments)
+
+
+def _text_params(registry, params):
+    """``params`` as text where the ASGI handler of a ``prometheus_client``
+    before 0.23 parsed the query as bytes: it looks ``name[]`` up as text,
+    finds nothing and answers the whole registry, so a poller's
+    ``?name[]=`` would cost a whole scrape. Decoded as 0.23 on decodes the
+    query (UTF-8, a bad byte replaced), for a registry holding a multiprom
+    collector; any other registry is answered as the release answers it."""
+    try:
+        if not any(isinstance(key, bytes) for key in params) or not _holds_ours(registry):
+            return params
+        return {_text(key): [_text(value) for value in values] for key, values in params.items()}
+    except Exception:  # not what that handler passes: its own behaviour
+        return params
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def _holds_ours(registry):
+    """Whether ``registry`` holds a multiprom collector."""
+    from multiprom import MultiProcessCollector
+
+    with registry._lock:
+        collectors = list(registry._collector_to_names)
+    return any(isinstance(c, MultiProcessCollector) for c in collectors)
 
 
 def _bake_protobuf(registry, accept_header, accept_encoding_header, params, disable_compression):
