@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::harness::{python_script, target_dir, temp_dir};
-use crate::python_package::{assert_success, source_hash};
+use crate::python_package::{assert_success, run_script, source_hash};
 use crate::spawned_server::PATIENCE;
 use crate::wheel_command::{made_once, make_venv, pip, remove_older, run_checked, wheel};
 
@@ -111,6 +111,85 @@ fn package_tests_pass_with_0_24() {
 #[test]
 fn package_tests_pass_with_0_25() {
     package_tests_pass_with("0.25.0", &[CLOSE_ALL]);
+}
+
+/// Random directories (`collector_diff.py`, as the differential tests make
+/// them) written by real processes with the pinned release, beside that
+/// release's outputs, read by the package with `release`
+/// (`python_package_release_diff.py`): the pinned release's bytes, and the
+/// release's own merge's samples. Returns the counts it prints, by name.
+fn pinned_bytes_with(release: &str, legacy_names: bool) -> HashMap<String, u32> {
+    const SEEDS: &str = "20";
+    let base = temp_dir();
+    let base_arg = base.path().to_str().unwrap();
+    let mut args = vec![base_arg, "0", SEEDS];
+    if legacy_names {
+        args.insert(0, "--legacy-names");
+    }
+    assert_success("collector_diff.py", &run_script("collector_diff.py", &args));
+    let out = Command::new(release_python(release))
+        .arg(python_script("python_package_release_diff.py"))
+        .args([base_arg, "0", SEEDS])
+        .output()
+        .unwrap();
+    assert_success(
+        &format!("python_package_release_diff.py with {release}"),
+        &out,
+    );
+    // "20 compared, 0 not representable, 4 samples in another order, ..."
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(", ")
+        .map(|count| {
+            let (n, name) = count.split_once(' ').unwrap();
+            (name.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The package with `release` prints the pinned release's bytes on
+/// directories of names every release reads, and (from 0.22, which reads
+/// any name) on those of any names; its samples are the release's own, in
+/// the release's order from 0.24 (before, the order 0.24 fixed). The
+/// release itself prints otherwise on most of them (an exponent of 1e10 or
+/// more), so the directories hold what tells them apart.
+fn prints_the_pinned_bytes_with(release: &str, any_names: bool, same_order: bool) {
+    let mut runs = vec![pinned_bytes_with(release, true)];
+    if any_names {
+        runs.push(pinned_bytes_with(release, false));
+    }
+    for counts in &runs {
+        assert_eq!(counts["compared"], 20, "{release}: {counts:?}");
+        assert_eq!(
+            counts["samples in another order"] == 0,
+            same_order,
+            "{release}: {counts:?}"
+        );
+        assert!(
+            counts["the release prints otherwise"] > 0,
+            "{release}: {counts:?}"
+        );
+    }
+}
+
+#[test]
+fn prints_the_pinned_bytes_with_0_18() {
+    prints_the_pinned_bytes_with(OLDEST, false, false);
+}
+
+#[test]
+fn prints_the_pinned_bytes_with_0_22() {
+    prints_the_pinned_bytes_with("0.22.1", true, false);
+}
+
+#[test]
+fn prints_the_pinned_bytes_with_0_24() {
+    prints_the_pinned_bytes_with("0.24.1", true, true);
+}
+
+#[test]
+fn prints_the_pinned_bytes_with_0_25() {
+    prints_the_pinned_bytes_with("0.25.0", true, true);
 }
 
 /// What a worker does in multiprocess mode with every part of the package

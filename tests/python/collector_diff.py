@@ -1,7 +1,11 @@
 """Randomized differential test, Python side (tests/integration/collector_diff.rs).
 
-usage: collector_diff.py BASE FIRST_SEED COUNT
+usage: collector_diff.py [--legacy-names] BASE FIRST_SEED COUNT
        collector_diff.py --reference DIR   (prints the four outputs as JSON)
+
+With --legacy-names, metric and label names are only those every
+prometheus_client release accepts (legacy Prometheus names), so that older
+releases can read the directories (python_package_releases.rs).
 
 For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
 
@@ -52,6 +56,10 @@ NAME_STEMS = ['requests', 'ns:sub:latency', 'm\u00e9trique_\U0001F600', 'a.b-c d
               '1leading_digit', 'x', 'tokens_total', 'caf\u00e9:\u65e5\u672c']
 LABEL_NAMES = ['method', 'code', 'model', '\u00e9t\u00e9', 'a-b', 'x.y', '0lead',
                'Upper_Case9', '', 'le', 'quantile', 'pid', '_x']
+# The names of those that every release accepts (`[a-zA-Z_:][a-zA-Z0-9_:]*`,
+# label names without `:` and not `__`-prefixed).
+LEGACY_NAME_STEMS = ['requests', 'ns:sub:latency', 'x', 'tokens_total']
+LEGACY_LABEL_NAMES = ['method', 'code', 'model', 'Upper_Case9', 'le', 'quantile', 'pid', '_x']
 HELPS = ['', 'Plain help.', TRICKY_HELP, 'quote " and backslash \\ and newline \n end',
          'h\u2028\u00e9\U0001F600', 'Total requests.']
 LABEL_VALUES = TRICKY + ['GET', 'POST', '200', '500', 'a b', '0', '-0.0', '+Inf']
@@ -70,6 +78,9 @@ BUCKET_SETS = [
     [-math.inf, 0.0],
     [1, 2.5, 1234567.0, 1.5e7, 1e300],
     [7.0],
+    # Bounds whose exponent has two digits (prometheus_client before 0.26
+    # wrote them `1e+010`).
+    [1e10, 2.5e12, 1e15],
 ]
 
 
@@ -100,13 +111,13 @@ def make_families(rng):
     families = []
     for i in range(rng.randint(1, 6)):
         typ = rng.choice(TYPES)
-        stem = rng.choice(NAME_STEMS)
+        stem = rng.choice(LEGACY_NAME_STEMS if LEGACY_NAMES else NAME_STEMS)
         # Unique per family (a shared name across types is a type conflict).
-        name = f'{stem}_{i}' if rng.random() < 0.85 else f'{i}{stem}'
+        name = f'{stem}_{i}' if rng.random() < 0.85 or LEGACY_NAMES else f'{i}{stem}'
         if typ == 'counter' and rng.random() < 0.3:
             name += '_total'  # stripped by Counter
         reserved = {'histogram': 'le', 'summary': 'quantile'}.get(typ)
-        pool = [n for n in LABEL_NAMES if n != reserved]
+        pool = [n for n in (LEGACY_LABEL_NAMES if LEGACY_NAMES else LABEL_NAMES) if n != reserved]
         labelnames = rng.sample(pool, rng.randint(0, 3))
         fam = {
             'type': typ,
@@ -336,7 +347,15 @@ def reference_outputs(directory):
                                              ('om_noacc.txt', generate_latest_om, False)]}
 
 
+# Set from the command line: only names every release accepts.
+LEGACY_NAMES = False
+
+
 def main():
+    global LEGACY_NAMES
+    if sys.argv[1] == '--legacy-names':
+        LEGACY_NAMES = True
+        del sys.argv[1]
     if sys.argv[1] == '--reference':
         outputs = reference_outputs(sys.argv[2])
         json.dump({k: v.decode('utf-8') for k, v in outputs.items()}, sys.stdout)

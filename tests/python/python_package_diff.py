@@ -71,7 +71,9 @@ def describe_sample(sample, pid_last):
         # every other gauge. Both orders are compared with `pid` last.
         labels = [kv for kv in labels if kv[0] != 'pid'] + [kv for kv in labels if kv[0] == 'pid']
     return (type(sample), sample.name, labels, repr(sample.value),
-            sample.timestamp, sample.exemplar, sample.native_histogram, len(sample))
+            sample.timestamp, sample.exemplar,
+            # Releases before 0.19 have no native histogram field.
+            getattr(sample, 'native_histogram', None), len(sample))
 
 
 def describe(metrics):
