@@ -58,21 +58,6 @@ ESCAPING = 'escaping' in inspect.signature(generate_latest).parameters
 RETURNS_SERVER = inspect.signature(start_http_server).return_annotation not in (None, 'None')
 
 
-def _openmetrics_underscores():
-    """Whether the release's OpenMetrics encoder writes a sample name's `:`
-    as `_` (0.23 on), as multiprom's engine does: only then may the engine
-    encode OpenMetrics in prometheus_client's place."""
-    from prometheus_client.metrics_core import GaugeMetricFamily
-
-    class Colon:
-        def collect(self):
-            yield GaugeMetricFamily('a:b', 'A.', value=1)
-    return b'\na_b 1.0\n' in inspect.unwrap(generate_latest_om)(Colon())
-
-
-OPENMETRICS_UNDERSCORES = _openmetrics_underscores()
-
-
 def asgi_get(registry, query=b''):
     """make_asgi_app(registry)'s answer to GET /metrics?query: (status, body)."""
     sent = []
@@ -418,9 +403,6 @@ class RestrictedTest(DropInTestCase):
                 self.assertEqual(encode(restricted), want, names)
                 # The engine's encoder.
                 text = _exposition._expose(restricted, openmetrics)
-                if openmetrics and not OPENMETRICS_UNDERSCORES:
-                    self.assertIsNone(text, names)  # the release's encoder, then
-                    continue
                 self.assertIsNotNone(text, names)
                 self.assertEqual(text + (b'# EOF\n' if openmetrics else b''), want, names)
 
@@ -705,8 +687,7 @@ class EngineExpositionTest(DropInTestCase):
 
     def run_checks(self, code):
         write_workers(self.dir)
-        release = f'OPENMETRICS_UNDERSCORES = {OPENMETRICS_UNDERSCORES}\nESCAPING = {ESCAPING}\n'
-        out, _ = run_python(release + SPY
+        out, _ = run_python(f'ESCAPING = {ESCAPING}\n' + SPY
                             + WSGI.replace('make_wsgi_app', 'prometheus_client.make_wsgi_app')
                             + code + '\nprint(json.dumps(checks))',
                             env={'PROMETHEUS_MULTIPROC_DIR': self.dir}, split=False)
@@ -726,7 +707,7 @@ python_text, python_om = generate_latest.__wrapped__, om.generate_latest.__wrapp
 checks['one function'] = generate_latest is exposition.generate_latest is prometheus_client.generate_latest
 only = CollectorRegistry(); MultiProcessCollector(only)
 check('text', lambda: generate_latest(only), True, python_text(only))
-check('openmetrics', lambda: om.generate_latest(only), OPENMETRICS_UNDERSCORES, python_om(only))
+check('openmetrics', lambda: om.generate_latest(only), True, python_om(only))
 check('wsgi', lambda: wsgi_get(only), True, python_text(only))
 restricted = only.restricted_registry(['requests_total'])
 check('restricted', lambda: generate_latest(restricted), True, python_text(restricted))
@@ -759,7 +740,7 @@ checks['not installed'] = \
 python_text, python_om = generate_latest.__wrapped__, om_latest.__wrapped__
 check('text', lambda: generate_latest(registry), True, python_text(registry))
 check('text, again', lambda: generate_latest(registry), True, python_text(registry))
-check('openmetrics', lambda: om_latest(registry), OPENMETRICS_UNDERSCORES, python_om(registry))
+check('openmetrics', lambda: om_latest(registry), True, python_om(registry))
 check('wsgi', lambda: wsgi_get(registry), True, python_text(registry))
 restricted = registry.restricted_registry(['latency_seconds_bucket'])
 check('restricted', lambda: generate_latest(restricted), True, python_text(restricted))

@@ -42,7 +42,9 @@ pub use collector::{
     merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Natives,
     Scrape, ScrapeStats,
 };
-pub use exposition::{encode_openmetrics, encode_prometheus, Format};
+pub use exposition::{
+    encode_openmetrics, encode_openmetrics_with, encode_prometheus, Format, SampleNames,
+};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use filter::NameFilter;
 pub use native_histograms::NativeHistograms;

@@ -1,5 +1,6 @@
 //! [`Format`]: which exposition, its `Content-Type`, and its encoder.
 
+use super::openmetrics::SampleNames;
 use super::sample_lines::Fresh;
 use super::{openmetrics, prometheus};
 use crate::family::MergedFamily;
@@ -51,7 +52,9 @@ impl Format {
     pub(crate) fn encode_families(self, families: &[MergedFamily], out: &mut String) {
         match self {
             Format::Prometheus => prometheus::encode_families(families, out, &mut Fresh),
-            Format::OpenMetrics => openmetrics::encode_families(families, out, &mut Fresh),
+            Format::OpenMetrics => {
+                openmetrics::encode_families(families, SampleNames::default(), out, &mut Fresh);
+            }
         }
     }
 

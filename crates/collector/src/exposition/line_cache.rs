@@ -112,7 +112,12 @@ impl LineCache {
         let encoded = (*families).as_ref();
         match format {
             Format::Prometheus => prometheus::encode_families(encoded, out, &mut lines),
-            Format::OpenMetrics => openmetrics::encode_families(encoded, out, &mut lines),
+            Format::OpenMetrics => openmetrics::encode_families(
+                encoded,
+                openmetrics::SampleNames::default(),
+                out,
+                &mut lines,
+            ),
         }
         self.lines = lines.new;
         // Kept after the comparisons: the last families stay alive until

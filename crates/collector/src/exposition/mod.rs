@@ -26,7 +26,7 @@ mod sample_lines;
 pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};
 pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
-pub use openmetrics::encode_openmetrics;
+pub use openmetrics::{encode_openmetrics, encode_openmetrics_with, SampleNames};
 pub use prometheus::encode_prometheus;
 pub use protobuf::{
     encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, ProtobufCache,

@@ -28,7 +28,44 @@ use crate::family::MergedFamily;
 ///                  ## EOF\n");
 /// ```
 pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
-    encode_families(families, out, &mut Fresh);
+    encode_openmetrics_with(families, SampleNames::LabelRules, out);
+}
+
+/// How OpenMetrics sample names are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SampleNames {
+    /// With the label-name rules, so `:` becomes `_`: `prometheus_client`
+    /// 0.23 and later.
+    #[default]
+    LabelRules,
+    /// With the metric-name rules, so `:` stays (`vllm:requests_total`):
+    /// what `prometheus_client` before 0.23 writes for the names it accepts
+    /// (legacy names; others it writes as they are, which no parser reads,
+    /// and here they get the metric-name rules' underscores).
+    MetricRules,
+}
+
+/// [`encode_openmetrics`] with sample names written as `names` says.
+///
+/// ```
+/// use std::sync::Arc;
+/// use multiprom_collector::{encode_openmetrics_with, FamilyType, MergedFamily, MergedSample, SampleNames};
+/// let family = MergedFamily {
+///     name: "vllm:waiting".into(),
+///     help: "Waiting.".into(),
+///     family_type: FamilyType::Gauge,
+///     gauge_mode: None,
+///     samples: vec![MergedSample { name: "vllm:waiting".into(), labels: Arc::from([]), value: 2.0, exemplar: None }],
+/// };
+/// let mut out = String::new();
+/// encode_openmetrics_with(&[family], SampleNames::MetricRules, &mut out);
+/// assert_eq!(out, "# HELP vllm:waiting Waiting.\n\
+///                  ## TYPE vllm:waiting gauge\n\
+///                  vllm:waiting 2.0\n\
+///                  ## EOF\n");
+/// ```
+pub fn encode_openmetrics_with(families: &[MergedFamily], names: SampleNames, out: &mut String) {
+    encode_families(families, names, out, &mut Fresh);
     out.push_str(EOF);
 }
 
@@ -39,6 +76,7 @@ pub(crate) const EOF: &str = "# EOF\n";
 /// through `lines`.
 pub(crate) fn encode_families(
     families: &[MergedFamily],
+    names: SampleNames,
     out: &mut String,
     lines: &mut impl SampleLines,
 ) {
@@ -54,7 +92,10 @@ pub(crate) fn encode_families(
         out.push('\n');
         for sample in &family.samples {
             lines.sample(out, sample, |out| {
-                push_om_sample_name(out, &sample.name);
+                match names {
+                    SampleNames::LabelRules => push_om_sample_name(out, &sample.name),
+                    SampleNames::MetricRules => push_metric_name(out, &sample.name),
+                }
                 push_labels_and_value(out, &sample.labels, sample.value);
                 if let Some(exemplar) = &sample.exemplar {
                     // Between the value and the line's end.

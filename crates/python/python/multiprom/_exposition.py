@@ -155,9 +155,9 @@ def _openmetrics_latest(**arguments):
     return _originals["_openmetrics_latest"](**arguments)
 
 
-# Whether prometheus_client's OpenMetrics encoder names samples as the
-# engine's does (None: not asked yet).
-_openmetrics_names = None
+# How prometheus_client's OpenMetrics encoder writes a sample name's `:`
+# ("_" or ":"; "" when it could not be told; None: not asked yet).
+_openmetrics_colon = None
 
 
 class _ColonGauge:
@@ -169,21 +169,25 @@ class _ColonGauge:
         yield GaugeMetricFamily("multiprom:probe", "Probe.", value=1)
 
 
-def _openmetrics_names_are_engines():
-    """Whether the installed ``prometheus_client``'s OpenMetrics encoder
-    writes a sample name's ``:`` as ``_``, as the engine's does (as 0.26
-    does; older releases, which the package allows, keep it): asked once,
-    of its own encoder. Where it does not, its own encoder runs, on the
-    samples of multiprom's collector (the same bytes it prints, only
-    slower)."""
-    global _openmetrics_names
-    if _openmetrics_names is None:
+def _openmetrics_colon_written():
+    """How the installed ``prometheus_client``'s OpenMetrics encoder writes
+    a sample name's ``:``: ``"_"`` (0.23 on, as the engine does by default),
+    ``":"`` (older releases, which the package allows: the engine keeps it
+    then), or ``""`` when its answer is neither (its own encoder runs, on
+    the samples of multiprom's collector). Asked once, of its own encoder."""
+    global _openmetrics_colon
+    if _openmetrics_colon is None:
         try:
             text = _originals["_openmetrics_latest"](registry=_ColonGauge())
-            _openmetrics_names = b"\nmultiprom_probe 1.0\n" in text
         except Exception:  # its own encoder, then
-            _openmetrics_names = False
-    return _openmetrics_names
+            text = b""
+        if b"\nmultiprom_probe 1.0\n" in text:
+            _openmetrics_colon = "_"
+        elif b"\nmultiprom:probe 1.0\n" in text:
+            _openmetrics_colon = ":"
+        else:
+            _openmetrics_colon = ""
+    return _openmetrics_colon
 
 
 # Whether serving the protobuf format failed once (logged then only).
@@ -293,8 +297,12 @@ def _only_collector(registry):
 def _expose(registry, openmetrics):
     """The engine's text for ``registry`` (without OpenMetrics' ``# EOF``),
     or None where ``prometheus_client``'s function must run."""
-    if openmetrics and not _openmetrics_names_are_engines():
-        return None
+    colons_kept = False
+    if openmetrics:
+        colon = _openmetrics_colon_written()
+        if not colon:
+            return None
+        colons_kept = colon == ":"
     names = None
     if _is_restricted(registry):
         # registry.restricted_registry(names), as the HTTP handlers make for
@@ -307,7 +315,7 @@ def _expose(registry, openmetrics):
     collector = _only_collector(registry)
     if collector is None:
         return None
-    text, reports = collector._engine.expose(openmetrics, names)
+    text, reports = collector._engine.expose(openmetrics, names, colons_kept)
     _log(reports)
     return text
 
