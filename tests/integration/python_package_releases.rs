@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -235,19 +235,28 @@ environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "na
 sys.stdout.buffer.write(b"".join(make_wsgi_app(r)(environ, lambda status, headers: None)))
 "#;
 
+/// Runs `script` with the oldest release, `MULTIPROM_INSTALL=install`, on
+/// `dir`: its stdout, once it succeeded with nothing on stderr.
+fn run_oldest(dir: &Path, script: &str, install: &str) -> String {
+    let out = Command::new(release_python(OLDEST))
+        .args(["-c", script])
+        .env("PROMETHEUS_MULTIPROC_DIR", dir)
+        .env("MULTIPROM_INSTALL", install)
+        .output()
+        .unwrap();
+    assert_success(install, &out);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{install}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every part of `MULTIPROM_INSTALL`.
+const EVERYTHING: &str = "collector,writer,native-histograms";
+
 #[test]
 fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows() {
     let dir = temp_dir();
-    let out = Command::new(release_python(OLDEST))
-        .args(["-c", WORKER])
-        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
-        .env("MULTIPROM_INSTALL", "collector,writer,native-histograms")
-        .output()
-        .unwrap();
-    assert_success("the worker", &out);
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        run_oldest(dir.path(), WORKER, EVERYTHING),
         "True True\n3.0 1.0\n1\napplication/vnd.google.protobuf True\n"
     );
 }
@@ -255,22 +264,11 @@ fn every_part_of_the_package_works_with_the_oldest_prometheus_client_it_allows()
 #[test]
 fn openmetrics_is_the_oldest_prometheus_clients_own_and_name_filters_answer() {
     let dir = temp_dir();
-    let run = |script: &str, install: &str| {
-        let out = Command::new(release_python(OLDEST))
-            .args(["-c", script])
-            .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
-            .env("MULTIPROM_INSTALL", install)
-            .output()
-            .unwrap();
-        assert_success(install, &out);
-        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{install}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    run(WORKER, "collector,writer,native-histograms");
-    let ours = run(OPENMETRICS, "collector");
+    run_oldest(dir.path(), WORKER, EVERYTHING);
+    let ours = run_oldest(dir.path(), OPENMETRICS, "collector");
     // prometheus_client's own collector (nothing installed): the whole
     // text, and no answer to `?name[]=` (it asks collectors by name).
-    let theirs = run(OPENMETRICS, "");
+    let theirs = run_oldest(dir.path(), OPENMETRICS, "");
     let (whole, named) = ours.split_at(ours.find("# EOF\n").unwrap() + 6);
     assert_eq!(format!("{whole}# EOF\n"), theirs);
     assert!(whole.contains("\nvllm:waiting 2.0\n"), "{whole}");
@@ -309,17 +307,9 @@ print(asgi == wsgi("name[]=h_count"), len(asgi) < len(wsgi("")), len(asgi) > 0)
 #[test]
 fn a_name_filter_through_asgi_answers_the_named_samples_on_the_oldest_release() {
     let dir = temp_dir();
-    let run = |script: &str| {
-        let out = Command::new(release_python(OLDEST))
-            .args(["-c", script])
-            .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
-            .env("MULTIPROM_INSTALL", "collector,writer,native-histograms")
-            .output()
-            .unwrap();
-        assert_success("the script", &out);
-        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    run(WORKER);
-    assert_eq!(run(PROTOBUF_NAMED), "True True True\n");
+    run_oldest(dir.path(), WORKER, EVERYTHING);
+    assert_eq!(
+        run_oldest(dir.path(), PROTOBUF_NAMED, EVERYTHING),
+        "True True True\n"
+    );
 }

@@ -45,7 +45,7 @@ from multiprom import _exposition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from collector_diff import reference_files  # noqa: E402
-from python_package_diff import describe  # noqa: E402
+from python_package_diff import Fixed, describe  # noqa: E402
 
 _exposition.set_wanted(True)
 PYTHON_PROM, PYTHON_OM = generate_latest.__wrapped__, generate_latest_om.__wrapped__
@@ -78,16 +78,6 @@ def colons_kept(openmetrics):
             line = family + line[len(family):]
         lines.append(line)
     return '\n'.join(lines).encode()
-
-
-class Fixed:
-    """A collector returning given metrics."""
-
-    def __init__(self, metrics):
-        self.metrics = metrics
-
-    def collect(self):
-        return self.metrics
 
 
 def normalized(families, order=True):
