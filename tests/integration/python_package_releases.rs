@@ -60,57 +60,66 @@ fn the_oldest_release_is_the_one_pyproject_allows() {
     );
 }
 
-/// The package's own test script (python_package.rs runs it with the
-/// pinned release, where nothing may be skipped) with `release`: every test
-/// passes but those of what the release lacks, which must be exactly
-/// `skipped`.
+/// The package's own test scripts (python_package.rs and
+/// python_native_histograms.rs run them with the pinned release, where
+/// nothing may be skipped) with `release`: every test passes but those of
+/// what the release lacks, which must be exactly `skipped`, in the order
+/// the scripts run.
 fn package_tests_pass_with(release: &str, skipped: &[&str]) {
-    let out = Command::new(release_python(release))
-        .arg(python_script("python_package_tests.py"))
-        .env_remove("PROMETHEUS_MULTIPROC_DIR")
-        .env_remove("prometheus_multiproc_dir")
-        .env_remove("MULTIPROM_INSTALL")
-        .output()
-        .unwrap();
-    assert_success(&format!("python_package_tests.py with {release}"), &out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let got: Vec<&str> = stdout
-        .lines()
-        .filter_map(|line| line.strip_prefix("skipped "))
-        .collect();
+    let mut got = Vec::new();
+    for script in ["python_package_tests.py", "native_histogram_tests.py"] {
+        let out = Command::new(release_python(release))
+            .arg(python_script(script))
+            .env_remove("PROMETHEUS_MULTIPROC_DIR")
+            .env_remove("prometheus_multiproc_dir")
+            .env_remove("MULTIPROM_INSTALL")
+            .output()
+            .unwrap();
+        assert_success(&format!("{script} with {release}"), &out);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        got.extend(
+            stdout
+                .lines()
+                .filter_map(|line| line.strip_prefix("skipped "))
+                .map(str::to_owned),
+        );
+    }
     assert_eq!(got, skipped, "skipped with prometheus_client {release}");
 }
 
 /// Before 0.25: `CollectorRegistry(support_collectors_without_names=)`.
 const WITHOUT_NAMES: &str = "RestrictedTest.test_a_registry_that_supports_collectors_without_names";
-/// Before 0.26: `values.close_all_multiprocess_files()`.
-const CLOSE_ALL: &str =
-    "WriterInstallTest.test_close_all_multiprocess_files_closes_multiprom_files";
+/// Before 0.26: `values.close_all_multiprocess_files()`, for the writer's
+/// files and the native histograms'.
+const CLOSE_ALL: [&str; 2] = [
+    "WriterInstallTest.test_close_all_multiprocess_files_closes_multiprom_files",
+    "NativeHistogramTest.test_close_all_multiprocess_files_closes_the_native_files_too",
+];
 
 // 0.18.0: the oldest; `start_http_server` returns nothing.
 #[test]
 fn package_tests_pass_with_0_18() {
-    package_tests_pass_with(OLDEST, &[WITHOUT_NAMES, CLOSE_ALL]);
+    package_tests_pass_with(OLDEST, &[WITHOUT_NAMES, CLOSE_ALL[0], CLOSE_ALL[1]]);
 }
 
 // 0.22.1: the last whose ASGI handler parses the query as bytes, and whose
 // OpenMetrics keeps a `:` in a sample name.
 #[test]
 fn package_tests_pass_with_0_22() {
-    package_tests_pass_with("0.22.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+    package_tests_pass_with("0.22.1", &[WITHOUT_NAMES, CLOSE_ALL[0], CLOSE_ALL[1]]);
 }
 
 // 0.24.1: the last without collectors without names.
 #[test]
 fn package_tests_pass_with_0_24() {
-    package_tests_pass_with("0.24.1", &[WITHOUT_NAMES, CLOSE_ALL]);
+    package_tests_pass_with("0.24.1", &[WITHOUT_NAMES, CLOSE_ALL[0], CLOSE_ALL[1]]);
 }
 
 // 0.25.0: the last without `close_all_multiprocess_files()` (and the
 // writer's cleanup list).
 #[test]
 fn package_tests_pass_with_0_25() {
-    package_tests_pass_with("0.25.0", &[CLOSE_ALL]);
+    package_tests_pass_with("0.25.0", &CLOSE_ALL);
 }
 
 /// Random directories (`collector_diff.py`, as the differential tests make
