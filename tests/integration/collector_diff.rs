@@ -28,7 +28,7 @@
 
 use std::path::Path;
 
-use multiprom_collector::{CollectOptions, DirCollector, Format, Warning};
+use multiprom_collector::{CollectOptions, DirCollector, Escaping, Format, Warning};
 
 use crate::harness::{multiprom, run_python, temp_dir};
 
@@ -52,6 +52,11 @@ const OUTPUTS: [(&str, Format, bool); 4] = [
     ("prom_noacc.txt", Format::Prometheus, false),
     ("om_noacc.txt", Format::OpenMetrics, false),
 ];
+
+/// The other escaping schemes a scraper may ask for (Prometheus 3:
+/// `allow-utf-8`): reference outputs `prom_<scheme>.txt` and
+/// `om_<scheme>.txt`, accumulated.
+const ESCAPINGS: [Escaping; 3] = [Escaping::AllowUtf8, Escaping::Dots, Escaping::Values];
 
 fn env_u64(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
@@ -122,13 +127,29 @@ fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
                     other => return Err(format!("seed {seed}: unexpected warning: {other}")),
                 }
             }
-            for (file, format, acc) in OUTPUTS {
-                if acc != accumulate {
-                    continue;
-                }
-                let want = std::fs::read(reference.join(file)).expect("reference output");
+            let escaped = ESCAPINGS
+                .iter()
+                .filter(|_| accumulate)
+                .flat_map(|&escaping| {
+                    [
+                        (
+                            format!("prom_{}.txt", escaping.as_str()),
+                            Format::Prometheus,
+                        ),
+                        (format!("om_{}.txt", escaping.as_str()), Format::OpenMetrics),
+                    ]
+                    .map(|(file, format)| (file, format, escaping))
+                });
+            let outputs = OUTPUTS
+                .iter()
+                .filter(|(_, _, acc)| *acc == accumulate)
+                .map(|&(file, format, _)| (file.to_owned(), format, Escaping::Underscores))
+                .chain(escaped);
+            for (file, format, escaping) in outputs {
+                let want = std::fs::read(reference.join(&file)).expect("reference output");
                 let want = String::from_utf8(want).expect("Python output is UTF-8");
-                let got = scrape.encode(format);
+                let mut got = String::new();
+                format.encode_all(&[&scrape.families], escaping, &mut got);
                 if let Some(report) = first_difference(&want, &got) {
                     return Err(format!(
                         "seed {seed}: {file} ({round} cache) differs from Python: {report}\n\

@@ -17,8 +17,10 @@ use crate::http_client::{get, gunzip, request};
 use crate::spawned_server::{Spawned, PATIENCE};
 
 pub(crate) const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The answer to an OpenMetrics range naming version 1.0.0 and no
+/// escaping ([`PROMETHEUS_ACCEPT`]), as `prometheus_client` names it.
 pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
-    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores";
 /// What Prometheus sends when it prefers OpenMetrics.
 pub(crate) const PROMETHEUS_ACCEPT: &str =
     "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
@@ -140,6 +142,73 @@ fn python_exposition(dir: &Path, format: &str) -> String {
         &[],
     ))
     .unwrap()
+}
+
+/// What `prometheus_client`'s `make_wsgi_app` answers `accept` with over
+/// `dir`: (Content-Type, body).
+fn python_answer(dir: &Path, accept: &str) -> (String, String) {
+    let out = run_python(
+        "serve_python_answer.py",
+        &["answer", dir.to_str().unwrap(), accept],
+        &[],
+    );
+    let out = String::from_utf8(out).unwrap();
+    let (content_type, body) = out.split_once('\n').unwrap();
+    (content_type.to_owned(), body.to_owned())
+}
+
+// Prometheus 3 asks for `escaping=allow-utf-8`, under which a `:` stays in
+// OpenMetrics sample names (`vllm:num_requests_running`, not
+// `vllm_num_requests_running` as under the default `underscores`) and
+// other names are quoted: series named as the application's own endpoint
+// names them. Each header gets prometheus_client's Content-Type and body.
+#[test]
+fn each_escaping_scheme_answers_as_prometheus_client_does() {
+    let dir = temp_dir();
+    run_python(
+        "serve_python_answer.py",
+        &["write"],
+        &[("PROMETHEUS_MULTIPROC_DIR", dir.path())],
+    );
+    let (server, addr) = serve(dir.path(), &[]);
+    let prometheus_3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+    let cases = [
+        prometheus_3,
+        PROMETHEUS_ACCEPT,
+        "text/plain;version=1.0.0;escaping=allow-utf-8",
+        "text/plain;version=1.0.0;escaping=dots",
+        "application/openmetrics-text;version=1.0.0;escaping=values",
+        "text/plain;version=0.0.4",
+        "application/openmetrics-text",
+    ];
+    for accept in cases {
+        let response = get(addr, "/metrics", &[("Accept", accept)]);
+        assert_eq!(response.status, 200, "{accept}");
+        let (content_type, python) = python_answer(dir.path(), accept);
+        assert_eq!(
+            response.header("content-type"),
+            Some(content_type.as_str()),
+            "{accept}"
+        );
+        let body = response.text();
+        let (workers, _) = partition_self(&body);
+        let python_body = python.strip_suffix("# EOF\n").unwrap_or(&python);
+        assert_eq!(workers, split_families(python_body), "{accept}");
+        assert!(
+            body.starts_with(python_body),
+            "{accept}: not a byte-exact prefix"
+        );
+    }
+    let body = get(addr, "/metrics", &[("Accept", prometheus_3)]).text();
+    assert!(
+        body.contains("\nvllm:num_requests_running{\"model.name\"=\"m\"} 2.0\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("\n{\"caf\u{e9}_orders_total\"} 1.0\n"),
+        "{body}"
+    );
+    drop(server);
 }
 
 #[test]

@@ -22,6 +22,8 @@ For every seed in FIRST_SEED .. FIRST_SEED+COUNT-1 this script
                                MultiProcessCollector.merge(glob(DIR/*.db)),
                                i.e. MultiProcessCollector(path=DIR).collect()
    prom_noacc.txt, om_noacc.txt  the same with accumulate=False
+   prom_E.txt, om_E.txt        the first two with escaping E (allow-utf-8,
+                               dots, values), where the release has them
    scenario.json               the scenario, for people debugging a seed
 
 Seeds run in two forked runners (the CI machines have two cores). Type
@@ -30,6 +32,7 @@ differs from Python (docs/merge.md), and they have their own tests.
 """
 
 import glob
+import inspect
 import json
 import math
 import os
@@ -340,11 +343,22 @@ def reference_outputs(directory):
         def collect(self):
             return MultiProcessCollector.merge(files, accumulate=self.accumulate)
 
-    return {name: encode(Merged(accumulate))
-            for name, encode, accumulate in [('prom.txt', generate_latest, True),
-                                             ('om.txt', generate_latest_om, True),
-                                             ('prom_noacc.txt', generate_latest, False),
-                                             ('om_noacc.txt', generate_latest_om, False)]}
+    outputs = {name: encode(Merged(accumulate))
+               for name, encode, accumulate in [('prom.txt', generate_latest, True),
+                                                ('om.txt', generate_latest_om, True),
+                                                ('prom_noacc.txt', generate_latest, False),
+                                                ('om_noacc.txt', generate_latest_om, False)]}
+    # The other escaping schemes a scraper may ask for (Prometheus 3:
+    # allow-utf-8), where this release has them.
+    if 'escaping' in inspect.signature(generate_latest).parameters:
+        for escaping in ESCAPINGS:
+            outputs[f'prom_{escaping}.txt'] = generate_latest(Merged(True), escaping)
+            outputs[f'om_{escaping}.txt'] = generate_latest_om(Merged(True), escaping)
+    return outputs
+
+
+# The escaping schemes besides the default underscores.
+ESCAPINGS = ['allow-utf-8', 'dots', 'values']
 
 
 # Set from the command line: only names every release accepts.

@@ -19,7 +19,7 @@ has both prometheus_client and multiprom installed):
   Prometheus text and OpenMetrics, `accumulate` on and off, against the
   reference files, through prometheus_client's encoder and through the
   engine-encoded `generate_latest` that a multiprom collector puts in
-  place.
+  place, this one with each escaping scheme too.
 
 Prints one line per failing seed and exits 1 if any failed, else prints
 "N seeds equal".
@@ -46,7 +46,25 @@ ENGINE_PROM, ENGINE_OM = generate_latest, generate_latest_om
 PYTHON_PROM, PYTHON_OM = generate_latest.__wrapped__, generate_latest_om.__wrapped__
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_diff import reference_files  # noqa: E402
+from collector_diff import ESCAPINGS, reference_files  # noqa: E402
+
+
+def engine_encoded(call):
+    """`call()`'s bytes, and whether the engine encoded them: asked once
+    (through `_exposition._expose`), it answered."""
+    answers = []
+    expose = _exposition._expose
+
+    def spy(*args, **kwargs):
+        text = expose(*args, **kwargs)
+        answers.append(text is not None)
+        return text
+
+    _exposition._expose = spy
+    try:
+        return call(), answers == [True]
+    finally:
+        _exposition._expose = expose
 
 
 class Reports(logging.Handler):
@@ -134,6 +152,14 @@ def check_seed(base, seed, reports):
             failures.append(f'seed {seed}: the engine-encoded exposition was not taken')
         expect_bytes('prom.txt', ENGINE_PROM(registry))
         expect_bytes('om.txt', ENGINE_OM(registry))
+        # The other escaping schemes (Prometheus 3 asks for allow-utf-8).
+        for escaping in ESCAPINGS:
+            for name, encode in ((f'prom_{escaping}.txt', ENGINE_PROM),
+                                 (f'om_{escaping}.txt', ENGINE_OM)):
+                text, engine = engine_encoded(lambda: encode(registry, escaping))
+                if not engine:
+                    failures.append(f'seed {seed}: {name} was not engine-encoded')
+                expect_bytes(name, text)
     for accumulate, prom, om in [(True, 'prom.txt', 'om.txt'),
                                  (False, 'prom_noacc.txt', 'om_noacc.txt')]:
         ours = multiprom.MultiProcessCollector.merge(files, accumulate=accumulate)

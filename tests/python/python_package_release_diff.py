@@ -16,8 +16,12 @@ seed:
 
 * the engine-encoded `generate_latest` (a registry holding only multiprom's
   collector) is taken and prints the pinned release's Prometheus text;
-* the engine-encoded OpenMetrics is taken and is the pinned release's,
-  but for sample names where the installed release keeps a `:` in them;
+* the engine-encoded OpenMetrics is taken and is the pinned release's;
+  where the installed release keeps a `:` in sample names (before 0.23),
+  what the pinned release writes with `escaping=allow-utf-8`, which keeps
+  it too;
+* where the installed release has escaping schemes (0.23 on), text and
+  OpenMetrics with each are the pinned release's;
 * `collect()` gives the installed release's own merge's families, each
   with the same samples (a bound of 1e10 or more written as the pinned
   release writes it); in the same order from 0.24 on.
@@ -29,6 +33,7 @@ release's own merge and encoder print other bytes than the pinned release. Print
 failure and exits 1 if any, else the counts.
 """
 
+import inspect
 import logging
 import os
 import sys
@@ -44,7 +49,7 @@ import multiprom
 from multiprom import _exposition
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from collector_diff import reference_files  # noqa: E402
+from collector_diff import ESCAPINGS, reference_files  # noqa: E402
 from python_package_diff import Fixed, describe  # noqa: E402
 
 _exposition.set_wanted(True)
@@ -59,25 +64,10 @@ class Colon:
         yield GaugeMetricFamily('a:b', 'A.', value=1)
 
 
+# Whether the release has escaping schemes (0.23 on).
+ESCAPING = 'escaping' in inspect.signature(generate_latest).parameters
 # Whether the release's OpenMetrics writes a sample name's `:` as `_`.
 OM_UNDERSCORES = b'\na_b 1.0\n' in PYTHON_OM(Colon())
-
-
-def colons_kept(openmetrics):
-    """The pinned release's OpenMetrics text with each sample name's family
-    part written as its family's name is on the `# TYPE` line (the metric
-    name rules: a `:` kept), as releases before 0.23 write sample names.
-    Both rules put `_` for a character one by one, so the part has the
-    family name's length."""
-    lines = []
-    family = None
-    for line in openmetrics.decode().split('\n'):
-        if line.startswith('# TYPE '):
-            family = line[len('# TYPE '):].rsplit(' ', 1)[0]
-        elif line and not line.startswith('#'):
-            line = family + line[len(family):]
-        lines.append(line)
-    return '\n'.join(lines).encode()
 
 
 def normalized(families, order=True):
@@ -122,12 +112,21 @@ def check_seed(base, seed, counts):
         failures.append(f'seed {seed}: the text is not the pinned release\'s')
     if PYTHON_PROM(Fixed(merged)) != pinned:
         counts['the release prints otherwise'] += 1
-    with open(os.path.join(ref, 'om.txt'), 'rb') as f:
-        want = f.read() if OM_UNDERSCORES else colons_kept(f.read())
+    # A release that keeps a `:` in OpenMetrics sample names gets them as
+    # the pinned release writes them with allow-utf-8.
+    with open(os.path.join(ref, 'om.txt' if OM_UNDERSCORES else 'om_allow-utf-8.txt'), 'rb') as f:
+        want = f.read()
     if _exposition._expose(registry, openmetrics=True) is None:
         failures.append(f'seed {seed}: the engine-encoded OpenMetrics was not taken')
     if generate_latest_om(registry) != want:
         failures.append(f'seed {seed}: OpenMetrics is not what it should be')
+    if ESCAPING:
+        for escaping in ESCAPINGS:
+            for name, encode in ((f'prom_{escaping}.txt', generate_latest),
+                                 (f'om_{escaping}.txt', generate_latest_om)):
+                with open(os.path.join(ref, name), 'rb') as f:
+                    if encode(registry, escaping) != f.read():
+                        failures.append(f'seed {seed}: {name} is not the pinned release\'s')
     counts['compared'] += 1
     return failures
 

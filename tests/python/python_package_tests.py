@@ -654,8 +654,8 @@ checks = {}
 engine_texts = []
 _expose = _exposition._expose
 
-def spy(registry, openmetrics):
-    text = _expose(registry, openmetrics)
+def spy(registry, openmetrics, escaping='underscores'):
+    text = _expose(registry, openmetrics, escaping)
     engine_texts.append(text is not None)
     return text
 
@@ -717,7 +717,7 @@ Counter('own', 'Own.', registry=mixed).inc()
 check('mixed', lambda: generate_latest(mixed), False, python_text(mixed))
 checks['mixed has both'] = b'own_total 1.0' in generate_latest(mixed) and b'requests_total' in generate_latest(mixed)
 if ESCAPING:
-    check('utf-8 escaping', lambda: generate_latest(only, escaping='allow-utf-8'), False,
+    check('utf-8 escaping', lambda: generate_latest(only, escaping='allow-utf-8'), True,
           python_text(only, 'allow-utf-8'))
 """
 

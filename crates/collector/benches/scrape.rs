@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Bencher, BenchmarkId, Criterion};
 use multiprom_collector::exposition::{LineCache, ProtobufCache};
-use multiprom_collector::{scan_dir, DirCollector, Format, Natives};
+use multiprom_collector::{scan_dir, DirCollector, Escaping, Format, Natives};
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::read_map::{guard_sigbus, ReadMap};
 use multiprom_format::{
@@ -765,7 +765,7 @@ fn natives(c: &mut Criterion) {
             b.iter(|| {
                 let scrape = black_box(&warm).collect().expect("collect");
                 let mut out = String::new();
-                lines.encode(Format::Prometheus, scrape, &mut out);
+                lines.encode(Format::Prometheus, Escaping::Underscores, scrape, &mut out);
                 out
             })
         });
@@ -891,7 +891,7 @@ fn natives(c: &mut Criterion) {
                 timed_after(b, &mut evict, || {
                     let scrape = warm.collect().expect("collect");
                     let mut out = String::new();
-                    lines.encode(Format::Prometheus, scrape, &mut out);
+                    lines.encode(Format::Prometheus, Escaping::Underscores, scrape, &mut out);
                     out
                 })
             });

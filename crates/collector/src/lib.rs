@@ -43,7 +43,8 @@ pub use collector::{
     Scrape, ScrapeStats,
 };
 pub use exposition::{
-    encode_openmetrics, encode_openmetrics_with, encode_prometheus, Format, SampleNames,
+    encode_openmetrics, encode_openmetrics_with, encode_prometheus, encode_prometheus_with,
+    Escaping, Format,
 };
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use filter::NameFilter;

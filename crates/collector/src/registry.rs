@@ -55,7 +55,7 @@ use prometheus_client::metrics::exemplar::Exemplar;
 use prometheus_client::metrics::MetricType;
 
 use crate::collector::{CollectOptions, DirCollector};
-use crate::exposition::names::{push_escaped, push_label_name, push_metric_name};
+use crate::exposition::names::{push_escaped, push_label_name, push_metric_name, Escaping};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::parse::parse_python_float;
 
@@ -158,7 +158,7 @@ impl EncodeLabelSet for EscapedLabels<'_> {
             let mut label = encoder.encode_label();
             let mut key = label.encode_label_key()?;
             buf.clear();
-            push_label_name(&mut buf, name);
+            push_label_name(&mut buf, name, Escaping::Underscores);
             key.write_str(&buf)?;
             let mut value_encoder = key.encode_label_value()?;
             buf.clear();
@@ -172,7 +172,7 @@ impl EncodeLabelSet for EscapedLabels<'_> {
 
 fn escaped_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
-    push_metric_name(&mut out, name);
+    push_metric_name(&mut out, name, Escaping::Underscores);
     out
 }
 

@@ -29,7 +29,7 @@ use multiprom_collector::exposition::{
     PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
-    CollectError, DirCollector, Format, MergedFamily, NameFilter, Natives, Scrape,
+    CollectError, DirCollector, Escaping, Format, MergedFamily, NameFilter, Natives, Scrape,
 };
 use tokio::sync::Semaphore;
 
@@ -38,7 +38,7 @@ use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
 use crate::html::html_escape;
 use crate::listability::Listability;
 use crate::metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
-use crate::negotiate::{accepts_gzip, choose_exposition, Exposition};
+use crate::negotiate::{accepts_gzip, choose_exposition, Exposition, Text};
 use crate::plain_response::plain;
 use crate::probes;
 use crate::process_metrics;
@@ -156,7 +156,7 @@ struct ServedDir {
     /// then).
     writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
-    line_caches: Caches<(Format, Option<NameFilter>), LineCache>,
+    line_caches: Caches<(Format, Escaping, Option<NameFilter>), LineCache>,
     /// The last protobuf encodings' families, per filter.
     protobuf_caches: Caches<Option<NameFilter>, ProtobufCache>,
     /// Buffers for `/metrics` bodies.
@@ -316,17 +316,20 @@ impl Endpoint {
     /// collected and served, multiprom's own included.
     pub async fn metrics(
         &self,
-        format: Format,
+        text: Text,
         filter: Option<NameFilter>,
     ) -> Result<String, ScrapeFailure> {
+        let Text {
+            format, escaping, ..
+        } = text;
         self.rendered(
             filter,
             Natives::Skip,
             move |served, scrape, filter| match scrape {
-                Some(scrape) => served.render_metrics(scrape, format, filter),
+                Some(scrape) => served.render_metrics(scrape, format, escaping, filter),
                 None => {
                     let mut out = String::new();
-                    format.encode(&served.unlistable_families(filter), &mut out);
+                    format.encode_all(&[served.unlistable_families(filter)], escaping, &mut out);
                     out
                 }
             },
@@ -540,13 +543,14 @@ impl ServedDir {
         &self,
         scrape: &Arc<Scrape>,
         format: Format,
+        escaping: Escaping,
         filter: Option<&NameFilter>,
     ) -> String {
         let mut out = self.texts.take(128 * scrape.stats.series + 4096);
         // The workers' families, then multiprom's own; OpenMetrics' one
         // `# EOF` comes after both, from `finish`.
-        let mut body = ExpositionBody::new(format, &mut out);
-        self.encode_families(scrape, format, filter, &mut body);
+        let mut body = ExpositionBody::new(format, escaping, &mut out);
+        self.encode_families(scrape, format, escaping, filter, &mut body);
         let own = self.own_families(scrape, filter);
         body.families(&own);
         body.finish();
@@ -599,6 +603,7 @@ impl ServedDir {
         &self,
         scrape: &Arc<Scrape>,
         format: Format,
+        escaping: Escaping,
         filter: Option<&NameFilter>,
         body: &mut ExpositionBody<'_>,
     ) {
@@ -608,8 +613,8 @@ impl ServedDir {
         };
         let cache = cache_for(
             &mut caches,
-            |(f, names)| *f == format && names.as_ref() == filter,
-            || (format, filter.cloned()),
+            |(f, e, names)| *f == format && *e == escaping && names.as_ref() == filter,
+            || (format, escaping, filter.cloned()),
         );
         body.cached(cache, Arc::clone(scrape));
     }
@@ -700,8 +705,8 @@ async fn metrics_handler(
     let gzip = accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
     let filter = query.as_deref().and_then(name_filter);
     let (content_type, body) = match exposition {
-        Exposition::Text(format) => match endpoint.metrics(format, filter).await {
-            Ok(text) => (format.content_type(), Encoded::Text(text)),
+        Exposition::Text(text) => match endpoint.metrics(text, filter).await {
+            Ok(body) => (text.content_type(), Encoded::Text(body)),
             Err(failure) => return failure_response(&failure),
         },
         Exposition::Protobuf => match endpoint.metrics_protobuf(filter).await {

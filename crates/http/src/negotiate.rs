@@ -8,6 +8,13 @@
 //! "not acceptable", and the higher q wins. On a tie an explicit OpenMetrics
 //! range wins (as in Python); a bare `*/*` gets text 0.0.4.
 //!
+//! A text format's range that names version 1.0.0 gets its `escaping`
+//! parameter honoured (`underscores` when it names none), and the answer's
+//! `Content-Type` names both, as `prometheus_client` 0.26 answers:
+//! Prometheus 3 asks for `escaping=allow-utf-8`, under which a `:` stays in
+//! OpenMetrics sample names (`vllm:num_requests_running`), where the default
+//! `underscores` writes `_`.
+//!
 //! The Prometheus protobuf format is served only to a client that names it
 //! exactly (`application/vnd.google.protobuf` with
 //! `proto=io.prometheus.client.MetricFamily` and `encoding=delimited`, as
@@ -15,16 +22,82 @@
 //! higher q than every text format: no wildcard stands for it, so a browser
 //! or `curl` never gets binary, and on a tie text wins.
 
-use multiprom_collector::Format;
+use multiprom_collector::{Escaping, Format};
 
 /// What a `/metrics` answer is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Exposition {
-    /// A text format: Prometheus text 0.0.4 or OpenMetrics 1.0.0.
-    Text(Format),
+    /// A text format: Prometheus text or OpenMetrics 1.0.0.
+    Text(Text),
     /// The Prometheus protobuf format: length-delimited `MetricFamily`
     /// messages.
     Protobuf,
+}
+
+/// A text answer: its format, how names are escaped, and whether it names
+/// both in its `Content-Type` (the client asked for version 1.0.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Text {
+    /// Prometheus text or OpenMetrics.
+    pub format: Format,
+    /// How names that are not legacy names are written.
+    pub escaping: Escaping,
+    /// Whether the answer is version 1.0.0 with its escaping named (text
+    /// format 1.0.0 when `format` is Prometheus text; 0.0.4 otherwise).
+    pub versioned: bool,
+}
+
+impl Text {
+    /// `format` as a client that names no version gets it: text 0.0.4 or
+    /// OpenMetrics 1.0.0, names escaped with `underscores`.
+    #[must_use]
+    pub const fn plain(format: Format) -> Self {
+        Text {
+            format,
+            escaping: Escaping::Underscores,
+            versioned: false,
+        }
+    }
+
+    /// The answer's `Content-Type`, as `prometheus_client` 0.26 writes it.
+    ///
+    /// ```
+    /// use multiprom_collector::{Escaping, Format};
+    /// use multiprom_http::negotiate::Text;
+    /// let utf8 = Text { format: Format::OpenMetrics, escaping: Escaping::AllowUtf8, versioned: true };
+    /// assert_eq!(utf8.content_type(), "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8");
+    /// assert_eq!(Text::plain(Format::Prometheus).content_type(), "text/plain; version=0.0.4; charset=utf-8");
+    /// ```
+    #[must_use]
+    pub const fn content_type(self) -> &'static str {
+        use Escaping::{AllowUtf8, Dots, Underscores, Values};
+        use Format::{OpenMetrics, Prometheus};
+        if !self.versioned {
+            return self.format.content_type();
+        }
+        match (self.format, self.escaping) {
+            (Prometheus, Underscores) => {
+                "text/plain; version=1.0.0; charset=utf-8; escaping=underscores"
+            }
+            (Prometheus, AllowUtf8) => {
+                "text/plain; version=1.0.0; charset=utf-8; escaping=allow-utf-8"
+            }
+            (Prometheus, Dots) => "text/plain; version=1.0.0; charset=utf-8; escaping=dots",
+            (Prometheus, Values) => "text/plain; version=1.0.0; charset=utf-8; escaping=values",
+            (OpenMetrics, Underscores) => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=underscores"
+            }
+            (OpenMetrics, AllowUtf8) => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8"
+            }
+            (OpenMetrics, Dots) => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=dots"
+            }
+            (OpenMetrics, Values) => {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=values"
+            }
+        }
+    }
 }
 
 /// The media type of the Prometheus protobuf format.
@@ -43,6 +116,8 @@ struct MediaRange<'a> {
     proto: Option<&'a str>,
     /// The `encoding` parameter (protobuf's framing), if any.
     encoding: Option<&'a str>,
+    /// The `escaping` parameter (how names are escaped), if any.
+    escaping: Option<&'a str>,
     /// The q-value, 0.0 to 1.0.
     q: f32,
 }
@@ -58,6 +133,7 @@ fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
             version: None,
             proto: None,
             encoding: None,
+            escaping: None,
             q: 1.0,
         };
         for param in parts {
@@ -70,6 +146,7 @@ fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
                 "version" => range.version = Some(value),
                 "proto" => range.proto = Some(value),
                 "encoding" => range.encoding = Some(value),
+                "escaping" => range.escaping = Some(value),
                 _ => {}
             }
         }
@@ -169,6 +246,41 @@ pub fn choose_format(accept: Option<&str>) -> Option<Format> {
     }
 }
 
+/// `format` as `header` asks for it: the range that names its type exactly
+/// with the best q (the first of equals) decides the version and escaping;
+/// version 1.0.0 gets the range's escaping (`underscores` when it names
+/// none, or one unknown) and says so in its `Content-Type`.
+///
+/// ```
+/// use multiprom_collector::{Escaping, Format};
+/// use multiprom_http::negotiate::{text_for, Text};
+///
+/// let prometheus_3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+/// let text = text_for(prometheus_3, Format::OpenMetrics);
+/// assert_eq!(text, Text { format: Format::OpenMetrics, escaping: Escaping::AllowUtf8, versioned: true });
+/// assert_eq!(text_for("*/*", Format::Prometheus), Text::plain(Format::Prometheus));
+/// ```
+#[must_use]
+pub fn text_for(header: &str, format: Format) -> Text {
+    let mut best: Option<MediaRange<'_>> = None;
+    for range in parse_ranges(header) {
+        if specificity(&range, format) == Some(3)
+            && range.q > 0.0
+            && best.as_ref().is_none_or(|b| range.q > b.q)
+        {
+            best = Some(range);
+        }
+    }
+    match best {
+        Some(range) if range.version == Some("1.0.0") => Text {
+            format,
+            escaping: Escaping::from_param(range.escaping.unwrap_or_default()),
+            versioned: true,
+        },
+        _ => Text::plain(format),
+    }
+}
+
 /// The q-value `header` gives the Prometheus protobuf format (delimited
 /// `MetricFamily` messages): the best of the ranges that name it exactly,
 /// `None` if none does.
@@ -189,20 +301,22 @@ fn protobuf_quality(header: &str) -> Option<f32> {
 ///
 /// ```
 /// use multiprom_collector::Format;
-/// use multiprom_http::negotiate::{choose_exposition, Exposition};
+/// use multiprom_http::negotiate::{choose_exposition, Exposition, Text};
 ///
 /// // Prometheus 2.x with native histograms on.
 /// let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 /// assert_eq!(choose_exposition(Some(native)), Some(Exposition::Protobuf));
 /// let default = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-/// assert_eq!(choose_exposition(Some(default)), Some(Exposition::Text(Format::OpenMetrics)));
-/// assert_eq!(choose_exposition(Some("*/*")), Some(Exposition::Text(Format::Prometheus)));
+/// let openmetrics = choose_exposition(Some(default));
+/// assert!(matches!(openmetrics, Some(Exposition::Text(Text { format: Format::OpenMetrics, versioned: true, .. }))));
+/// assert_eq!(choose_exposition(Some("*/*")), Some(Exposition::Text(Text::plain(Format::Prometheus))));
 /// ```
 #[must_use]
 pub fn choose_exposition(accept: Option<&str>) -> Option<Exposition> {
     let text = choose_format(accept);
+    let as_text = |format| Exposition::Text(text_for(accept.unwrap_or_default(), format));
     let Some(protobuf_q) = accept.and_then(protobuf_quality).filter(|&q| q > 0.0) else {
-        return text.map(Exposition::Text);
+        return text.map(as_text);
     };
     let Some(format) = text else {
         return Some(Exposition::Protobuf);
@@ -214,7 +328,7 @@ pub fn choose_exposition(accept: Option<&str>) -> Option<Exposition> {
     if protobuf_q > text_q {
         Some(Exposition::Protobuf)
     } else {
-        Some(Exposition::Text(format))
+        Some(as_text(format))
     }
 }
 
@@ -287,11 +401,15 @@ mod tests {
 
     #[test]
     fn protobuf_only_when_named_exactly_and_preferred() {
-        let text = Some(Exposition::Text(Format::Prometheus));
-        let om = Some(Exposition::Text(Format::OpenMetrics));
+        let text = Some(Exposition::Text(Text::plain(Format::Prometheus)));
+        let om = Some(Exposition::Text(Text::plain(Format::OpenMetrics)));
+        let om_versioned = Some(Exposition::Text(Text {
+            versioned: true,
+            ..Text::plain(Format::OpenMetrics)
+        }));
         // Prometheus's default header does not name it.
         let default = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-        assert_eq!(choose_exposition(Some(default)), om);
+        assert_eq!(choose_exposition(Some(default)), om_versioned);
         // Wildcards never stand for it.
         assert_eq!(choose_exposition(Some("*/*")), text);
         assert_eq!(choose_exposition(Some("application/*")), om);
@@ -307,7 +425,7 @@ mod tests {
         }
         // A text format preferred, or tied, wins.
         let lower = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0;q=0.8";
-        assert_eq!(choose_exposition(Some(lower)), om);
+        assert_eq!(choose_exposition(Some(lower)), om_versioned);
         let tie = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.5,text/plain;q=0.5";
         assert_eq!(choose_exposition(Some(tie)), text);
         // Refused.
@@ -315,6 +433,75 @@ mod tests {
         assert_eq!(choose_exposition(Some(refused)), text);
         let nothing = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0,text/plain;q=0,application/openmetrics-text;q=0";
         assert_eq!(choose_exposition(Some(nothing)), None);
+    }
+
+    #[test]
+    fn a_version_1_range_gets_its_escaping() {
+        let text = |header: &str, format| text_for(header, format);
+        let versioned = |format, escaping| Text {
+            format,
+            escaping,
+            versioned: true,
+        };
+        // Prometheus 3: both text formats with allow-utf-8.
+        let v3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+        assert_eq!(
+            text(v3, Format::OpenMetrics),
+            versioned(Format::OpenMetrics, Escaping::AllowUtf8)
+        );
+        assert_eq!(
+            text(v3, Format::Prometheus),
+            versioned(Format::Prometheus, Escaping::AllowUtf8)
+        );
+        // The better range decides: 0.0.4 preferred to 1.0.0.
+        let old_first =
+            "text/plain;version=0.0.4;q=0.9,text/plain;version=1.0.0;escaping=dots;q=0.5";
+        assert_eq!(
+            text(old_first, Format::Prometheus),
+            Text::plain(Format::Prometheus)
+        );
+        // Each scheme by name; none, an unknown one or a bad case:
+        // underscores, still versioned (as prometheus_client answers).
+        for (param, escaping) in [
+            (";escaping=dots", Escaping::Dots),
+            (";escaping=values", Escaping::Values),
+            (";escaping=underscores", Escaping::Underscores),
+            ("", Escaping::Underscores),
+            (";escaping=utf8", Escaping::Underscores),
+            (";escaping=Allow-UTF-8", Escaping::Underscores),
+        ] {
+            let header = format!("application/openmetrics-text;version=1.0.0{param}");
+            assert_eq!(
+                text(&header, Format::OpenMetrics),
+                versioned(Format::OpenMetrics, escaping),
+                "{header}"
+            );
+        }
+        // No version, 0.0.1 or 0.0.4, or a wildcard: plain.
+        for header in [
+            "application/openmetrics-text;escaping=allow-utf-8",
+            "application/openmetrics-text;version=0.0.1;escaping=allow-utf-8",
+            "application/*",
+        ] {
+            assert_eq!(
+                text(header, Format::OpenMetrics),
+                Text::plain(Format::OpenMetrics),
+                "{header}"
+            );
+        }
+        assert_eq!(
+            text(
+                "text/plain;version=0.0.4;escaping=allow-utf-8",
+                Format::Prometheus
+            ),
+            Text::plain(Format::Prometheus)
+        );
+        // A refused range does not decide.
+        let refused = "application/openmetrics-text;version=1.0.0;escaping=dots;q=0,application/openmetrics-text;q=0.5";
+        assert_eq!(
+            text(refused, Format::OpenMetrics),
+            Text::plain(Format::OpenMetrics)
+        );
     }
 
     #[test]

@@ -32,8 +32,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use multiprom_collector::{
-    encode_openmetrics_with, merge_files, CollectError, CollectOptions, DirCollector, Format,
-    NameFilter, Natives, SampleNames, Scrape, Warning,
+    merge_files, CollectError, CollectOptions, DirCollector, Escaping, Format, NameFilter, Natives,
+    Scrape, Warning,
 };
 use multiprom_format::native_file::NATIVE_HISTOGRAM_DIR;
 use multiprom_format::{EnvDir, EnvDirError};
@@ -99,16 +99,15 @@ impl NativeDirCollector {
     /// `text` is `None` when there is nothing to gain from it: a family
     /// `prometheus_client` would reject (the `Metric` path leaves it out and
     /// says why), a directory that cannot be listed, an engine failure.
-    /// `names` restricts the samples as in `collect`. With `colons_kept`,
-    /// OpenMetrics sample names keep a `:` (`prometheus_client` before
-    /// 0.23).
-    #[pyo3(signature = (openmetrics, names = None, colons_kept = false))]
+    /// `names` restricts the samples as in `collect`; `escaping` is the
+    /// scheme `generate_latest(registry, escaping)` was given.
+    #[pyo3(signature = (openmetrics, names = None, escaping = "underscores"))]
     fn expose<'py>(
         &self,
         py: Python<'py>,
         openmetrics: bool,
         names: Option<&Bound<'py, PyAny>>,
-        colons_kept: bool,
+        escaping: &str,
     ) -> PyResult<Exposed<'py>> {
         let filter = name_filter(names)?;
         let scrape = match py.detach(|| self.collect_engine(filter.as_ref(), Natives::Skip)) {
@@ -121,19 +120,16 @@ impl NativeDirCollector {
         if !metrics::all_accepted(py, &scrape.families)? {
             return Ok((None, reports(&scrape)));
         }
-        let sample_names = if colons_kept {
-            SampleNames::MetricRules
+        let escaping = Escaping::from_param(escaping);
+        let format = if openmetrics {
+            Format::OpenMetrics
         } else {
-            SampleNames::LabelRules
+            Format::Prometheus
         };
         let encoded = py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut text = String::with_capacity(128 * scrape.stats.series + 4096);
-                if openmetrics {
-                    encode_openmetrics_with(&scrape.families, sample_names, &mut text);
-                } else {
-                    Format::Prometheus.encode(&scrape.families, &mut text);
-                }
+                format.encode_all(&[&scrape.families], escaping, &mut text);
                 if let Some(body) = text.strip_suffix("# EOF\n") {
                     text.truncate(body.len());
                 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::format::Format;
 use super::line_cache::LineCache;
+use super::names::Escaping;
 use crate::family::MergedFamily;
 
 /// A body being written to a `String`, list of families by list, ended
@@ -15,7 +16,7 @@ use crate::family::MergedFamily;
 /// ```
 /// use std::sync::Arc;
 /// use multiprom_collector::exposition::{Body, LineCache};
-/// use multiprom_collector::{FamilyType, Format, MergedFamily, MergedSample};
+/// use multiprom_collector::{Escaping, FamilyType, Format, MergedFamily, MergedSample};
 /// let gauge = |name: &str, value: f64| MergedFamily {
 ///     name: name.into(),
 ///     help: "Help.".into(),
@@ -27,7 +28,7 @@ use crate::family::MergedFamily;
 /// let own = vec![gauge("multiprom_up", 1.0)];
 /// let mut cache = LineCache::default();
 /// let mut out = String::new();
-/// let mut body = Body::new(Format::OpenMetrics, &mut out);
+/// let mut body = Body::new(Format::OpenMetrics, Escaping::Underscores, &mut out);
 /// body.cached(&mut cache, merged).families(&own);
 /// body.finish();
 /// assert_eq!(out, "\
@@ -43,18 +44,25 @@ use crate::family::MergedFamily;
 #[derive(Debug)]
 pub struct Body<'a> {
     format: Format,
+    escaping: Escaping,
     out: &'a mut String,
 }
 
 impl<'a> Body<'a> {
-    /// A body in `format`, appended to `out`.
-    pub fn new(format: Format, out: &'a mut String) -> Self {
-        Body { format, out }
+    /// A body in `format`, names escaped as `escaping` says, appended to
+    /// `out`.
+    pub fn new(format: Format, escaping: Escaping, out: &'a mut String) -> Self {
+        Body {
+            format,
+            escaping,
+            out,
+        }
     }
 
     /// Appends `families`.
     pub fn families(&mut self, families: &[MergedFamily]) -> &mut Self {
-        self.format.encode_families(families, self.out);
+        self.format
+            .encode_families(families, self.escaping, self.out);
         self
     }
 
@@ -63,7 +71,7 @@ impl<'a> Body<'a> {
     where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
-        cache.encode_families(self.format, families, self.out);
+        cache.encode_families(self.format, self.escaping, families, self.out);
         self
     }
 
@@ -102,14 +110,14 @@ impl<'a> Body<'a> {
 /// ");
 /// ```
 pub fn encode_openmetrics_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut String) {
-    Format::OpenMetrics.encode_all(lists, out);
+    Format::OpenMetrics.encode_all(lists, Escaping::Underscores, out);
 }
 
 /// Appends the families of every list of `lists`, in order, in Prometheus
 /// text format 0.0.4 (which has no end line: the same as encoding each list
 /// in turn).
 pub fn encode_prometheus_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut String) {
-    Format::Prometheus.encode_all(lists, out);
+    Format::Prometheus.encode_all(lists, Escaping::Underscores, out);
 }
 
 #[cfg(test)]
@@ -141,10 +149,14 @@ mod tests {
         for format in [Format::OpenMetrics, Format::Prometheus] {
             let mut cache = LineCache::default();
             let mut expected = String::new();
-            format.encode_all(&[merged.as_slice(), own.as_slice()], &mut expected);
+            format.encode_all(
+                &[merged.as_slice(), own.as_slice()],
+                Escaping::Underscores,
+                &mut expected,
+            );
             for _ in 0..2 {
                 let mut out = String::new();
-                let mut body = Body::new(format, &mut out);
+                let mut body = Body::new(format, Escaping::Underscores, &mut out);
                 body.cached(&mut cache, Arc::clone(&merged)).families(&own);
                 body.finish();
                 assert_eq!(out, expected);

@@ -1,6 +1,6 @@
 //! [`Format`]: which exposition, its `Content-Type`, and its encoder.
 
-use super::openmetrics::SampleNames;
+use super::names::Escaping;
 use super::sample_lines::Fresh;
 use super::{openmetrics, prometheus};
 use crate::family::MergedFamily;
@@ -31,29 +31,42 @@ impl Format {
         }
     }
 
-    /// Appends `families` in this format to `out`. OpenMetrics output ends
-    /// with `# EOF`.
+    /// Appends `families` in this format to `out`, names escaped with
+    /// `underscores`. OpenMetrics output ends with `# EOF`.
     pub fn encode(self, families: &[MergedFamily], out: &mut String) {
-        self.encode_all(&[families], out);
+        self.encode_all(&[families], Escaping::Underscores, out);
     }
 
     /// Appends the families of every list of `lists`, one list after the
-    /// other, in this format to `out` as one body: OpenMetrics output ends
-    /// with one `# EOF`, after the last list. See [`super::Body`] for a
-    /// body whose lists come one at a time.
-    pub fn encode_all<L: AsRef<[MergedFamily]>>(self, lists: &[L], out: &mut String) {
+    /// other, in this format to `out` as one body, names escaped as
+    /// `escaping` says: OpenMetrics output ends with one `# EOF`, after the
+    /// last list. See [`super::Body`] for a body whose lists come one at a
+    /// time.
+    pub fn encode_all<L: AsRef<[MergedFamily]>>(
+        self,
+        lists: &[L],
+        escaping: Escaping,
+        out: &mut String,
+    ) {
         for families in lists {
-            self.encode_families(families.as_ref(), out);
+            self.encode_families(families.as_ref(), escaping, out);
         }
         self.push_end(out);
     }
 
     /// Appends `families` without the end of the body.
-    pub(crate) fn encode_families(self, families: &[MergedFamily], out: &mut String) {
+    pub(crate) fn encode_families(
+        self,
+        families: &[MergedFamily],
+        escaping: Escaping,
+        out: &mut String,
+    ) {
         match self {
-            Format::Prometheus => prometheus::encode_families(families, out, &mut Fresh),
+            Format::Prometheus => {
+                prometheus::encode_families(families, escaping, out, &mut Fresh);
+            }
             Format::OpenMetrics => {
-                openmetrics::encode_families(families, SampleNames::default(), out, &mut Fresh);
+                openmetrics::encode_families(families, escaping, out, &mut Fresh);
             }
         }
     }

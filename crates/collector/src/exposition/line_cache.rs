@@ -20,6 +20,7 @@ use std::sync::Arc;
 use crate::family::{MergedFamily, MergedSample};
 
 use super::format::Format;
+use super::names::Escaping;
 use super::sample_lines::SampleLines;
 use super::{openmetrics, prometheus};
 
@@ -28,7 +29,7 @@ use super::{openmetrics, prometheus};
 /// ```
 /// use std::sync::Arc;
 /// use multiprom_collector::exposition::LineCache;
-/// use multiprom_collector::{FamilyType, Format, MergedFamily, MergedSample};
+/// use multiprom_collector::{Escaping, FamilyType, Format, MergedFamily, MergedSample};
 /// let mut family = MergedFamily {
 ///     name: "up".into(),
 ///     help: "Up.".into(),
@@ -38,15 +39,16 @@ use super::{openmetrics, prometheus};
 /// };
 /// let mut cache = LineCache::default();
 /// let mut first = String::new();
-/// cache.encode(Format::Prometheus, Arc::new(vec![family.clone()]), &mut first);
+/// cache.encode(Format::Prometheus, Escaping::Underscores, Arc::new(vec![family.clone()]), &mut first);
 /// family.samples[0].value = 0.5;
 /// let mut second = String::new();
-/// cache.encode(Format::Prometheus, Arc::new(vec![family]), &mut second);
+/// cache.encode(Format::Prometheus, Escaping::Underscores, Arc::new(vec![family]), &mut second);
 /// assert_eq!(second, "# HELP up Up.\n# TYPE up gauge\nup 0.5\n");
 /// ```
 #[derive(Default)]
 pub struct LineCache {
-    format: Option<Format>,
+    /// What the cached text was written in.
+    format: Option<(Format, Escaping)>,
     /// The families last encoded: what the lines' pointers point into.
     families: Option<Arc<dyn AsRef<[MergedFamily]> + Send + Sync>>,
     /// The last encoding's text.
@@ -79,26 +81,37 @@ struct Line {
 }
 
 impl LineCache {
-    /// Appends `families` in `format` to `out`, as [`Format::encode`] does,
+    /// Appends `families` in `format`, names escaped as `escaping` says, to
+    /// `out`, as [`Format::encode_all`] does,
     /// copying each sample line that is the same (same name, label set and
     /// exemplar, bit for bit the same value) as the line at the same place in the last
     /// encoding of this cache, and keeps the new lines for the next one.
-    pub fn encode<F>(&mut self, format: Format, families: Arc<F>, out: &mut String)
-    where
+    pub fn encode<F>(
+        &mut self,
+        format: Format,
+        escaping: Escaping,
+        families: Arc<F>,
+        out: &mut String,
+    ) where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
-        self.encode_families(format, families, out);
+        self.encode_families(format, escaping, families, out);
         format.push_end(out);
     }
 
     /// [`LineCache::encode`] without the format's end (`# EOF`), for a body
     /// that goes on with more families (see [`super::Body`]).
-    pub(crate) fn encode_families<F>(&mut self, format: Format, families: Arc<F>, out: &mut String)
-    where
+    pub(crate) fn encode_families<F>(
+        &mut self,
+        format: Format,
+        escaping: Escaping,
+        families: Arc<F>,
+        out: &mut String,
+    ) where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
-        if self.format != Some(format) {
-            self.format = Some(format);
+        if self.format != Some((format, escaping)) {
+            self.format = Some((format, escaping));
             self.text.clear();
             self.lines.clear();
         }
@@ -111,13 +124,12 @@ impl LineCache {
         };
         let encoded = (*families).as_ref();
         match format {
-            Format::Prometheus => prometheus::encode_families(encoded, out, &mut lines),
-            Format::OpenMetrics => openmetrics::encode_families(
-                encoded,
-                openmetrics::SampleNames::default(),
-                out,
-                &mut lines,
-            ),
+            Format::Prometheus => {
+                prometheus::encode_families(encoded, escaping, out, &mut lines);
+            }
+            Format::OpenMetrics => {
+                openmetrics::encode_families(encoded, escaping, out, &mut lines);
+            }
         }
         self.lines = lines.new;
         // Kept after the comparisons: the last families stay alive until
@@ -221,6 +233,12 @@ mod tests {
             second in proptest::collection::vec(prop_oneof![Just(1.0), Just(-0.0), Just(0.0), any::<f64>()], 0..12),
             rotate in 0usize..3,
             openmetrics in any::<bool>(),
+            escaping in prop_oneof![
+                Just(Escaping::Underscores),
+                Just(Escaping::AllowUtf8),
+                Just(Escaping::Dots),
+                Just(Escaping::Values),
+            ],
         ) {
             let format = if openmetrics { Format::OpenMetrics } else { Format::Prometheus };
             let names: Vec<Arc<str>> = vec!["f_total".into(), "f_created".into()];
@@ -231,14 +249,14 @@ mod tests {
             ];
             let mut cache = LineCache::default();
             let mut out = String::from("before\n");
-            cache.encode(format, Arc::new(families(&first, &names, &labels, 1.5)), &mut out);
+            cache.encode(format, escaping, Arc::new(families(&first, &names, &labels, 1.5)), &mut out);
             let mut rotated = labels.clone();
             rotated.rotate_left(rotate);
             let second = families(&second, &names, &rotated, 2.5);
             let mut cached = String::from("before\n");
-            cache.encode(format, Arc::new(second.clone()), &mut cached);
+            cache.encode(format, escaping, Arc::new(second.clone()), &mut cached);
             let mut fresh = String::from("before\n");
-            format.encode(&second, &mut fresh);
+            format.encode_all(&[&second], escaping, &mut fresh);
             prop_assert_eq!(cached, fresh);
         }
     }

@@ -2,8 +2,9 @@
 //!
 //! The text encoders reproduce `prometheus_client` 0.26's `generate_latest`
 //! byte for byte for the families a multiprocess directory can produce,
-//! including its default `underscores` escaping of names that are not valid
-//! legacy Prometheus names. The protobuf encoder (which `prometheus_client`
+//! including the four ways it escapes names that are not valid legacy
+//! Prometheus names ([`Escaping`]: `underscores` by default, `allow-utf-8`
+//! as Prometheus 3 asks). The protobuf encoder (which `prometheus_client`
 //! does not have) writes messages that Prometheus reads back as the same
 //! series as the text format 0.0.4.
 //!
@@ -26,8 +27,9 @@ mod sample_lines;
 pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};
 pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
-pub use openmetrics::{encode_openmetrics, encode_openmetrics_with, SampleNames};
-pub use prometheus::encode_prometheus;
+pub use names::Escaping;
+pub use openmetrics::{encode_openmetrics, encode_openmetrics_with};
+pub use prometheus::{encode_prometheus, encode_prometheus_with};
 pub use protobuf::{
     encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, ProtobufCache,
     PROTOBUF_CONTENT_TYPE,

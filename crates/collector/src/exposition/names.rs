@@ -1,5 +1,5 @@
-//! Python's name escaping (`openmetrics/exposition.py`, `underscores` mode)
-//! and value escaping.
+//! Python's name escaping (`openmetrics/exposition.py`: the four schemes a
+//! scraper may ask for) and value escaping.
 
 use std::sync::Arc;
 
@@ -74,40 +74,149 @@ fn is_legacy_label_name(s: &str) -> bool {
     !s.starts_with("__") && is_label_runes(s)
 }
 
-/// `_escape(s, UNDERSCORES, rune_fn)`: every code point that is not a valid
-/// rune at its position becomes `_`.
-fn push_underscored(out: &mut String, s: &str, valid: fn(char, usize) -> bool) {
-    for (i, c) in s.chars().enumerate() {
-        out.push(if valid(c, i) { c } else { '_' });
+/// How names that are not legacy Prometheus names are written: the
+/// `escaping` parameter a scraper's `Accept` header gives (Prometheus 3
+/// asks for `allow-utf-8`), each as `prometheus_client` 0.26 writes it.
+/// Names that are legacy names come out as they are in every scheme but
+/// one: `values` writes OpenMetrics sample names its own way whatever they
+/// are, as Python does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Escaping {
+    /// `underscores`: every character a legacy name may not have there
+    /// becomes `_` (OpenMetrics sample names by the label-name rules, so a
+    /// `:` too). The scheme of a scraper that names none.
+    #[default]
+    Underscores,
+    /// `allow-utf-8`: names as they are, a name that is not a legacy name
+    /// quoted (and a sample's then inside the braces).
+    AllowUtf8,
+    /// `dots`: `.` becomes `_dot_`, `_` and other characters `__`.
+    Dots,
+    /// `values`: `U__`, then each character kept, `_` doubled, any other
+    /// as `_<hex code point>_`.
+    Values,
+}
+
+impl Escaping {
+    /// The scheme an `escaping` parameter names; an unknown one is
+    /// `underscores`, as `prometheus_client` takes it.
+    ///
+    /// ```
+    /// use multiprom_collector::Escaping;
+    /// assert_eq!(Escaping::from_param("allow-utf-8"), Escaping::AllowUtf8);
+    /// assert_eq!(Escaping::from_param("utf8"), Escaping::Underscores);
+    /// assert_eq!(Escaping::Dots.as_str(), "dots");
+    /// ```
+    #[must_use]
+    pub fn from_param(value: &str) -> Self {
+        match value {
+            "allow-utf-8" => Escaping::AllowUtf8,
+            "dots" => Escaping::Dots,
+            "values" => Escaping::Values,
+            _ => Escaping::Underscores,
+        }
+    }
+
+    /// The scheme's name, as in an `escaping` parameter.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Escaping::Underscores => "underscores",
+            Escaping::AllowUtf8 => "allow-utf-8",
+            Escaping::Dots => "dots",
+            Escaping::Values => "values",
+        }
     }
 }
 
-/// `escape_metric_name(s, UNDERSCORES)`.
-pub(crate) fn push_metric_name(out: &mut String, s: &str) {
-    if is_legacy_metric_name(s) || s.is_empty() {
-        out.push_str(s);
-    } else {
-        push_underscored(out, s, is_metric_rune);
+/// `_escape(s, escaping, rune_fn)` of `s`, quoting aside: what each scheme
+/// makes of each code point (valid runes judged at their position).
+fn push_escaped_name(
+    out: &mut String,
+    s: &str,
+    escaping: Escaping,
+    valid: fn(char, usize) -> bool,
+) {
+    match escaping {
+        Escaping::AllowUtf8 => push_escaped(out, s, true),
+        Escaping::Underscores => {
+            for (i, c) in s.chars().enumerate() {
+                out.push(if valid(c, i) { c } else { '_' });
+            }
+        }
+        Escaping::Dots => {
+            for (i, c) in s.chars().enumerate() {
+                match c {
+                    '_' => out.push_str("__"),
+                    '.' => out.push_str("_dot_"),
+                    c if valid(c, i) => out.push(c),
+                    _ => out.push_str("__"),
+                }
+            }
+        }
+        Escaping::Values => {
+            out.push_str("U__");
+            for (i, c) in s.chars().enumerate() {
+                match c {
+                    '_' => out.push_str("__"),
+                    c if valid(c, i) => out.push(c),
+                    // A `char` is never a surrogate (Python's `_FFFD_` case).
+                    c => {
+                        use std::fmt::Write;
+                        let _ = write!(out, "_{:x}_", u32::from(c));
+                    }
+                }
+            }
+        }
     }
 }
 
-/// `_escape(s, UNDERSCORES, _is_legacy_labelname_rune)`: what Python's
-/// OpenMetrics encoder applies to sample names, so `:` becomes `_` there.
-pub(crate) fn push_om_sample_name(out: &mut String, s: &str) {
-    if is_label_runes(s) {
+/// `escape_metric_name` / `escape_label_name(s, escaping)`: a legacy name
+/// (`legacy`) as it is, but in `dots`; any other escaped, and quoted in
+/// `allow-utf-8`; the empty name as it is.
+fn push_name(
+    out: &mut String,
+    s: &str,
+    escaping: Escaping,
+    legacy: bool,
+    valid: fn(char, usize) -> bool,
+) {
+    if s.is_empty() || (legacy && escaping != Escaping::Dots) {
         out.push_str(s);
+    } else if escaping == Escaping::AllowUtf8 {
+        out.push('"');
+        push_escaped_name(out, s, escaping, valid);
+        out.push('"');
     } else {
-        push_underscored(out, s, is_label_rune);
+        push_escaped_name(out, s, escaping, valid);
     }
 }
 
-/// `escape_label_name(s, UNDERSCORES)`.
-pub(crate) fn push_label_name(out: &mut String, s: &str) {
-    if is_legacy_label_name(s) || s.is_empty() {
+/// `escape_metric_name(s, escaping)`.
+pub(crate) fn push_metric_name(out: &mut String, s: &str, escaping: Escaping) {
+    push_name(out, s, escaping, is_legacy_metric_name(s), is_metric_rune);
+}
+
+/// Whether a sample named `s` has its name inside the braces, quoted
+/// (`allow-utf-8`, a name that is not a legacy name).
+pub(crate) fn name_in_braces(s: &str, escaping: Escaping) -> bool {
+    escaping == Escaping::AllowUtf8 && !is_legacy_metric_name(s)
+}
+
+/// `_escape(s, escaping, _is_legacy_labelname_rune)`: what Python's
+/// OpenMetrics encoder applies to a sample name outside the braces, so `:`
+/// becomes `_` there in `underscores`.
+pub(crate) fn push_om_sample_name(out: &mut String, s: &str, escaping: Escaping) {
+    if escaping == Escaping::Underscores && is_label_runes(s) {
         out.push_str(s);
     } else {
-        push_underscored(out, s, is_label_rune);
+        push_escaped_name(out, s, escaping, is_label_rune);
     }
+}
+
+/// `escape_label_name(s, escaping)`.
+pub(crate) fn push_label_name(out: &mut String, s: &str, escaping: Escaping) {
+    push_name(out, s, escaping, is_legacy_label_name(s), is_label_rune);
 }
 
 /// Backslash, newline and (if `quote`) double quote, backslash-escaped.
@@ -134,22 +243,46 @@ pub(crate) fn push_escaped(out: &mut String, s: &str, quote: bool) {
     out.push_str(&s[start..]);
 }
 
-/// ` {labels} value\n` after a sample name: labels sorted as given, names
-/// escaped, values backslash-escaped; the same in both formats.
-pub(crate) fn push_labels_and_value(out: &mut String, labels: &[(Arc<str>, Arc<str>)], value: f64) {
-    if !labels.is_empty() {
+/// A sample's name and labels, the same in both formats: `name{labels}`,
+/// or `{"name",labels}` where the name goes in the braces
+/// ([`name_in_braces`]); labels sorted as given, names escaped, values
+/// backslash-escaped. `push_sample_name` writes a name outside the braces.
+pub(crate) fn push_name_and_labels(
+    out: &mut String,
+    name: &str,
+    labels: &[(Arc<str>, Arc<str>)],
+    escaping: Escaping,
+    push_sample_name: fn(&mut String, &str, Escaping),
+) {
+    let in_braces = name_in_braces(name, escaping);
+    if in_braces {
         out.push('{');
-        for (i, (name, value)) in labels.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            push_label_name(out, name);
-            out.push_str("=\"");
-            push_escaped(out, value, true);
-            out.push('"');
+        push_metric_name(out, name, escaping);
+        if !labels.is_empty() {
+            out.push(',');
         }
+    } else {
+        push_sample_name(out, name, escaping);
+        if !labels.is_empty() {
+            out.push('{');
+        }
+    }
+    for (i, (label, value)) in labels.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_label_name(out, label, escaping);
+        out.push_str("=\"");
+        push_escaped(out, value, true);
+        out.push('"');
+    }
+    if in_braces || !labels.is_empty() {
         out.push('}');
     }
+}
+
+/// ` value\n` after a sample's name and labels.
+pub(crate) fn push_value(out: &mut String, value: f64) {
     out.push(' ');
     write_float_to_go_string(out, value);
     out.push('\n');
@@ -197,23 +330,90 @@ mod tests {
         }
     }
 
-    fn with(f: fn(&mut String, &str), s: &str) -> String {
+    fn with(f: fn(&mut String, &str, Escaping), s: &str, escaping: Escaping) -> String {
         let mut out = String::new();
-        f(&mut out, s);
+        f(&mut out, s, escaping);
         out
     }
 
     #[test]
     fn escapes_like_python() {
-        assert_eq!(with(push_metric_name, "a:b_c1"), "a:b_c1");
-        assert_eq!(with(push_metric_name, "1a.b\u{e9}"), "_a_b_");
-        assert_eq!(with(push_om_sample_name, "a:b_total"), "a_b_total");
-        assert_eq!(with(push_label_name, "__x"), "__x");
-        assert_eq!(with(push_label_name, "a-b"), "a_b");
+        use Escaping::Underscores;
+        assert_eq!(with(push_metric_name, "a:b_c1", Underscores), "a:b_c1");
+        assert_eq!(with(push_metric_name, "1a.b\u{e9}", Underscores), "_a_b_");
         assert_eq!(
-            with(|o, s| push_escaped(o, s, true), "a\\b\n\"c"),
-            "a\\\\b\\n\\\"c"
+            with(push_om_sample_name, "a:b_total", Underscores),
+            "a_b_total"
         );
-        assert_eq!(with(|o, s| push_escaped(o, s, false), "a\"\n"), "a\"\\n");
+        assert_eq!(with(push_label_name, "__x", Underscores), "__x");
+        assert_eq!(with(push_label_name, "a-b", Underscores), "a_b");
+        let mut out = String::new();
+        push_escaped(&mut out, "a\\b\n\"c", true);
+        assert_eq!(out, "a\\\\b\\n\\\"c");
+        out.clear();
+        push_escaped(&mut out, "a\"\n", false);
+        assert_eq!(out, "a\"\\n");
+    }
+
+    // What prometheus_client 0.26 prints for each scheme
+    // (`escape_label_name`, `escape_metric_name`, and `_escape` with the
+    // label-name runes for OpenMetrics sample names).
+    #[test]
+    fn every_scheme_escapes_like_python() {
+        let labels = ["__x", "a-b", "ok", "a.b_c", "\u{e9}", ""];
+        let metrics = ["a:b", "1x", "a.b_c", "ns:\u{e9}"];
+        let samples = ["requests_total", "a:b", "\u{e9}"];
+        // Per scheme: the label names, metric names and sample names above.
+        type Expected = (
+            Escaping,
+            [&'static str; 6],
+            [&'static str; 4],
+            [&'static str; 3],
+        );
+        let cases: [Expected; 4] = [
+            (
+                Escaping::AllowUtf8,
+                ["\"__x\"", "\"a-b\"", "ok", "\"a.b_c\"", "\"\u{e9}\"", ""],
+                ["a:b", "\"1x\"", "\"a.b_c\"", "\"ns:\u{e9}\""],
+                ["requests_total", "a:b", "\u{e9}"],
+            ),
+            (
+                Escaping::Underscores,
+                ["__x", "a_b", "ok", "a_b_c", "_", ""],
+                ["a:b", "_x", "a_b_c", "ns:_"],
+                ["requests_total", "a_b", "_"],
+            ),
+            (
+                Escaping::Dots,
+                ["____x", "a__b", "ok", "a_dot_b__c", "__", ""],
+                ["a:b", "__x", "a_dot_b__c", "ns:__"],
+                ["requests__total", "a__b", "__"],
+            ),
+            (
+                Escaping::Values,
+                ["U______x", "U__a_2d_b", "ok", "U__a_2e_b__c", "U___e9_", ""],
+                ["a:b", "U___31_x", "U__a_2e_b__c", "U__ns:_e9_"],
+                ["U__requests__total", "U__a_3a_b", "U___e9_"],
+            ),
+        ];
+        for (escaping, want_labels, want_metrics, want_samples) in cases {
+            for (s, want) in labels.iter().zip(want_labels) {
+                assert_eq!(with(push_label_name, s, escaping), want, "{escaping:?} {s}");
+            }
+            for (s, want) in metrics.iter().zip(want_metrics) {
+                assert_eq!(
+                    with(push_metric_name, s, escaping),
+                    want,
+                    "{escaping:?} {s}"
+                );
+            }
+            for (s, want) in samples.iter().zip(want_samples) {
+                assert_eq!(
+                    with(push_om_sample_name, s, escaping),
+                    want,
+                    "{escaping:?} {s}"
+                );
+            }
+        }
     }
 }

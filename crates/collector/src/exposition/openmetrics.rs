@@ -1,7 +1,9 @@
 //! OpenMetrics 1.0.0, as `prometheus_client.openmetrics.exposition.generate_latest`.
 
 use super::exemplar::push_exemplar;
-use super::names::{push_escaped, push_labels_and_value, push_metric_name, push_om_sample_name};
+use super::names::{
+    push_escaped, push_metric_name, push_name_and_labels, push_om_sample_name, push_value, Escaping,
+};
 use super::sample_lines::{Fresh, SampleLines};
 use crate::family::MergedFamily;
 
@@ -28,44 +30,41 @@ use crate::family::MergedFamily;
 ///                  ## EOF\n");
 /// ```
 pub fn encode_openmetrics(families: &[MergedFamily], out: &mut String) {
-    encode_openmetrics_with(families, SampleNames::LabelRules, out);
+    encode_openmetrics_with(families, Escaping::Underscores, out);
 }
 
-/// How OpenMetrics sample names are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SampleNames {
-    /// With the label-name rules, so `:` becomes `_`: `prometheus_client`
-    /// 0.23 and later.
-    #[default]
-    LabelRules,
-    /// With the metric-name rules, so `:` stays (`vllm:requests_total`):
-    /// what `prometheus_client` before 0.23 writes for the names it accepts
-    /// (legacy names; others it writes as they are, which no parser reads,
-    /// and here they get the metric-name rules' underscores).
-    MetricRules,
-}
-
-/// [`encode_openmetrics`] with sample names written as `names` says.
+/// [`encode_openmetrics`] with names escaped as `escaping` says, as
+/// `prometheus_client`'s `generate_latest(registry, escaping)` writes them.
+/// `allow-utf-8` keeps a `:` in sample names (as releases before 0.23 write
+/// every name they accept) and quotes a name that is not a legacy name:
 ///
 /// ```
 /// use std::sync::Arc;
-/// use multiprom_collector::{encode_openmetrics_with, FamilyType, MergedFamily, MergedSample, SampleNames};
-/// let family = MergedFamily {
-///     name: "vllm:waiting".into(),
+/// use multiprom_collector::{encode_openmetrics_with, Escaping, FamilyType, MergedFamily, MergedSample};
+/// let gauge = |name: &str| MergedFamily {
+///     name: name.into(),
 ///     help: "Waiting.".into(),
 ///     family_type: FamilyType::Gauge,
 ///     gauge_mode: None,
-///     samples: vec![MergedSample { name: "vllm:waiting".into(), labels: Arc::from([]), value: 2.0, exemplar: None }],
+///     samples: vec![MergedSample {
+///         name: name.into(),
+///         labels: Arc::from([("model.name".into(), "m".into())]),
+///         value: 2.0,
+///         exemplar: None,
+///     }],
 /// };
 /// let mut out = String::new();
-/// encode_openmetrics_with(&[family], SampleNames::MetricRules, &mut out);
+/// encode_openmetrics_with(&[gauge("vllm:waiting"), gauge("caf\u{e9}")], Escaping::AllowUtf8, &mut out);
 /// assert_eq!(out, "# HELP vllm:waiting Waiting.\n\
 ///                  ## TYPE vllm:waiting gauge\n\
-///                  vllm:waiting 2.0\n\
+///                  vllm:waiting{\"model.name\"=\"m\"} 2.0\n\
+///                  ## HELP \"caf\u{e9}\" Waiting.\n\
+///                  ## TYPE \"caf\u{e9}\" gauge\n\
+///                  {\"caf\u{e9}\",\"model.name\"=\"m\"} 2.0\n\
 ///                  ## EOF\n");
 /// ```
-pub fn encode_openmetrics_with(families: &[MergedFamily], names: SampleNames, out: &mut String) {
-    encode_families(families, names, out, &mut Fresh);
+pub fn encode_openmetrics_with(families: &[MergedFamily], escaping: Escaping, out: &mut String) {
+    encode_families(families, escaping, out, &mut Fresh);
     out.push_str(EOF);
 }
 
@@ -76,27 +75,30 @@ pub(crate) const EOF: &str = "# EOF\n";
 /// through `lines`.
 pub(crate) fn encode_families(
     families: &[MergedFamily],
-    names: SampleNames,
+    escaping: Escaping,
     out: &mut String,
     lines: &mut impl SampleLines,
 ) {
     for family in families {
         out.push_str("# HELP ");
-        push_metric_name(out, &family.name);
+        push_metric_name(out, &family.name, escaping);
         out.push(' ');
         push_escaped(out, &family.help, true);
         out.push_str("\n# TYPE ");
-        push_metric_name(out, &family.name);
+        push_metric_name(out, &family.name, escaping);
         out.push(' ');
         out.push_str(family.family_type.as_str());
         out.push('\n');
         for sample in &family.samples {
             lines.sample(out, sample, |out| {
-                match names {
-                    SampleNames::LabelRules => push_om_sample_name(out, &sample.name),
-                    SampleNames::MetricRules => push_metric_name(out, &sample.name),
-                }
-                push_labels_and_value(out, &sample.labels, sample.value);
+                push_name_and_labels(
+                    out,
+                    &sample.name,
+                    &sample.labels,
+                    escaping,
+                    push_om_sample_name,
+                );
+                push_value(out, sample.value);
                 if let Some(exemplar) = &sample.exemplar {
                     // Between the value and the line's end.
                     out.pop();

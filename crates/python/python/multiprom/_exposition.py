@@ -44,6 +44,9 @@ import types
 from multiprom import _log
 
 _UNDERSCORES = "underscores"
+# The `escaping` schemes the engine writes as prometheus_client 0.26 does
+# (Prometheus 3 asks for allow-utf-8).
+_ESCAPINGS = frozenset((_UNDERSCORES, "allow-utf-8", "dots", "values"))
 _OPENMETRICS_VERSION = "1.0.0"
 
 # install(exposition=False) turns this off.
@@ -135,9 +138,9 @@ def _forwarding_code(code, entry):
 
 def _text_latest(**arguments):
     """``prometheus_client.exposition.generate_latest(registry, escaping)``."""
-    if arguments.keys() <= {"registry", "escaping"} and \
-            arguments.get("escaping", _UNDERSCORES) == _UNDERSCORES:
-        text = _expose(arguments.get("registry"), openmetrics=False)
+    escaping = arguments.get("escaping", _UNDERSCORES)
+    if arguments.keys() <= {"registry", "escaping"} and escaping in _ESCAPINGS:
+        text = _expose(arguments.get("registry"), openmetrics=False, escaping=escaping)
         if text is not None:
             return text
     return _originals["_text_latest"](**arguments)
@@ -146,10 +149,10 @@ def _text_latest(**arguments):
 def _openmetrics_latest(**arguments):
     """``prometheus_client.openmetrics.exposition.generate_latest(registry,
     escaping, version)``."""
-    if arguments.keys() <= {"registry", "escaping", "version"} and \
-            arguments.get("escaping", _UNDERSCORES) == _UNDERSCORES and \
+    escaping = arguments.get("escaping", _UNDERSCORES)
+    if arguments.keys() <= {"registry", "escaping", "version"} and escaping in _ESCAPINGS and \
             arguments.get("version", _OPENMETRICS_VERSION) == _OPENMETRICS_VERSION:
-        text = _expose(arguments.get("registry"), openmetrics=True)
+        text = _expose(arguments.get("registry"), openmetrics=True, escaping=escaping)
         if text is not None:
             return text + b"# EOF\n"
     return _originals["_openmetrics_latest"](**arguments)
@@ -171,10 +174,11 @@ class _ColonGauge:
 
 def _openmetrics_colon_written():
     """How the installed ``prometheus_client``'s OpenMetrics encoder writes
-    a sample name's ``:``: ``"_"`` (0.23 on, as the engine does by default),
-    ``":"`` (older releases, which the package allows: the engine keeps it
-    then), or ``""`` when its answer is neither (its own encoder runs, on
-    the samples of multiprom's collector). Asked once, of its own encoder."""
+    a sample name's ``:`` by default: ``"_"`` (0.23 on, as the engine does
+    with ``underscores``), ``":"`` (older releases, which the package allows:
+    the engine keeps it then), or ``""`` when its answer is neither (its own
+    encoder runs, on the samples of multiprom's collector). Asked once, of
+    its own encoder."""
     global _openmetrics_colon
     if _openmetrics_colon is None:
         try:
@@ -294,15 +298,18 @@ def _only_collector(registry):
     return collectors[0]
 
 
-def _expose(registry, openmetrics):
+def _expose(registry, openmetrics, escaping=_UNDERSCORES):
     """The engine's text for ``registry`` (without OpenMetrics' ``# EOF``),
-    or None where ``prometheus_client``'s function must run."""
-    colons_kept = False
+    names escaped as ``escaping`` says, or None where
+    ``prometheus_client``'s function must run."""
     if openmetrics:
         colon = _openmetrics_colon_written()
         if not colon:
             return None
-        colons_kept = colon == ":"
+        if colon == ":":
+            # A release before 0.23 (which has no escaping schemes) writes
+            # the names it accepts as allow-utf-8 writes them: a `:` kept.
+            escaping = "allow-utf-8"
     names = None
     if _is_restricted(registry):
         # registry.restricted_registry(names), as the HTTP handlers make for
@@ -315,7 +322,7 @@ def _expose(registry, openmetrics):
     collector = _only_collector(registry)
     if collector is None:
         return None
-    text, reports = collector._engine.expose(openmetrics, names, colons_kept)
+    text, reports = collector._engine.expose(openmetrics, names, escaping)
     _log(reports)
     return text
 

@@ -29,7 +29,7 @@ use super::schema::{
     Untyped,
 };
 use super::timestamp::timestamp;
-use crate::exposition::names::{push_label_name, push_metric_name};
+use crate::exposition::names::{push_label_name, push_metric_name, Escaping};
 use crate::exposition::prometheus::OM_ONLY_SUFFIXES;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
@@ -106,10 +106,12 @@ impl<'a> Misfits<'a> {
     }
 }
 
-/// A family message with no metrics yet.
+/// A family message with no metrics yet. Names are escaped with
+/// `underscores`, as in the text format 0.0.4: Prometheus names no escaping
+/// scheme when it asks for protobuf.
 fn header(name: &str, help: &str, metric_type: MetricType) -> MetricFamily {
     let mut escaped = String::with_capacity(name.len());
-    push_metric_name(&mut escaped, name);
+    push_metric_name(&mut escaped, name, Escaping::Underscores);
     MetricFamily {
         name: Some(escaped),
         help: Some(help.to_owned()),
@@ -363,7 +365,7 @@ fn label_pairs(labels: &[(Arc<str>, Arc<str>)]) -> Vec<LabelPair> {
         .iter()
         .map(|(name, value)| {
             let mut escaped = String::with_capacity(name.len());
-            push_label_name(&mut escaped, name);
+            push_label_name(&mut escaped, name, Escaping::Underscores);
             LabelPair {
                 name: Some(escaped),
                 value: Some(value.to_string()),
