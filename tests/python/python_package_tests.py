@@ -671,8 +671,10 @@ def check(name, call, engine, want):
 
 WSGI = """
 import wsgiref.util
-def wsgi_get(registry, query=''):
+def wsgi_get(registry, query='', accept=None):
     environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': '/metrics', 'QUERY_STRING': query}
+    if accept:
+        environ['HTTP_ACCEPT'] = accept
     wsgiref.util.setup_testing_defaults(environ)
     return b''.join(make_wsgi_app(registry)(environ, lambda s, h: None))
 """
@@ -709,6 +711,12 @@ only = CollectorRegistry(); MultiProcessCollector(only)
 check('text', lambda: generate_latest(only), True, python_text(only))
 check('openmetrics', lambda: om.generate_latest(only), True, python_om(only))
 check('wsgi', lambda: wsgi_get(only), True, python_text(only))
+# What Prometheus 3 asks for (UTF-8 names), as releases that know escaping
+# schemes answer it.
+PROMETHEUS_3 = ('application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,'
+                'text/plain;version=0.0.4;q=0.3,*/*;q=0.2')
+check('wsgi prometheus 3', lambda: wsgi_get(only, accept=PROMETHEUS_3), True,
+      python_om(only, 'allow-utf-8') if ESCAPING else python_om(only))
 restricted = only.restricted_registry(['requests_total'])
 check('restricted', lambda: generate_latest(restricted), True, python_text(restricted))
 check('wsgi name[]', lambda: wsgi_get(only, 'name[]=requests_total'), True, python_text(restricted))
