@@ -77,9 +77,10 @@ fn is_legacy_label_name(s: &str) -> bool {
 /// How names that are not legacy Prometheus names are written: the
 /// `escaping` parameter a scraper's `Accept` header gives (Prometheus 3
 /// asks for `allow-utf-8`), each as `prometheus_client` 0.26 writes it.
-/// Names that are legacy names come out as they are in every scheme but
-/// one: `values` writes OpenMetrics sample names its own way whatever they
-/// are, as Python does.
+/// Legacy names come out as they are in `underscores` and `allow-utf-8`
+/// (but OpenMetrics sample names lose a `:` in `underscores`); `dots`
+/// escapes every name, and `values` every OpenMetrics sample name, as
+/// Python does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Escaping {
     /// `underscores`: every character a legacy name may not have there
