@@ -31,7 +31,7 @@ pub(crate) fn start_prometheus(target: &str, flags: &[&str]) -> (Spawned, u16, t
 
 /// The Prometheus server `binary` scraping each `(job, target)` every
 /// second, with `flags` added; as [`start_prometheus`].
-fn start_prometheus_jobs(
+pub(crate) fn start_prometheus_jobs(
     binary: &Path,
     jobs: &[(&str, &str)],
     flags: &[&str],
@@ -60,7 +60,7 @@ fn start_prometheus_jobs(
 
 /// Prometheus 3: Debian's unstable package (stable Debian has 2.x),
 /// fetched from Debian's archive and unpacked under `target/` once.
-fn prometheus_3() -> &'static Path {
+pub(crate) fn prometheus_3() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let dir = target_dir().join("prometheus-3-debian-unstable");

@@ -5,18 +5,20 @@ through the application's own /metrics, into real Prometheus servers
 usage: prometheus_native_check.py NATIVE_PROMETHEUS_URL CLASSIC_PROMETHEUS_URL
                                   APP_PROMETHEUS_URL APP_URL RUN_PID
                                   EARLIER_REQUESTS SCHEMA
+                                  [NATIVE_PROMETHEUS_3_URL]
 
 NATIVE_PROMETHEUS scrapes `multiprom run` with native histograms enabled (it
 negotiates the protobuf format), CLASSIC_PROMETHEUS the same without (text),
 APP_PROMETHEUS the app's own /metrics (prometheus_client's handler over
-multiprom's collector) with native histograms enabled. The app
+multiprom's collector) with native histograms enabled; NATIVE_PROMETHEUS_3,
+if given, is a Prometheus 3 scraping `multiprom run` with them. The app
 (tests/python/native_app) observes the value each request names in a plain
 prometheus_client Histogram. This script waits until the servers have stored
 the EARLIER_REQUESTS observations made before it ran (each 0.05 s), then
 sends a known sample of latencies, SIGKILLing one gunicorn worker half-way
 and going on until gunicorn's replacement has served requests too. Then:
 
-* on both native servers, `histogram_count` and `histogram_sum` of the native
+* on every native server, `histogram_count` and `histogram_sum` of the native
   series equal the count and the sum of every observation, and
   `histogram_quantile(q, sum(rate(...)))` for q in 0.5, 0.9, 0.99 lies within
   the schema's relative error (a bucket's width, 2^(2^-SCHEMA) - 1) of the
@@ -77,6 +79,8 @@ def main():
     run_pid, earlier, schema = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
     before = [0.05] * earlier
     natives = {"multiprom run": native, "the app's own /metrics": from_app}
+    if len(sys.argv) > 8:
+        natives["multiprom run, into Prometheus 3"] = sys.argv[8]
 
     # The servers hold the first observations before any of ours is made,
     # so a rate over the whole test covers exactly ours.
@@ -182,6 +186,7 @@ def main():
         "served_by_newcomer": by_newcomer,
         "quantiles": held["multiprom run"]["quantiles"],
         "app_quantiles": held["the app's own /metrics"]["quantiles"],
+        "prometheus_3_count": held.get("multiprom run, into Prometheus 3", {}).get("count"),
         "classic": {k: v for k, v in classic_state.items()},
         "classic_quantiles": classic_quantiles,
     }))
