@@ -58,6 +58,27 @@ const OUTPUTS: [(&str, Format, bool); 4] = [
 /// `om_<scheme>.txt`, accumulated.
 const ESCAPINGS: [Escaping; 3] = [Escaping::AllowUtf8, Escaping::Dots, Escaping::Values];
 
+/// Every reference output of a seed, with how multiprom makes it:
+/// (file, format, accumulate, escaping).
+fn outputs() -> impl Iterator<Item = (String, Format, bool, Escaping)> {
+    let escaped = ESCAPINGS.iter().flat_map(|&escaping| {
+        [
+            (
+                format!("prom_{}.txt", escaping.as_str()),
+                Format::Prometheus,
+            ),
+            (format!("om_{}.txt", escaping.as_str()), Format::OpenMetrics),
+        ]
+        .map(|(file, format)| (file, format, true, escaping))
+    });
+    OUTPUTS
+        .iter()
+        .map(|&(file, format, accumulate)| {
+            (file.to_owned(), format, accumulate, Escaping::Underscores)
+        })
+        .chain(escaped)
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
     Some(
@@ -127,25 +148,8 @@ fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
                     other => return Err(format!("seed {seed}: unexpected warning: {other}")),
                 }
             }
-            let escaped = ESCAPINGS
-                .iter()
-                .filter(|_| accumulate)
-                .flat_map(|&escaping| {
-                    [
-                        (
-                            format!("prom_{}.txt", escaping.as_str()),
-                            Format::Prometheus,
-                        ),
-                        (format!("om_{}.txt", escaping.as_str()), Format::OpenMetrics),
-                    ]
-                    .map(|(file, format)| (file, format, escaping))
-                });
-            let outputs = OUTPUTS
-                .iter()
-                .filter(|(_, _, acc)| *acc == accumulate)
-                .map(|&(file, format, _)| (file.to_owned(), format, Escaping::Underscores))
-                .chain(escaped);
-            for (file, format, escaping) in outputs {
+            let outputs = outputs().filter(|(_, _, acc, _)| *acc == accumulate);
+            for (file, format, _, escaping) in outputs {
                 let want = std::fs::read(reference.join(&file)).expect("reference output");
                 let want = String::from_utf8(want).expect("Python output is UTF-8");
                 let mut got = String::new();
@@ -167,7 +171,7 @@ fn check_seed(base: &Path, seed: u64) -> Result<(), String> {
 fn check_seed_binary(base: &Path, seed: u64) -> Result<(), String> {
     let dir = base.join(format!("seed-{seed}"));
     let reference = base.join(format!("seed-{seed}.ref"));
-    for (file, format, accumulate) in OUTPUTS {
+    for (file, format, accumulate, escaping) in outputs() {
         let mut cmd = multiprom();
         cmd.arg("scrape").arg("--dir").arg(&dir);
         if format == Format::OpenMetrics {
@@ -175,6 +179,9 @@ fn check_seed_binary(base: &Path, seed: u64) -> Result<(), String> {
         }
         if !accumulate {
             cmd.arg("--no-accumulate");
+        }
+        if escaping != Escaping::Underscores {
+            cmd.args(["--escaping", escaping.as_str()]);
         }
         let out = cmd.output().expect("run multiprom scrape");
         if !out.status.success() {
@@ -184,7 +191,7 @@ fn check_seed_binary(base: &Path, seed: u64) -> Result<(), String> {
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
-        let want = std::fs::read(reference.join(file)).expect("reference output");
+        let want = std::fs::read(reference.join(&file)).expect("reference output");
         if out.stdout != want {
             let report = first_difference(
                 &String::from_utf8_lossy(&want),

@@ -278,13 +278,36 @@ fn no_usable_directory_is_one_line_and_exit_2() {
 #[test]
 fn bad_arguments_exit_2() {
     let dir = temp_dir();
+    write_counter(dir.path(), "1", "jobs", "Jobs.", 1.0);
+    for args in [
+        &["--format", "json"][..],
+        &["--escaping", "utf8"],
+        &["--format", "protobuf", "--escaping", "allow-utf-8"],
+    ] {
+        let out = multiprom()
+            .arg("scrape")
+            .args(args)
+            .arg("--dir")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stdout(&out), "", "{args:?}");
+    }
+    // The default scheme with protobuf is no conflict.
     let out = multiprom()
-        .args(["scrape", "--format", "json", "--dir"])
+        .args([
+            "scrape",
+            "--format",
+            "protobuf",
+            "--escaping",
+            "underscores",
+            "--dir",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stdout(&out), "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]
@@ -394,6 +417,7 @@ fn help_is_one_line_per_option_and_states_the_exit_status() {
         "--dir <DIR>",
         "--format <FORMAT>",
         "--no-accumulate",
+        "--escaping <ESCAPING>",
         "--strict",
     ] {
         let line = help

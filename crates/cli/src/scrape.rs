@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
 //! with `--strict` when a file was bad, 2 when there is no usable directory
-//! (or `--no-accumulate` was asked with `--format protobuf`).
+//! (or `--no-accumulate` or `--escaping` was asked with `--format
+//! protobuf`).
 //! A directory with no `*.db` files prints nothing (or only `# EOF`) and
 //! exits 0, as it is a normal state before the first worker starts, but says
 //! so on stderr: a cron job publishing the output should not publish an
@@ -15,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use multiprom_collector::{CollectOptions, DirCollector, FileState, Format, Natives};
+use multiprom_collector::{CollectOptions, DirCollector, Escaping, FileState, Format, Natives};
 
 use crate::dir_resolution;
 use crate::exit_code::ExitCode;
@@ -30,6 +31,28 @@ pub(crate) enum FormatArg {
     Protobuf,
 }
 
+/// How `multiprom scrape` escapes names that are not legacy Prometheus
+/// names: `prometheus_client`'s `generate_latest(registry, escaping)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EscapingArg {
+    Underscores,
+    #[value(name = "allow-utf-8")]
+    AllowUtf8,
+    Dots,
+    Values,
+}
+
+impl From<EscapingArg> for Escaping {
+    fn from(arg: EscapingArg) -> Self {
+        match arg {
+            EscapingArg::Underscores => Escaping::Underscores,
+            EscapingArg::AllowUtf8 => Escaping::AllowUtf8,
+            EscapingArg::Dots => Escaping::Dots,
+            EscapingArg::Values => Escaping::Values,
+        }
+    }
+}
+
 /// Arguments of `multiprom scrape`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
@@ -39,7 +62,7 @@ names no directory.
 
 Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
 no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \
-no usable directory (or --no-accumulate was given with --format protobuf).")]
+no usable directory (or --no-accumulate or --escaping was given with --format protobuf).")]
 pub(crate) struct Args {
     /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR]
     #[arg(long, value_name = "DIR")]
@@ -50,6 +73,9 @@ pub(crate) struct Args {
     /// Raw histogram buckets, no _count (Python's accumulate=False; not with --format protobuf, whose buckets are cumulative)
     #[arg(long)]
     no_accumulate: bool,
+    /// How names that are not legacy Prometheus names are written, as prometheus_client's generate_latest(registry, escaping); allow-utf-8 is what Prometheus 3 asks for (text formats only)
+    #[arg(long, value_enum, default_value = "underscores")]
+    escaping: EscapingArg,
     /// Exit 1 if a file was bad (still skipped, the rest still printed)
     #[arg(long)]
     strict: bool,
@@ -61,6 +87,11 @@ pub(crate) fn main(args: Args) -> ExitCode {
         // A histogram message holds cumulative counts only: raw buckets
         // would be read as cumulative ones, silently wrong.
         eprintln!("multiprom scrape: --no-accumulate cannot be used with --format protobuf (its histogram buckets are cumulative)");
+        return ExitCode::from(2);
+    }
+    if args.escaping != EscapingArg::Underscores && args.format == FormatArg::Protobuf {
+        // Prometheus names no escaping scheme when it asks for protobuf.
+        eprintln!("multiprom scrape: --escaping is for the text formats; --format protobuf writes underscores");
         return ExitCode::from(2);
     }
     let dir = match dir_resolution::resolve(args.dir) {
@@ -93,9 +124,14 @@ pub(crate) fn main(args: Args) -> ExitCode {
     std::mem::forget(collector);
     // The body first, in one write: stderr warnings then never interleave
     // with a half-written body in a terminal.
+    let text = |format: Format| {
+        let mut out = String::with_capacity(128 * scrape.stats.series + 4096);
+        format.encode_all(&[&scrape.families], args.escaping.into(), &mut out);
+        out.into_bytes()
+    };
     let body = match args.format {
-        FormatArg::Prometheus => scrape.encode(Format::Prometheus).into_bytes(),
-        FormatArg::Openmetrics => scrape.encode(Format::OpenMetrics).into_bytes(),
+        FormatArg::Prometheus => text(Format::Prometheus),
+        FormatArg::Openmetrics => text(Format::OpenMetrics),
         FormatArg::Protobuf => scrape.encode_protobuf(),
     };
     let mut stdout = std::io::stdout().lock();
