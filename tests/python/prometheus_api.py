@@ -21,6 +21,25 @@ def api(prometheus, path, **params):
     return answer["data"]
 
 
+# Series a comparison leaves out: multiprom's self-metrics, which change
+# from scrape to scrape, and those Prometheus makes itself.
+LEFT_OUT = ("multiprom_", "process_", "up", "scrape_")
+
+
+def stored(prometheus, job):
+    """(name, labels) -> value, as Prometheus stored them last for `job`,
+    without the `job` and `instance` labels and the LEFT_OUT series."""
+    series = {}
+    for result in api(prometheus, "query", query=f'{{job="{job}"}}')["result"]:
+        labels = dict(result["metric"])
+        name = labels.pop("__name__")
+        if name.startswith(LEFT_OUT):
+            continue
+        del labels["job"], labels["instance"]
+        series[(name, tuple(sorted(labels.items())))] = float(result["value"][1])
+    return series
+
+
 def children(pid):
     found = []
     for entry in os.listdir("/proc"):

@@ -16,23 +16,9 @@ import sys
 import time
 
 from series_diff import differences
-from prometheus_api import api
+from prometheus_api import api, stored
 
-LEFT_OUT = ("multiprom_", "process_", "up", "scrape_")
 PATIENCE = 60.0
-
-
-def stored(prometheus, job):
-    """(name, labels) -> value, as Prometheus stored them last for `job`."""
-    series = {}
-    for result in api(prometheus, "query", query=f'{{job="{job}"}}')["result"]:
-        labels = dict(result["metric"])
-        name = labels.pop("__name__")
-        if name.startswith(LEFT_OUT):
-            continue
-        del labels["job"], labels["instance"]
-        series[(name, tuple(sorted(labels.items())))] = float(result["value"][1])
-    return series
 
 
 def main():

@@ -17,10 +17,8 @@ import time
 from prometheus_client.parser import text_string_to_metric_families
 
 from series_diff import differences
-from prometheus_api import fetch, api
+from prometheus_api import LEFT_OUT, api, fetch, stored
 
-SELF_METRICS = ("multiprom_", "process_")
-PROMETHEUS_OWN = ("up", "scrape_")
 PATIENCE = 60.0
 
 
@@ -30,23 +28,10 @@ def served(multiprom):
     samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name.startswith(SELF_METRICS):
+            if sample.name.startswith(LEFT_OUT):
                 continue
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return samples
-
-
-def stored(prometheus):
-    """(name, labels) -> value, as Prometheus stored them last."""
-    series = {}
-    for result in api(prometheus, "query", query='{job="multiprom"}')["result"]:
-        labels = dict(result["metric"])
-        name = labels.pop("__name__")
-        if name.startswith(SELF_METRICS) or name.startswith(PROMETHEUS_OWN):
-            continue
-        del labels["job"], labels["instance"]
-        series[(name, tuple(sorted(labels.items())))] = float(result["value"][1])
-    return series
 
 
 def main():
@@ -75,7 +60,7 @@ def main():
         if not want:
             state = "multiprom serves no series"
             continue
-        got = stored(prometheus)
+        got = stored(prometheus, "multiprom")
         diff = differences(got, want, "Prometheus", "multiprom")
         if not diff:
             print(f"Prometheus stored all {len(got)} series multiprom serves, equal")
