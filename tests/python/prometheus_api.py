@@ -3,6 +3,8 @@ the gunicorn workers under `multiprom run` (found through /proc)."""
 
 import json
 import os
+import sys
+import time
 import urllib.parse
 import urllib.request
 
@@ -21,23 +23,51 @@ def api(prometheus, path, **params):
     return answer["data"]
 
 
-# Series a comparison leaves out: multiprom's self-metrics, which change
-# from scrape to scrape, and those Prometheus makes itself.
-LEFT_OUT = ("multiprom_", "process_", "up", "scrape_")
+def left_out(name):
+    """Whether a comparison leaves the series `name` out: multiprom's
+    self-metrics, which change from scrape to scrape, and the series
+    Prometheus makes itself."""
+    return name.startswith(("multiprom_", "process_", "scrape_")) or name == "up"
 
 
 def stored(prometheus, job):
     """(name, labels) -> value, as Prometheus stored them last for `job`,
-    without the `job` and `instance` labels and the LEFT_OUT series."""
+    without the `job` and `instance` labels and the series left out."""
     series = {}
     for result in api(prometheus, "query", query=f'{{job="{job}"}}')["result"]:
         labels = dict(result["metric"])
         name = labels.pop("__name__")
-        if name.startswith(LEFT_OUT):
+        if left_out(name):
             continue
         del labels["job"], labels["instance"]
         series[(name, tuple(sorted(labels.items())))] = float(result["value"][1])
     return series
+
+
+def until_agreed(prometheus, jobs, check, patience=60.0):
+    """Polls every 0.5 s until the targets of `jobs` are up with no scrape
+    error and `check()` says `(True, _)`; exits 1 after `patience` seconds
+    with the last state (`check`'s second value, or what was wrong)."""
+    deadline = time.monotonic() + patience
+    state = "Prometheus did not answer"
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            targets = api(prometheus, "targets")["activeTargets"]
+        except OSError as error:
+            state = f"Prometheus did not answer: {error}"
+            continue
+        by_job = {t["labels"].get("job"): t for t in targets}
+        problems = [f"{job}: {by_job.get(job)}" for job in jobs
+                    if job not in by_job or by_job[job]["health"] != "up"
+                    or by_job[job]["lastError"]]
+        if problems:
+            state = "targets not up or failing: " + "; ".join(problems)
+            continue
+        done, state = check()
+        if done:
+            return
+    sys.exit(f"after {patience:.0f} s: {state}")
 
 
 def children(pid):

@@ -13,42 +13,26 @@ the differences.
 """
 
 import sys
-import time
 
 from series_diff import differences
-from prometheus_api import api, stored
-
-PATIENCE = 60.0
+from prometheus_api import stored, until_agreed
 
 
 def main():
     prometheus, first, second = sys.argv[1], sys.argv[2], sys.argv[3]
-    deadline = time.monotonic() + PATIENCE
-    state = "Prometheus did not answer"
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        try:
-            targets = api(prometheus, "targets")["activeTargets"]
-        except OSError as error:
-            state = f"Prometheus did not answer: {error}"
-            continue
-        jobs = {t["labels"].get("job"): t for t in targets}
-        problems = [f"{job}: {jobs.get(job)}" for job in (first, second)
-                    if job not in jobs or jobs[job]["health"] != "up" or jobs[job]["lastError"]]
-        if problems:
-            state = "targets not up: " + "; ".join(problems)
-            continue
+
+    def agreed():
         ours, theirs = stored(prometheus, first), stored(prometheus, second)
         if not ours or not theirs:
-            state = "no series stored yet"
-            continue
+            return False, "no series stored yet"
         diff = differences(ours, theirs, first, second)
-        if not diff:
-            for name in sorted({name for name, _ in ours}):
-                print(name)
-            return
-        state = "stored series differ:\n" + "\n".join(diff)
-    sys.exit(f"after {PATIENCE:.0f} s: {state}")
+        if diff:
+            return False, "stored series differ:\n" + "\n".join(diff)
+        for name in sorted({name for name, _ in ours}):
+            print(name)
+        return True, None
+
+    until_agreed(prometheus, [first, second], agreed)
 
 
 if __name__ == "__main__":

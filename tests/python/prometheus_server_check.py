@@ -12,14 +12,11 @@ the differences if they never agree.
 """
 
 import sys
-import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from series_diff import differences
-from prometheus_api import LEFT_OUT, api, fetch, stored
-
-PATIENCE = 60.0
+from prometheus_api import api, fetch, left_out, stored, until_agreed
 
 
 def served(multiprom):
@@ -28,7 +25,7 @@ def served(multiprom):
     samples = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name.startswith(LEFT_OUT):
+            if left_out(sample.name):
                 continue
             samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
     return samples
@@ -36,37 +33,22 @@ def served(multiprom):
 
 def main():
     prometheus, multiprom = sys.argv[1], sys.argv[2]
-    deadline = time.monotonic() + PATIENCE
-    state = "Prometheus did not answer"
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        try:
-            targets = api(prometheus, "targets")["activeTargets"]
-        except OSError as error:
-            state = f"Prometheus did not answer: {error}"
-            continue
-        target = next((t for t in targets if t["labels"].get("job") == "multiprom"), None)
-        if target is None or target["health"] != "up":
-            state = f"target not up: {target}"
-            continue
-        if target["lastError"]:
-            state = f"scrape error: {target['lastError']}"
-            continue
+
+    def agreed():
         up = api(prometheus, "query", query='up{job="multiprom"}')["result"]
         if [float(r["value"][1]) for r in up] != [1.0]:
-            state = f"up is {up}"
-            continue
+            return False, f"up is {up}"
         want = served(multiprom)
         if not want:
-            state = "multiprom serves no series"
-            continue
+            return False, "multiprom serves no series"
         got = stored(prometheus, "multiprom")
         diff = differences(got, want, "Prometheus", "multiprom")
-        if not diff:
-            print(f"Prometheus stored all {len(got)} series multiprom serves, equal")
-            return
-        state = "stored series differ:\n" + "\n".join(diff)
-    sys.exit(f"after {PATIENCE:.0f} s: {state}")
+        if diff:
+            return False, "stored series differ:\n" + "\n".join(diff)
+        print(f"Prometheus stored all {len(got)} series multiprom serves, equal")
+        return True, None
+
+    until_agreed(prometheus, ["multiprom"], agreed)
 
 
 if __name__ == "__main__":
