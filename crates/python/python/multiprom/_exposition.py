@@ -8,10 +8,12 @@ engine's own encoder (its output is tested byte for byte against
 ``prometheus_client``'s). So for the common case, a ``CollectorRegistry``
 whose only collector is one ``multiprom.MultiProcessCollector`` (the
 multiprocess recipe), or a restricted registry of one (``?name[]=``), these
-functions return the engine's text; for anything else (other collectors,
-target info, other escaping schemes or OpenMetrics versions), and on any
-trouble, they call ``prometheus_client``'s own function, so the result is
-always what ``prometheus_client`` would print.
+functions return the engine's text, in any of the four escaping schemes
+(Prometheus 3 asks for ``allow-utf-8``); for anything else (other
+collectors, target info, other OpenMetrics versions), and on any trouble,
+they call ``prometheus_client``'s own function, so the result is always
+what ``prometheus_client`` would print (0.26's, on older releases: see
+docs/python.md).
 
 ``prometheus_client``'s HTTP handlers (``make_wsgi_app``,
 ``make_asgi_app``, ``start_http_server``) all answer through its
