@@ -279,11 +279,7 @@ fn no_usable_directory_is_one_line_and_exit_2() {
 fn bad_arguments_exit_2() {
     let dir = temp_dir();
     write_counter(dir.path(), "1", "jobs", "Jobs.", 1.0);
-    for args in [
-        &["--format", "json"][..],
-        &["--escaping", "utf8"],
-        &["--format", "protobuf", "--escaping", "allow-utf-8"],
-    ] {
+    for args in [&["--format", "json"][..], &["--escaping", "utf8"]] {
         let out = multiprom()
             .arg("scrape")
             .args(args)
@@ -294,20 +290,40 @@ fn bad_arguments_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert_eq!(stdout(&out), "", "{args:?}");
     }
-    // The default scheme with protobuf is no conflict.
-    let out = multiprom()
-        .args([
-            "scrape",
-            "--format",
-            "protobuf",
-            "--escaping",
-            "underscores",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+/// `--escaping` applies to the protobuf format too, as a scraper's
+/// `escaping` parameter does (Prometheus 3.0 names `allow-utf-8` on its
+/// protobuf range): names as they are, or escaped, never quoted.
+#[test]
+fn protobuf_names_are_escaped_as_asked() {
+    let dir = temp_dir();
+    write_counter(dir.path(), "1", "caf\u{e9}.orders", "Orders.", 1.0);
+    let protobuf = |escaping: &str| {
+        let out = multiprom()
+            .args([
+                "scrape",
+                "--format",
+                "protobuf",
+                "--escaping",
+                escaping,
+                "--dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{escaping}: {out:?}");
+        out.stdout
+    };
+    let has = |body: &[u8], name: &str| body.windows(name.len()).any(|w| w == name.as_bytes());
+    let kept = protobuf("allow-utf-8");
+    assert!(has(&kept, "caf\u{e9}.orders_total"), "{kept:?}");
+    let escaped = protobuf("underscores");
+    assert!(has(&escaped, "caf__orders_total"), "{escaped:?}");
+    assert!(!has(&escaped, "caf\u{e9}"), "{escaped:?}");
+    assert_eq!(escaped, scrape_protobuf(dir.path()));
+    assert!(has(&protobuf("dots"), "caf___dot_orders__total"));
+    assert!(has(&protobuf("values"), "U__caf_e9__2e_orders__total"));
 }
 
 #[test]
@@ -468,7 +484,7 @@ fn scrape_as_protobuf_carries_the_native_histograms() {
         DirCollector::new(dir.path())
             .collect_with(|_| Default::default(), None, natives)
             .unwrap()
-            .encode_protobuf()
+            .encode_protobuf(multiprom_collector::Escaping::Underscores)
     };
     // What the library serves a protobuf scrape, native histograms and all.
     let with = encoded(Natives::Merge);

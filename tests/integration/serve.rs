@@ -180,6 +180,13 @@ fn each_escaping_scheme_answers_as_prometheus_client_does() {
         "application/openmetrics-text;version=1.0.0;escaping=values",
         "text/plain;version=0.0.4",
         "application/openmetrics-text",
+        // Read as prometheus_client reads them: text from version 1.0.0
+        // on, the first escaping of a range, an empty version as none, a
+        // byte that is not ASCII in another parameter.
+        "text/plain;version=2.0.0;escaping=allow-utf-8",
+        "application/openmetrics-text;version=1.0.0;escaping=dots;escaping=allow-utf-8",
+        "application/openmetrics-text;version=",
+        "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;x=\u{fc}",
     ];
     for accept in cases {
         let response = get(addr, "/metrics", &[("Accept", accept)]);
@@ -199,6 +206,24 @@ fn each_escaping_scheme_answers_as_prometheus_client_does() {
             "{accept}: not a byte-exact prefix"
         );
     }
+    // A header sent on two lines is one list, as its lines joined.
+    let (first, second) = (
+        "text/plain;version=0.0.4",
+        "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8",
+    );
+    let response = get(
+        addr,
+        "/metrics",
+        &[
+            ("Accept", first),
+            ("Accept", second),
+            ("Accept-Encoding", "identity"),
+            ("Accept-Encoding", "gzip"),
+        ],
+    );
+    let (content_type, _) = python_answer(dir.path(), &format!("{first},{second}"));
+    assert_eq!(response.header("content-type"), Some(content_type.as_str()));
+    assert_eq!(response.header("content-encoding"), Some("gzip"));
     let body = get(addr, "/metrics", &[("Accept", prometheus_3)]).text();
     assert!(
         body.contains("\nvllm:num_requests_running{\"model.name\"=\"m\"} 2.0\n"),

@@ -30,7 +30,16 @@ CLOSES_FILES = hasattr(values, 'close_all_multiprocess_files')
 # Bounds every subprocess: a failing test fails, never hangs.
 PATIENCE = 60
 
-# What Prometheus 3 sends with native histograms on.
+# What Prometheus 3.0 sends with native histograms on: every range names the
+# escaping scheme, protobuf's too.
+PROMETHEUS_3_0_NATIVE_ACCEPT = (
+    'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;'
+    'escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;'
+    'q=0.5,application/openmetrics-text;version=0.0.1;escaping=allow-utf-8;q=0.4,'
+    'text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;'
+    'escaping=allow-utf-8;q=0.2,*/*;q=0.1')
+
+# What Prometheus 3 (3.5) sends with native histograms on.
 PROMETHEUS_NATIVE_ACCEPT = (
     'application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;'
     'q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,'
@@ -167,6 +176,47 @@ class NativeHistogramTest(unittest.TestCase):
             self.assertEqual(lines, ['a True', 'b True', 'c True'], f'writer={writer}')
             self.assertEqual(stderr, '', f'writer={writer}')
 
+    def test_app_endpoint_escapes_protobuf_names_as_asked(self):
+        # The protobuf answer escapes names as the protobuf range's `escaping` asks: Prometheus
+        # 3.0 names allow-utf-8 there, and gets names as they are (as client_golang serves
+        # them), with the scheme named in the Content-Type; Prometheus 3.5 names none there,
+        # and gets underscores. The bytes are `multiprom scrape --format protobuf --escaping`'s.
+        # Releases before 0.22 refuse a name that is not a legacy one: then only the bytes
+        # and the Content-Type are checked.
+        code = (
+            'import subprocess, sys, multiprom\n'
+            'multiprom.install(native_histograms=True)\n'
+            'from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_app\n'
+            'from prometheus_client.multiprocess import MultiProcessCollector\n'
+            'Histogram("lat", "Latency.").observe(0.3)\n'
+            'try:\n'
+            '    Counter("caf\\u00e9.orders", "Orders.").inc()\n'
+            '    utf8 = True\n'
+            'except ValueError:\n'
+            '    utf8 = False\n'
+            'registry = CollectorRegistry(); MultiProcessCollector(registry)\n'
+            'for accept, escaping in ((V30, "allow-utf-8"), (V35, "underscores")):\n'
+            '    said = []\n'
+            '    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "",\n'
+            '               "HTTP_ACCEPT": accept}\n'
+            '    body = b"".join(make_wsgi_app(registry)(environ, lambda s, h: said.append(dict(h))))\n'
+            '    scraped = subprocess.run([sys.executable, "-m", "multiprom", "scrape", "--format",\n'
+            '                              "protobuf", "--escaping", escaping],\n'
+            '                             capture_output=True, check=True).stdout\n'
+            '    kept = "caf\\u00e9.orders_total".encode() in body\n'
+            '    escaped = b"caf__orders_total" in body\n'
+            '    print(said[0]["Content-Type"], body == scraped,\n'
+            '          kept == (utf8 and escaping == "allow-utf-8"),\n'
+            '          escaped == (utf8 and escaping == "underscores"))\n'
+            ).replace('V30', repr(PROMETHEUS_3_0_NATIVE_ACCEPT)).replace(
+                'V35', repr(PROMETHEUS_NATIVE_ACCEPT))
+        protobuf = ('application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; '
+                    'encoding=delimited')
+        lines, stderr = run_python(code, {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(lines, [f'{protobuf}; escaping=allow-utf-8 True True True',
+                                 f'{protobuf} True True True'], stderr)
+        self.assertEqual(stderr, '')
+
     def test_app_endpoint_serves_protobuf_with_native_histograms(self):
         # prometheus_client's own /metrics (make_wsgi_app, and make_asgi_app, over a registry of
         # multiprom's collector): to a scraper preferring protobuf, as
@@ -251,7 +301,7 @@ class NativeHistogramTest(unittest.TestCase):
             'Histogram("h", "H.").observe(0.3)\n'
             'd = os.environ["PROMETHEUS_MULTIPROC_DIR"]\n'
             'print(sorted(os.listdir(d)), os.listdir(os.path.join(d, "native-histograms")))\n'
-            f'body, _ = multiprom._native.DirCollector(d).expose_protobuf({PROMETHEUS_NATIVE_ACCEPT!r})\n'
+            f'body, _, _ = multiprom._native.DirCollector(d).expose_protobuf({PROMETHEUS_NATIVE_ACCEPT!r})\n'
             'print(body is not None)\n')
         for writer in (False, True):
             lines, stderr = run_python(code.replace('WRITER', str(writer)),

@@ -2,8 +2,7 @@
 //!
 //! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
 //! with `--strict` when a file was bad, 2 when there is no usable directory
-//! (or `--no-accumulate` or `--escaping` was asked with `--format
-//! protobuf`).
+//! (or `--no-accumulate` was asked with `--format protobuf`).
 //! A directory with no `*.db` files prints nothing (or only `# EOF`) and
 //! exits 0, as it is a normal state before the first worker starts, but says
 //! so on stderr: a cron job publishing the output should not publish an
@@ -62,7 +61,7 @@ names no directory.
 
 Exit status: 0 when printed (bad files are skipped with a warning on stderr; a directory with \
 no *.db files prints nothing and warns), 1 with --strict when a file was bad, 2 when there is \
-no usable directory (or --no-accumulate or --escaping was given with --format protobuf).")]
+no usable directory (or --no-accumulate was given with --format protobuf).")]
 pub(crate) struct Args {
     /// The multiprocess directory [default: $PROMETHEUS_MULTIPROC_DIR]
     #[arg(long, value_name = "DIR")]
@@ -73,7 +72,7 @@ pub(crate) struct Args {
     /// Raw histogram buckets, no _count (Python's accumulate=False; not with --format protobuf, whose buckets are cumulative)
     #[arg(long)]
     no_accumulate: bool,
-    /// How names that are not legacy Prometheus names are written, as prometheus_client's generate_latest(registry, escaping); allow-utf-8 is what Prometheus 3 asks for (text formats only)
+    /// How names that are not legacy Prometheus names are written, as prometheus_client's generate_latest(registry, escaping); allow-utf-8 is what Prometheus 3 asks for (protobuf: names never quoted)
     #[arg(long, value_enum, default_value = "underscores")]
     escaping: EscapingArg,
     /// Exit 1 if a file was bad (still skipped, the rest still printed)
@@ -87,11 +86,6 @@ pub(crate) fn main(args: Args) -> ExitCode {
         // A histogram message holds cumulative counts only: raw buckets
         // would be read as cumulative ones, silently wrong.
         eprintln!("multiprom scrape: --no-accumulate cannot be used with --format protobuf (its histogram buckets are cumulative)");
-        return ExitCode::from(2);
-    }
-    if args.escaping != EscapingArg::Underscores && args.format == FormatArg::Protobuf {
-        // Prometheus names no escaping scheme when it asks for protobuf.
-        eprintln!("multiprom scrape: --escaping is for the text formats; --format protobuf writes underscores");
         return ExitCode::from(2);
     }
     let dir = match dir_resolution::resolve(args.dir) {
@@ -132,7 +126,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     let body = match args.format {
         FormatArg::Prometheus => text(Format::Prometheus),
         FormatArg::Openmetrics => text(Format::OpenMetrics),
-        FormatArg::Protobuf => scrape.encode_protobuf(),
+        FormatArg::Protobuf => scrape.encode_protobuf(args.escaping.into()),
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(&body).and_then(|()| stdout.flush()) {

@@ -756,7 +756,12 @@ fn natives(c: &mut Criterion) {
             b.iter(|| {
                 let scrape = black_box(protobuf());
                 let mut out = Vec::new();
-                cache.encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                cache.encode(
+                    Arc::clone(&scrape),
+                    &scrape.natives,
+                    Escaping::Underscores,
+                    &mut out,
+                );
                 out
             })
         });
@@ -836,9 +841,12 @@ fn natives(c: &mut Criterion) {
                     .collect_with(|_| Default::default(), None, Natives::Skip)
                     .expect("collect");
                 let mut out = Vec::new();
-                classic_cache
-                    .borrow_mut()
-                    .encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                classic_cache.borrow_mut().encode(
+                    Arc::clone(&scrape),
+                    &scrape.natives,
+                    Escaping::Underscores,
+                    &mut out,
+                );
                 out
             };
             g.bench_function("live/map_floor", |b| {
@@ -883,7 +891,12 @@ fn natives(c: &mut Criterion) {
                 timed_after(b, &mut evict, || {
                     let scrape = protobuf();
                     let mut out = Vec::new();
-                    cache.encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                    cache.encode(
+                        Arc::clone(&scrape),
+                        &scrape.natives,
+                        Escaping::Underscores,
+                        &mut out,
+                    );
                     out
                 })
             });
@@ -919,7 +932,12 @@ fn natives(c: &mut Criterion) {
                     .collect_with(|_| Default::default(), None, Natives::Skip)
                     .expect("collect");
                 let mut out = Vec::new();
-                cache.encode(Arc::clone(&scrape), &scrape.natives, &mut out);
+                cache.encode(
+                    Arc::clone(&scrape),
+                    &scrape.natives,
+                    Escaping::Underscores,
+                    &mut out,
+                );
                 out
             })
         });

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use multiprom_collector::{
-    merge_files, CollectOptions, DirCollector, Format, Natives, Scrape, Warning,
+    merge_files, CollectOptions, DirCollector, Escaping, Format, Natives, Scrape, Warning,
 };
 use multiprom_format::native_file::native_histogram_path;
 use multiprom_format::{
@@ -247,7 +247,7 @@ fn protobuf_carries_every_native_field() {
         .unwrap();
 
     let scrape = for_protobuf(&DirCollector::new(dir.path()));
-    let families = decode(&scrape.encode_protobuf());
+    let families = decode(&scrape.encode_protobuf(Escaping::Underscores));
     let all: Vec<f64> = FIRST.iter().chain(&SECOND).copied().collect();
     let expected = observed(&all, config(1, threshold));
 
@@ -313,7 +313,7 @@ fn a_classic_count_other_than_the_native_one_keeps_the_inf_bucket() {
     // Classic only: the classic count is one more than the native one.
     worker(dir.path(), "2", "/", &BOUNDS, &[5.0], None);
     let scrape = for_protobuf(&DirCollector::new(dir.path()));
-    let families = decode(&scrape.encode_protobuf());
+    let families = decode(&scrape.encode_protobuf(Escaping::Underscores));
     let h = histogram_of(&families, "/");
     let native = FIRST.len() as u64;
     assert_eq!(h.sample_count, Some(native));
@@ -396,5 +396,8 @@ fn text_and_openmetrics_are_the_same_with_and_without_native_files() {
         .encode(Format::Prometheus)
         .contains("latency_seconds_bucket{le=\"+Inf\",route=\"/n\"} 2.0\n"));
     // Only the protobuf output has them.
-    assert_ne!(with.encode_protobuf(), without.encode_protobuf());
+    assert_ne!(
+        with.encode_protobuf(Escaping::Underscores),
+        without.encode_protobuf(Escaping::Underscores)
+    );
 }

@@ -25,8 +25,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use multiprom_collector::exposition::{
-    encode_protobuf, encode_protobuf_all, Body as ExpositionBody, LineCache, ProtobufCache,
-    PROTOBUF_CONTENT_TYPE,
+    encode_protobuf_all, Body as ExpositionBody, LineCache, ProtobufCache, PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
     CollectError, DirCollector, Escaping, Format, MergedFamily, NameFilter, Natives, Scrape,
@@ -157,8 +156,8 @@ struct ServedDir {
     writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
     line_caches: Caches<(Format, Escaping, Option<NameFilter>), LineCache>,
-    /// The last protobuf encodings' families, per filter.
-    protobuf_caches: Caches<Option<NameFilter>, ProtobufCache>,
+    /// The last protobuf encodings' families, per escaping and filter.
+    protobuf_caches: Caches<(Escaping, Option<NameFilter>), ProtobufCache>,
     /// Buffers for `/metrics` bodies.
     texts: Arc<TextPool>,
 }
@@ -338,24 +337,28 @@ impl Endpoint {
     }
 
     /// [`Endpoint::metrics`] in the Prometheus protobuf format
-    /// (length-delimited `MetricFamily` messages).
+    /// (length-delimited `MetricFamily` messages), names escaped as
+    /// `escaping` says.
     pub async fn metrics_protobuf(
         &self,
+        escaping: Escaping,
         filter: Option<NameFilter>,
     ) -> Result<Vec<u8>, ScrapeFailure> {
         // The only format that shows native histograms: the only one that
         // reads their files.
-        self.rendered(filter, Natives::Merge, |served, scrape, filter| {
+        self.rendered(filter, Natives::Merge, move |served, scrape, filter| {
             let mut out = Vec::new();
             match scrape {
                 Some(scrape) => {
                     out.reserve(64 * scrape.stats.series + 4096);
                     let own = served.own_families(scrape, filter);
                     // With the scrape's native histograms.
-                    served.encode_protobuf(scrape, filter, &mut out);
-                    encode_protobuf(&own, &mut out);
+                    served.encode_protobuf(scrape, escaping, filter, &mut out);
+                    encode_protobuf_all(&[own], escaping, &mut out);
                 }
-                None => encode_protobuf_all(&[served.unlistable_families(filter)], &mut out),
+                None => {
+                    encode_protobuf_all(&[served.unlistable_families(filter)], escaping, &mut out)
+                }
             }
             out
         })
@@ -625,19 +628,20 @@ impl ServedDir {
     fn encode_protobuf(
         &self,
         scrape: &Arc<Scrape>,
+        escaping: Escaping,
         filter: Option<&NameFilter>,
         out: &mut Vec<u8>,
     ) {
         let Ok(mut caches) = self.protobuf_caches.try_lock() else {
-            scrape.encode_protobuf_into(out);
+            scrape.encode_protobuf_into(escaping, out);
             return;
         };
         let cache = cache_for(
             &mut caches,
-            |names| names.as_ref() == filter,
-            || filter.cloned(),
+            |(e, names)| *e == escaping && names.as_ref() == filter,
+            || (escaping, filter.cloned()),
         );
-        cache.encode(Arc::clone(scrape), &scrape.natives, out);
+        cache.encode(Arc::clone(scrape), &scrape.natives, escaping, out);
     }
 }
 
@@ -679,10 +683,19 @@ fn directory_listable(listable: bool) -> multiprom_collector::MergedFamily {
     )
 }
 
-fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
-    // Several Accept headers mean one comma-joined list; we read the first,
-    // which is what clients send in practice.
-    headers.get(name).and_then(|v| v.to_str().ok())
+/// A list header's value: its lines joined with commas, as HTTP defines a
+/// header sent on several lines (and `prometheus_client`'s servers read
+/// it). A byte that is not ASCII (HTTP allows them in values) is read as a
+/// replacement character, so a stray one in some parameter leaves the
+/// rest of the header as meaningful as it was.
+fn header_text(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
+    let mut lines = headers.get_all(name).iter();
+    let mut text = String::from_utf8_lossy(lines.next()?.as_bytes()).into_owned();
+    for line in lines {
+        text.push(',');
+        text.push_str(&String::from_utf8_lossy(line.as_bytes()));
+    }
+    Some(text)
 }
 
 async fn metrics_handler(
@@ -690,7 +703,8 @@ async fn metrics_handler(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let accept = header_str(&headers, header::ACCEPT);
+    let accept = header_text(&headers, header::ACCEPT);
+    let accept = accept.as_deref();
     let Some(exposition) = choose_exposition(accept) else {
         return plain(
             StatusCode::NOT_ACCEPTABLE,
@@ -702,17 +716,19 @@ async fn metrics_handler(
             ),
         );
     };
-    let gzip = accepts_gzip(header_str(&headers, header::ACCEPT_ENCODING));
+    let gzip = accepts_gzip(header_text(&headers, header::ACCEPT_ENCODING).as_deref());
     let filter = query.as_deref().and_then(name_filter);
     let (content_type, body) = match exposition {
         Exposition::Text(text) => match endpoint.metrics(text, filter).await {
             Ok(body) => (text.content_type(), Encoded::Text(body)),
             Err(failure) => return failure_response(&failure),
         },
-        Exposition::Protobuf => match endpoint.metrics_protobuf(filter).await {
-            Ok(bytes) => (PROTOBUF_CONTENT_TYPE, Encoded::Binary(bytes)),
-            Err(failure) => return failure_response(&failure),
-        },
+        Exposition::Protobuf(protobuf) => {
+            match endpoint.metrics_protobuf(protobuf.escaping, filter).await {
+                Ok(bytes) => (protobuf.content_type(), Encoded::Binary(bytes)),
+                Err(failure) => return failure_response(&failure),
+            }
+        }
     };
     // Which format a client got, for `--log.level debug`: negotiation is
     // otherwise invisible from the server's side.

@@ -8,9 +8,11 @@
 //! "not acceptable", and the higher q wins. On a tie an explicit OpenMetrics
 //! range wins (as in Python); a bare `*/*` gets text 0.0.4.
 //!
-//! A text format's range that names version 1.0.0 gets its `escaping`
-//! parameter honoured (`underscores` when it names none), and the answer's
-//! `Content-Type` names both, as `prometheus_client` 0.26 answers:
+//! A text format's range that names version 1.0.0 (text: 1.0.0 or later)
+//! gets its `escaping` parameter honoured (`underscores` when it names
+//! none), and the answer's `Content-Type` names both, as `prometheus_client`
+//! 0.26 answers (the first `version` and `escaping` of a range count, as
+//! there):
 //! Prometheus 3 asks for `escaping=allow-utf-8`, under which a `:` stays in
 //! OpenMetrics sample names (`vllm:num_requests_running`), where the default
 //! `underscores` writes `_`.
@@ -20,8 +22,12 @@
 //! `proto=io.prometheus.client.MetricFamily` and `encoding=delimited`, as
 //! Prometheus sends it when it scrapes native histograms) and gives it a
 //! higher q than every text format: no wildcard stands for it, so a browser
-//! or `curl` never gets binary, and on a tie text wins.
+//! or `curl` never gets binary, and on a tie text wins. Its names are
+//! escaped as its range's `escaping` says (Prometheus 3.0 adds
+//! `escaping=allow-utf-8` to every range, protobuf's included, and
+//! client_golang honours it there), `underscores` when it names none.
 
+use multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE;
 use multiprom_collector::{Escaping, Format};
 
 /// What a `/metrics` answer is written in.
@@ -31,7 +37,43 @@ pub enum Exposition {
     Text(Text),
     /// The Prometheus protobuf format: length-delimited `MetricFamily`
     /// messages.
-    Protobuf,
+    Protobuf(Protobuf),
+}
+
+/// A protobuf answer: how names are escaped, and whether its `Content-Type`
+/// says so (the client named an `escaping`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Protobuf {
+    /// How names that are not legacy names are written.
+    pub escaping: Escaping,
+    /// Whether the `Content-Type` names the escaping scheme, as
+    /// client_golang's does.
+    pub named: bool,
+}
+
+impl Protobuf {
+    /// The answer's `Content-Type`: client_golang's `expfmt.FmtProtoDelim`,
+    /// with the escaping scheme when the client named one.
+    ///
+    /// ```
+    /// use multiprom_collector::Escaping;
+    /// use multiprom_http::negotiate::Protobuf;
+    /// let utf8 = Protobuf { escaping: Escaping::AllowUtf8, named: true };
+    /// assert_eq!(utf8.content_type(), "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=allow-utf-8");
+    /// assert_eq!(Protobuf::default().content_type(), "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited");
+    /// ```
+    #[must_use]
+    pub const fn content_type(self) -> &'static str {
+        if !self.named {
+            return PROTOBUF_CONTENT_TYPE;
+        }
+        match self.escaping {
+            Escaping::Underscores => "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=underscores",
+            Escaping::AllowUtf8 => "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=allow-utf-8",
+            Escaping::Dots => "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=dots",
+            Escaping::Values => "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=values",
+        }
+    }
 }
 
 /// A text answer: its format, how names are escaped, and whether it names
@@ -123,7 +165,8 @@ struct MediaRange<'a> {
 }
 
 /// Splits a header value into comma-separated elements, each into
-/// `;`-separated parts. Ranges with an unparsable q-value are dropped.
+/// `;`-separated parts. Ranges with an unparsable q-value are dropped. Of a
+/// parameter named twice the first counts (as in `prometheus_client`).
 fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
     header.split(',').filter_map(|element| {
         let mut parts = element.split(';').map(str::trim);
@@ -143,10 +186,10 @@ fn parse_ranges(header: &str) -> impl Iterator<Item = MediaRange<'_>> {
             let value = value.trim().trim_matches('"');
             match name.trim().to_ascii_lowercase().as_str() {
                 "q" => range.q = parse_q(value)?,
-                "version" => range.version = Some(value),
-                "proto" => range.proto = Some(value),
-                "encoding" => range.encoding = Some(value),
-                "escaping" => range.escaping = Some(value),
+                "version" => _ = range.version.get_or_insert(value),
+                "proto" => _ = range.proto.get_or_insert(value),
+                "encoding" => _ = range.encoding.get_or_insert(value),
+                "escaping" => _ = range.escaping.get_or_insert(value),
                 _ => {}
             }
         }
@@ -181,7 +224,8 @@ fn specificity(range: &MediaRange<'_>, format: Format) -> Option<u8> {
         return None;
     }
     let version_ok = match (format, range.version) {
-        (_, None) => true,
+        // An empty version names none, as in `prometheus_client`.
+        (_, None | Some("")) => true,
         // Text 0.0.4 is also valid for readers of the newer text versions.
         (Format::Prometheus, Some(_)) => true,
         // 0.0.1 is the pre-1.0 name of the same format.
@@ -246,10 +290,27 @@ pub fn choose_format(accept: Option<&str>) -> Option<Format> {
     }
 }
 
+/// Whether `version` is 1.0.0 or later, as `prometheus_client` compares
+/// versions (dot-separated numbers, `2` after `1.0.0`, `1.0` before it);
+/// one with a part that is no number is not (`prometheus_client` fails
+/// comparing it).
+fn from_1_0_0(version: &str) -> bool {
+    let mut parts = Vec::new();
+    for part in version.split('.') {
+        match part.parse::<u64>() {
+            Ok(number) if part.bytes().all(|b| b.is_ascii_digit()) => parts.push(number),
+            _ => return false,
+        }
+    }
+    parts.as_slice() >= [1, 0, 0].as_slice()
+}
+
 /// `format` as `header` asks for it: the range that names its type exactly
 /// with the best q (the first of equals) decides the version and escaping;
-/// version 1.0.0 gets the range's escaping (`underscores` when it names
-/// none, or one unknown) and says so in its `Content-Type`.
+/// version 1.0.0 (of the text format, any version from 1.0.0 on, as
+/// `prometheus_client` compares them) gets the range's escaping
+/// (`underscores` when it names none, or one unknown) and says so in its
+/// `Content-Type`.
 ///
 /// ```
 /// use multiprom_collector::{Escaping, Format};
@@ -271,8 +332,12 @@ pub fn text_for(header: &str, format: Format) -> Text {
             best = Some(range);
         }
     }
+    let versioned = |version: &str| match format {
+        Format::OpenMetrics => version == "1.0.0",
+        Format::Prometheus => from_1_0_0(version),
+    };
     match best {
-        Some(range) if range.version == Some("1.0.0") => Text {
+        Some(range) if range.version.is_some_and(versioned) => Text {
             format,
             escaping: Escaping::from_param(range.escaping.unwrap_or_default()),
             versioned: true,
@@ -282,17 +347,24 @@ pub fn text_for(header: &str, format: Format) -> Text {
 }
 
 /// The q-value `header` gives the Prometheus protobuf format (delimited
-/// `MetricFamily` messages): the best of the ranges that name it exactly,
-/// `None` if none does.
-fn protobuf_quality(header: &str) -> Option<f32> {
-    parse_ranges(header)
-        .filter(|range| {
-            range.media_type.eq_ignore_ascii_case(PROTOBUF_TYPE)
-                && range.proto == Some(PROTOBUF_MESSAGE)
-                && range.encoding == Some("delimited")
-        })
-        .map(|range| range.q)
-        .reduce(f32::max)
+/// `MetricFamily` messages), from the best of the ranges that name it
+/// exactly (the first of equals), with the answer that range asks for;
+/// `None` if none names it.
+fn protobuf_quality(header: &str) -> Option<(f32, Protobuf)> {
+    let mut best: Option<(f32, Protobuf)> = None;
+    for range in parse_ranges(header) {
+        let exact = range.media_type.eq_ignore_ascii_case(PROTOBUF_TYPE)
+            && range.proto == Some(PROTOBUF_MESSAGE)
+            && range.encoding == Some("delimited");
+        if exact && best.is_none_or(|(q, _)| range.q > q) {
+            let answer = Protobuf {
+                escaping: Escaping::from_param(range.escaping.unwrap_or_default()),
+                named: range.escaping.is_some(),
+            };
+            best = Some((range.q, answer));
+        }
+    }
+    best
 }
 
 /// What to answer `/metrics` with, or `None` if the client refuses every
@@ -301,11 +373,11 @@ fn protobuf_quality(header: &str) -> Option<f32> {
 ///
 /// ```
 /// use multiprom_collector::Format;
-/// use multiprom_http::negotiate::{choose_exposition, Exposition, Text};
+/// use multiprom_http::negotiate::{choose_exposition, Exposition, Protobuf, Text};
 ///
 /// // Prometheus 2.x with native histograms on.
 /// let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-/// assert_eq!(choose_exposition(Some(native)), Some(Exposition::Protobuf));
+/// assert_eq!(choose_exposition(Some(native)), Some(Exposition::Protobuf(Protobuf::default())));
 /// let default = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 /// let openmetrics = choose_exposition(Some(default));
 /// assert!(matches!(openmetrics, Some(Exposition::Text(Text { format: Format::OpenMetrics, versioned: true, .. }))));
@@ -315,18 +387,19 @@ fn protobuf_quality(header: &str) -> Option<f32> {
 pub fn choose_exposition(accept: Option<&str>) -> Option<Exposition> {
     let text = choose_format(accept);
     let as_text = |format| Exposition::Text(text_for(accept.unwrap_or_default(), format));
-    let Some(protobuf_q) = accept.and_then(protobuf_quality).filter(|&q| q > 0.0) else {
+    let Some((protobuf_q, protobuf)) = accept.and_then(protobuf_quality).filter(|&(q, _)| q > 0.0)
+    else {
         return text.map(as_text);
     };
     let Some(format) = text else {
-        return Some(Exposition::Protobuf);
+        return Some(Exposition::Protobuf(protobuf));
     };
     let accept = accept.unwrap_or_default();
     // `choose_format` answers text 0.0.4 to a header that names no text
     // format; such a header gives text nothing.
     let text_q = quality(accept, format).map_or(0.0, |(_, q)| q);
     if protobuf_q > text_q {
-        Some(Exposition::Protobuf)
+        Some(Exposition::Protobuf(protobuf))
     } else {
         Some(as_text(format))
     }
@@ -386,17 +459,117 @@ mod tests {
         // Prometheus 2.x with `--enable-feature=native-histograms`
         // (scrape/scrape.go, scrapeAcceptHeaderWithProtobuf).
         let v2 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-        assert_eq!(choose_exposition(Some(v2)), Some(Exposition::Protobuf));
+        assert_eq!(
+            choose_exposition(Some(v2)),
+            Some(Exposition::Protobuf(Protobuf::default()))
+        );
         // Prometheus 3.x with protobuf first in scrape_protocols
         // (config.DefaultProtoFirstScrapeProtocols, scrape.acceptHeader).
         let v3 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1";
-        assert_eq!(choose_exposition(Some(v3)), Some(Exposition::Protobuf));
+        assert_eq!(
+            choose_exposition(Some(v3)),
+            Some(Exposition::Protobuf(Protobuf::default()))
+        );
         // Protobuf alone, in another case and spacing.
         let alone = "Application/Vnd.Google.Protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
-        assert_eq!(choose_exposition(Some(alone)), Some(Exposition::Protobuf));
+        assert_eq!(
+            choose_exposition(Some(alone)),
+            Some(Exposition::Protobuf(Protobuf::default()))
+        );
         // Text refused, protobuf accepted.
         let only = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.1,text/plain;q=0,application/openmetrics-text;q=0";
-        assert_eq!(choose_exposition(Some(only)), Some(Exposition::Protobuf));
+        assert_eq!(
+            choose_exposition(Some(only)),
+            Some(Exposition::Protobuf(Protobuf::default()))
+        );
+    }
+
+    #[test]
+    fn protobuf_names_are_escaped_as_its_range_asks() {
+        // Prometheus 3.0 (scrape.acceptHeader with UTF-8 validation) names
+        // allow-utf-8 on every range.
+        let v3_0 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,text/plain;version=0.0.4;escaping=allow-utf-8;q=0.2,*/*;q=0.1";
+        let utf8 = Protobuf {
+            escaping: Escaping::AllowUtf8,
+            named: true,
+        };
+        assert_eq!(
+            choose_exposition(Some(v3_0)),
+            Some(Exposition::Protobuf(utf8))
+        );
+        // Prometheus 3.5 names none there: underscores, not named.
+        let v3_5 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1";
+        assert_eq!(
+            choose_exposition(Some(v3_5)),
+            Some(Exposition::Protobuf(Protobuf::default()))
+        );
+        // An unknown scheme is underscores, named; the first one counts.
+        let unknown = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=utf8;escaping=dots";
+        assert_eq!(
+            choose_exposition(Some(unknown)),
+            Some(Exposition::Protobuf(Protobuf {
+                escaping: Escaping::Underscores,
+                named: true,
+            }))
+        );
+        // The best protobuf range decides.
+        let two = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=dots;q=0.2,application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=values;q=0.9";
+        assert_eq!(
+            choose_exposition(Some(two)),
+            Some(Exposition::Protobuf(Protobuf {
+                escaping: Escaping::Values,
+                named: true,
+            }))
+        );
+    }
+
+    #[test]
+    fn parameters_are_read_as_prometheus_client_reads_them() {
+        let versioned = |format, escaping| Text {
+            format,
+            escaping,
+            versioned: true,
+        };
+        // The first `escaping` and `version` of a range count.
+        assert_eq!(
+            text_for(
+                "application/openmetrics-text;version=1.0.0;escaping=dots;escaping=allow-utf-8",
+                Format::OpenMetrics
+            ),
+            versioned(Format::OpenMetrics, Escaping::Dots)
+        );
+        assert_eq!(
+            text_for(
+                "text/plain;version=0.0.4;version=1.0.0;escaping=dots",
+                Format::Prometheus
+            ),
+            Text::plain(Format::Prometheus)
+        );
+        // Text from version 1.0.0 on is versioned (its Content-Type says
+        // 1.0.0, as prometheus_client's); 1.0 or a version with a part
+        // that is no number is not.
+        for (version, answer) in [
+            ("1.0.0", versioned(Format::Prometheus, Escaping::AllowUtf8)),
+            ("2.0.0", versioned(Format::Prometheus, Escaping::AllowUtf8)),
+            ("1.1", versioned(Format::Prometheus, Escaping::AllowUtf8)),
+            ("2", versioned(Format::Prometheus, Escaping::AllowUtf8)),
+            ("1.0", Text::plain(Format::Prometheus)),
+            ("0.0.4", Text::plain(Format::Prometheus)),
+            ("1.0.0-rc", Text::plain(Format::Prometheus)),
+            ("", Text::plain(Format::Prometheus)),
+        ] {
+            let header = format!("text/plain;version={version};escaping=allow-utf-8");
+            assert_eq!(
+                choose_exposition(Some(&header)),
+                Some(Exposition::Text(answer)),
+                "{header}"
+            );
+        }
+        // An empty OpenMetrics version names none: OpenMetrics, plain.
+        assert_eq!(
+            choose_exposition(Some("application/openmetrics-text;version=")),
+            Some(Exposition::Text(Text::plain(Format::OpenMetrics)))
+        );
     }
 
     #[test]

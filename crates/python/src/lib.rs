@@ -31,6 +31,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE;
 use multiprom_collector::{
     merge_files, CollectError, CollectOptions, DirCollector, Escaping, Format, NameFilter, Natives,
     Scrape, Warning,
@@ -143,10 +144,11 @@ impl NativeDirCollector {
     }
 
     /// The Prometheus protobuf format (delimited `MetricFamily` messages,
-    /// native histograms included), when a scraper whose `Accept` header is
-    /// `accept` prefers it (as Prometheus does with native histograms on)
-    /// and the directory has native histograms: `(body, reports)`. `body`
-    /// is `None` otherwise (the text formats carry everything then, and
+    /// native histograms included, names escaped as `accept` asks), when a
+    /// scraper whose `Accept` header is `accept` prefers it (as Prometheus
+    /// does with native histograms on) and the directory has native
+    /// histograms: `(body, reports, content_type)`. `body` is `None`
+    /// otherwise (the text formats carry everything then, and
     /// `prometheus_client`'s own encoder answers), and where `expose` would
     /// leave the text to `prometheus_client`. `names` restricts the samples
     /// as in `collect`.
@@ -156,29 +158,36 @@ impl NativeDirCollector {
         py: Python<'py>,
         accept: Option<&str>,
         names: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Exposed<'py>> {
-        if !self.accumulate || choose_exposition(accept) != Some(Exposition::Protobuf) {
-            return Ok((None, Vec::new()));
-        }
+    ) -> PyResult<ExposedProtobuf<'py>> {
+        let answer = match choose_exposition(accept) {
+            Some(Exposition::Protobuf(answer)) if self.accumulate => answer,
+            _ => return Ok((None, Vec::new(), PROTOBUF_CONTENT_TYPE)),
+        };
+        let content_type = answer.content_type();
         // One `stat` spares a directory without native histograms (most)
         // a collection before prometheus_client's text one.
         let natives_dir = self.engine.dir().join(NATIVE_HISTOGRAM_DIR);
         if !py.detach(|| natives_dir.is_dir()) {
-            return Ok((None, Vec::new()));
+            return Ok((None, Vec::new(), content_type));
         }
         let filter = name_filter(names)?;
         let scrape = match py.detach(|| self.collect_engine(filter.as_ref(), Natives::Merge)) {
             Ok(Ok(scrape)) => scrape,
-            Ok(Err(_)) | Err(_) => return Ok((None, Vec::new())),
+            Ok(Err(_)) | Err(_) => return Ok((None, Vec::new(), content_type)),
         };
         if scrape.natives.is_empty() || !metrics::all_accepted(py, &scrape.families)? {
-            return Ok((None, reports(&scrape)));
+            return Ok((None, reports(&scrape), content_type));
         }
-        let encoded = py.detach(|| catch_unwind(AssertUnwindSafe(|| scrape.encode_protobuf())));
+        let encoded = py
+            .detach(|| catch_unwind(AssertUnwindSafe(|| scrape.encode_protobuf(answer.escaping))));
         let Ok(body) = encoded else {
-            return Ok((None, reports(&scrape)));
+            return Ok((None, reports(&scrape), content_type));
         };
-        Ok((Some(PyBytes::new(py, &body)), reports(&scrape)))
+        Ok((
+            Some(PyBytes::new(py, &body)),
+            reports(&scrape),
+            content_type,
+        ))
     }
 }
 
@@ -218,6 +227,9 @@ fn name_filter(names: Option<&Bound<'_, PyAny>>) -> PyResult<Option<NameFilter>>
 
 /// What `expose` hands back: the text, if any, and the reports.
 type Exposed<'py> = (Option<Bound<'py, PyBytes>>, Vec<(u8, String)>);
+
+/// [`Exposed`], with the answer's `Content-Type`.
+type ExposedProtobuf<'py> = (Option<Bound<'py, PyBytes>>, Vec<(u8, String)>, &'static str);
 
 /// Reads and merges `files` once: `(metrics, reports)`.
 #[pyfunction]
@@ -311,11 +323,6 @@ fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(native_series::close_native_files, module)?)?;
     module.add_function(wrap_pyfunction!(dir_from_env, module)?)?;
     module.add_function(wrap_pyfunction!(cli::main, module)?)?;
-    // What `expose_protobuf`'s body is sent as.
-    module.add(
-        "PROTOBUF_CONTENT_TYPE",
-        multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE,
-    )?;
     // What the linked-in CLI's `--version` prints.
     module.add("__version__", multiprom_cli::VERSION)?;
     Ok(())

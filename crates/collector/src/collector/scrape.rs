@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use multiprom_format::{FileName, ReadError};
 
-use crate::exposition::Format;
+use crate::exposition::{Escaping, Format};
 use crate::family::MergedFamily;
 use crate::native_histograms::NativeHistograms;
 use crate::problem::Warning;
@@ -208,17 +208,23 @@ impl Scrape {
     /// The families in the Prometheus protobuf format (length-delimited
     /// `MetricFamily` messages), for a collection that accumulated its
     /// histograms (the default), with each histogram series' native
-    /// histogram (from a collection with [`Natives::Merge`]).
+    /// histogram (from a collection with [`Natives::Merge`]), names escaped
+    /// as `escaping` says (`underscores` for a scraper that names none).
     #[must_use]
-    pub fn encode_protobuf(&self) -> Vec<u8> {
+    pub fn encode_protobuf(&self, escaping: Escaping) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 * self.stats.series + 1024);
-        self.encode_protobuf_into(&mut out);
+        self.encode_protobuf_into(escaping, &mut out);
         out
     }
 
     /// Appends [`Scrape::encode_protobuf`]'s bytes to `out`.
-    pub fn encode_protobuf_into(&self, out: &mut Vec<u8>) {
-        crate::exposition::encode_protobuf_with_natives(&self.families, &self.natives, out);
+    pub fn encode_protobuf_into(&self, escaping: Escaping, out: &mut Vec<u8>) {
+        crate::exposition::encode_protobuf_with_natives(
+            &self.families,
+            &self.natives,
+            escaping,
+            out,
+        );
     }
 
     /// Every skipped file's problem (bad and vanished), in merge order.

@@ -220,6 +220,36 @@ pub(crate) fn push_label_name(out: &mut String, s: &str, escaping: Escaping) {
     push_name(out, s, escaping, is_legacy_label_name(s), is_label_rune);
 }
 
+/// client_golang's `model.EscapeName`, as its protobuf encoder applies it to
+/// a metric name: a legacy name as it is in every scheme (in `dots` too,
+/// unlike `prometheus_client`'s text encoders), any other escaped by the
+/// scheme, never quoted (a protobuf string holds any name; `allow-utf-8`
+/// leaves it as it is).
+pub(crate) fn push_protobuf_metric_name(out: &mut String, s: &str, escaping: Escaping) {
+    push_protobuf_name(out, s, escaping, is_legacy_metric_name(s), is_metric_rune);
+}
+
+/// [`push_protobuf_metric_name`] for a label name: one of label runes only
+/// is as it is (a reserved `__` name included: client_golang does not
+/// escape it).
+pub(crate) fn push_protobuf_label_name(out: &mut String, s: &str, escaping: Escaping) {
+    push_protobuf_name(out, s, escaping, is_label_runes(s), is_label_rune);
+}
+
+fn push_protobuf_name(
+    out: &mut String,
+    s: &str,
+    escaping: Escaping,
+    legacy: bool,
+    valid: fn(char, usize) -> bool,
+) {
+    if s.is_empty() || legacy || escaping == Escaping::AllowUtf8 {
+        out.push_str(s);
+    } else {
+        push_escaped_name(out, s, escaping, valid);
+    }
+}
+
 /// Backslash, newline and (if `quote`) double quote, backslash-escaped.
 pub(crate) fn push_escaped(out: &mut String, s: &str, quote: bool) {
     let special = |b: u8| b == b'\\' || b == b'\n' || (quote && b == b'"');

@@ -262,14 +262,13 @@ def _bake_protobuf(registry, accept_header, accept_encoding_header, params, disa
     if collector is None:
         return None
     names = params["name[]"] if "name[]" in params else None
-    from multiprom import _native
     from prometheus_client.exposition import gzip_accepted
 
-    body, reports = collector._engine.expose_protobuf(accept_header, names)
+    body, reports, content_type = collector._engine.expose_protobuf(accept_header, names)
     _log(reports)
     if body is None:
         return None
-    headers = [("Content-Type", _native.PROTOBUF_CONTENT_TYPE)]
+    headers = [("Content-Type", content_type)]
     if not disable_compression and gzip_accepted(accept_encoding_header):
         import gzip
 

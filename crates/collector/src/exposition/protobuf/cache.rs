@@ -23,6 +23,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::exposition::names::Escaping;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
 
@@ -31,7 +32,7 @@ use crate::native_histograms::NativeHistograms;
 /// ```
 /// use std::sync::Arc;
 /// use multiprom_collector::exposition::{encode_protobuf, ProtobufCache};
-/// use multiprom_collector::{FamilyType, MergedFamily, MergedSample, NativeHistograms};
+/// use multiprom_collector::{Escaping, FamilyType, MergedFamily, MergedSample, NativeHistograms};
 /// let mut family = MergedFamily {
 ///     name: "up".into(),
 ///     help: "Up.".into(),
@@ -42,10 +43,10 @@ use crate::native_histograms::NativeHistograms;
 /// let natives = NativeHistograms::default();
 /// let mut cache = ProtobufCache::default();
 /// let mut first = Vec::new();
-/// cache.encode(Arc::new(vec![family.clone()]), &natives, &mut first);
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, Escaping::Underscores, &mut first);
 /// family.samples[0].value = 0.5;
 /// let mut second = Vec::new();
-/// cache.encode(Arc::new(vec![family.clone()]), &natives, &mut second);
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, Escaping::Underscores, &mut second);
 /// let mut fresh = Vec::new();
 /// encode_protobuf(&[family], &mut fresh);
 /// assert_eq!(second, fresh);
@@ -57,6 +58,8 @@ pub struct ProtobufCache {
     families: Option<Arc<dyn AsRef<[MergedFamily]> + Send + Sync>>,
     /// The native histograms they were encoded with.
     natives: NativeHistograms,
+    /// How their names were escaped.
+    escaping: Escaping,
     /// The last encoding's bytes.
     bytes: Vec<u8>,
     /// Each family's place in them and in `samples`, in order.
@@ -119,12 +122,21 @@ impl ProtobufCache {
     /// help and type, and samples with the same names, label sets and
     /// exemplars and bit for bit the same values, in the same order) as the
     /// family at the same place in this cache's last encoding, when
-    /// `natives` are the same too or the family is no histogram. Keeps the
-    /// new encoding for the next one.
-    pub fn encode<F>(&mut self, families: Arc<F>, natives: &NativeHistograms, out: &mut Vec<u8>)
-    where
+    /// `natives` are the same too or the family is no histogram, and
+    /// `escaping` is the same. Keeps the new encoding for the next one.
+    pub fn encode<F>(
+        &mut self,
+        families: Arc<F>,
+        natives: &NativeHistograms,
+        escaping: Escaping,
+        out: &mut Vec<u8>,
+    ) where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
+        if escaping != self.escaping {
+            self.encoded.clear();
+            self.escaping = escaping;
+        }
         let same_natives = *natives == self.natives;
         let base = out.len();
         let mut encoded = Vec::with_capacity(self.encoded.len());
@@ -145,7 +157,7 @@ impl ProtobufCache {
             });
             match old.and_then(|old| self.bytes.get(old.bytes.clone())) {
                 Some(bytes) => out.extend_from_slice(bytes),
-                None => super::encode_family(family, natives, out),
+                None => super::encode_family(family, natives, escaping, out),
             }
             encoded.push(EncodedFamily {
                 name,
@@ -331,14 +343,14 @@ mod tests {
             let mut cache = ProtobufCache::default();
             let mut out = b"before".to_vec();
             let first = parts.families(&counts, &first_exemplars, &observed, 0);
-            cache.encode(Arc::new(first), &natives_of(with_natives.0, &observed, 0), &mut out);
+            cache.encode(Arc::new(first), &natives_of(with_natives.0, &observed, 0), Escaping::Underscores, &mut out);
             let next_exemplars = if new_exemplars { exemplars(2.5) } else { first_exemplars };
             let second = parts.families(&next_counts, &next_exemplars, &next_observed, rotate);
             let second_natives = natives_of(with_natives.1, &next_observed, rotate);
             let mut fresh = b"before".to_vec();
-            encode_protobuf_with_natives(&second, &second_natives, &mut fresh);
+            encode_protobuf_with_natives(&second, &second_natives, Escaping::Underscores, &mut fresh);
             let mut cached = b"before".to_vec();
-            cache.encode(Arc::new(second), &second_natives, &mut cached);
+            cache.encode(Arc::new(second), &second_natives, Escaping::Underscores, &mut cached);
             prop_assert_eq!(cached, fresh);
         }
     }
@@ -349,27 +361,47 @@ mod tests {
         let families = Arc::new(parts.families(&[3.0], &exemplars(1.5), &[0.5], 1));
         let mut cache = ProtobufCache::default();
         let mut first = Vec::new();
-        cache.encode(Arc::clone(&families), &parts.natives(&[0.5], 1), &mut first);
+        cache.encode(
+            Arc::clone(&families),
+            &parts.natives(&[0.5], 1),
+            Escaping::Underscores,
+            &mut first,
+        );
         assert_eq!(cache.encoded.len(), 2);
         // The same families again: every byte copied.
         let mut again = Vec::new();
-        cache.encode(Arc::clone(&families), &parts.natives(&[0.5], 1), &mut again);
+        cache.encode(
+            Arc::clone(&families),
+            &parts.natives(&[0.5], 1),
+            Escaping::Underscores,
+            &mut again,
+        );
         assert_eq!(again, first);
         // Only the native histogram moved: the histogram family changes.
         let moved = parts.natives(&[0.75], 1);
         let mut cached = Vec::new();
-        cache.encode(Arc::clone(&families), &moved, &mut cached);
+        cache.encode(
+            Arc::clone(&families),
+            &moved,
+            Escaping::Underscores,
+            &mut cached,
+        );
         let mut fresh = Vec::new();
-        encode_protobuf_with_natives(&families, &moved, &mut fresh);
+        encode_protobuf_with_natives(&families, &moved, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
         assert_ne!(cached, first);
         // The same samples under a new help text: encoded again.
         let mut helped = (*families).clone();
         helped[0].help = "Requests served.".into();
         let mut cached = Vec::new();
-        cache.encode(Arc::new(helped.clone()), &moved, &mut cached);
+        cache.encode(
+            Arc::new(helped.clone()),
+            &moved,
+            Escaping::Underscores,
+            &mut cached,
+        );
         let mut fresh = Vec::new();
-        encode_protobuf_with_natives(&helped, &moved, &mut fresh);
+        encode_protobuf_with_natives(&helped, &moved, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
     }
 }

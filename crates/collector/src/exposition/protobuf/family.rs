@@ -29,7 +29,7 @@ use super::schema::{
     Untyped,
 };
 use super::timestamp::timestamp;
-use crate::exposition::names::{push_label_name, push_metric_name, Escaping};
+use crate::exposition::names::{push_protobuf_label_name, push_protobuf_metric_name, Escaping};
 use crate::exposition::prometheus::OM_ONLY_SUFFIXES;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
@@ -37,25 +37,34 @@ use crate::native_histograms::NativeHistograms;
 /// The messages of `family`: its own (when it has a sample that fits it),
 /// then one per name of the samples that do not fit, in order of appearance.
 /// A histogram series with a native histogram in `natives` carries it.
-pub(super) fn messages(family: &MergedFamily, natives: &NativeHistograms) -> Vec<MetricFamily> {
+pub(super) fn messages(
+    family: &MergedFamily,
+    natives: &NativeHistograms,
+    escaping: Escaping,
+) -> Vec<MetricFamily> {
+    let names = Names(escaping);
     let mut misfits = Misfits::default();
     let own = match family.family_type {
         FamilyType::Counter => {
-            single_values(family, "_total", &mut misfits, |value, sample| Metric {
-                counter: Some(Counter {
-                    value: Some(value),
-                    exemplar: sample.exemplar.as_deref().map(exemplar),
-                    created_timestamp: None,
-                }),
-                ..Metric::default()
+            single_values(family, "_total", names, &mut misfits, |value, sample| {
+                Metric {
+                    counter: Some(Counter {
+                        value: Some(value),
+                        exemplar: sample.exemplar.as_deref().map(exemplar),
+                        created_timestamp: None,
+                    }),
+                    ..Metric::default()
+                }
             })
         }
-        FamilyType::Gauge => single_values(family, "", &mut misfits, |value, _| Metric {
+        FamilyType::Gauge => single_values(family, "", names, &mut misfits, |value, _| Metric {
             gauge: Some(Gauge { value: Some(value) }),
             ..Metric::default()
         }),
-        FamilyType::Summary => grouped(family, MetricType::Summary, natives, &mut misfits),
-        FamilyType::Histogram => grouped(family, MetricType::Histogram, natives, &mut misfits),
+        FamilyType::Summary => grouped(family, MetricType::Summary, natives, names, &mut misfits),
+        FamilyType::Histogram => {
+            grouped(family, MetricType::Histogram, natives, names, &mut misfits)
+        }
     };
     let mut messages = Vec::with_capacity(1 + misfits.names.len());
     if !own.metric.is_empty() {
@@ -77,11 +86,11 @@ pub(super) fn messages(family: &MergedFamily, natives: &NativeHistograms) -> Vec
                 ..Metric::default()
             })
         };
-        let mut message = header(&name, &family.help, metric_type);
+        let mut message = names.header(&name, &family.help, metric_type);
         message.metric = samples
             .into_iter()
             .map(|sample| Metric {
-                label: label_pairs(&sample.labels),
+                label: names.label_pairs(&sample.labels),
                 ..value(sample.value)
             })
             .collect();
@@ -106,18 +115,44 @@ impl<'a> Misfits<'a> {
     }
 }
 
-/// A family message with no metrics yet. Names are escaped with
-/// `underscores`, as in the text format 0.0.4: Prometheus names no escaping
-/// scheme when it asks for protobuf.
-fn header(name: &str, help: &str, metric_type: MetricType) -> MetricFamily {
-    let mut escaped = String::with_capacity(name.len());
-    push_metric_name(&mut escaped, name, Escaping::Underscores);
-    MetricFamily {
-        name: Some(escaped),
-        help: Some(help.to_owned()),
-        r#type: Some(metric_type as i32),
-        metric: Vec::new(),
-        unit: None,
+/// How the messages' metric and label names are escaped: as the scraper's
+/// `escaping` parameter asks, as client_golang's protobuf encoder escapes
+/// them (legacy names as they are, no name quoted: `allow-utf-8` leaves
+/// every name as it is).
+#[derive(Clone, Copy)]
+struct Names(Escaping);
+
+impl Names {
+    /// A family message with no metrics yet.
+    fn header(self, name: &str, help: &str, metric_type: MetricType) -> MetricFamily {
+        MetricFamily {
+            name: Some(self.metric_name(name)),
+            help: Some(help.to_owned()),
+            r#type: Some(metric_type as i32),
+            metric: Vec::new(),
+            unit: None,
+        }
+    }
+
+    fn metric_name(self, name: &str) -> String {
+        let mut escaped = String::with_capacity(name.len());
+        push_protobuf_metric_name(&mut escaped, name, self.0);
+        escaped
+    }
+
+    /// Label pairs, names escaped.
+    fn label_pairs(self, labels: &[(Arc<str>, Arc<str>)]) -> Vec<LabelPair> {
+        labels
+            .iter()
+            .map(|(name, value)| {
+                let mut escaped = String::with_capacity(name.len());
+                push_protobuf_label_name(&mut escaped, name, self.0);
+                LabelPair {
+                    name: Some(escaped),
+                    value: Some(value.to_string()),
+                }
+            })
+            .collect()
     }
 }
 
@@ -126,6 +161,7 @@ fn header(name: &str, help: &str, metric_type: MetricType) -> MetricFamily {
 fn single_values<'a>(
     family: &'a MergedFamily,
     suffix: &str,
+    names: Names,
     misfits: &mut Misfits<'a>,
     metric: impl Fn(f64, &MergedSample) -> Metric,
 ) -> MetricFamily {
@@ -135,11 +171,11 @@ fn single_values<'a>(
     } else {
         MetricType::Gauge
     };
-    let mut message = header(&name, &family.help, metric_type);
+    let mut message = names.header(&name, &family.help, metric_type);
     for sample in &family.samples {
         if *sample.name == *name {
             message.metric.push(Metric {
-                label: label_pairs(&sample.labels),
+                label: names.label_pairs(&sample.labels),
                 ..metric(sample.value, sample)
             });
         } else {
@@ -180,6 +216,7 @@ fn grouped<'a>(
     family: &'a MergedFamily,
     metric_type: MetricType,
     natives: &NativeHistograms,
+    names: Names,
     misfits: &mut Misfits<'a>,
 ) -> MetricFamily {
     let (bounded_suffix, bound_label) = if metric_type == MetricType::Histogram {
@@ -220,7 +257,7 @@ fn grouped<'a>(
             (None, _) => group.repeated |= group.sum.replace(sample.value).is_some(),
         }
     }
-    let mut message = header(&family.name, &family.help, metric_type);
+    let mut message = names.header(&family.name, &family.help, metric_type);
     for (labels, group) in groups {
         let made = if metric_type == MetricType::Histogram {
             histogram(&group, natives.get(&family.name, &labels))
@@ -229,7 +266,7 @@ fn grouped<'a>(
         };
         match made {
             Some(metric) => message.metric.push(Metric {
-                label: label_pairs(&labels),
+                label: names.label_pairs(&labels),
                 ..metric
             }),
             None => group.samples.iter().for_each(|sample| misfits.push(sample)),
@@ -357,21 +394,6 @@ fn whole_count(value: f64) -> (u64, Option<f64>) {
     let whole = value as u64;
     let exact = (0.0..LIMIT).contains(&value) && value.fract() == 0.0;
     (whole, (!exact).then_some(value))
-}
-
-/// Label pairs with names escaped as the text encoder escapes them.
-fn label_pairs(labels: &[(Arc<str>, Arc<str>)]) -> Vec<LabelPair> {
-    labels
-        .iter()
-        .map(|(name, value)| {
-            let mut escaped = String::with_capacity(name.len());
-            push_label_name(&mut escaped, name, Escaping::Underscores);
-            LabelPair {
-                name: Some(escaped),
-                value: Some(value.to_string()),
-            }
-        })
-        .collect()
 }
 
 /// An exemplar message: labels sorted by name, as OpenMetrics prints them.

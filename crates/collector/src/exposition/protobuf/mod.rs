@@ -6,8 +6,9 @@
 //! The messages are the types prost-build generates from the official
 //! `metrics.proto` (see `proto/README.md` of this crate). Each merged family
 //! becomes the messages whose series, as Prometheus reads them, are the
-//! samples the text format 0.0.4 serves: same names (escaped as the text
-//! encoder escapes them), labels and values, in the same order.
+//! samples the text format serves: same names (escaped as the text encoder
+//! escapes them under the same scheme, never quoted), labels and values, in
+//! the same order.
 
 mod cache;
 mod family;
@@ -35,6 +36,7 @@ use prost::Message;
 
 pub use cache::ProtobufCache;
 
+use crate::exposition::names::Escaping;
 use crate::family::MergedFamily;
 use crate::native_histograms::NativeHistograms;
 
@@ -43,7 +45,9 @@ use crate::native_histograms::NativeHistograms;
 pub const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
-/// Appends `families` in the Prometheus protobuf format to `out`.
+/// Appends `families` in the Prometheus protobuf format to `out`, names
+/// escaped with `underscores` (what a scraper that names no `escaping`
+/// gets).
 ///
 /// Histograms are expected as `prometheus_client` accumulates them (the
 /// default): cumulative `_bucket`s ending with `+Inf`, and `_count`.
@@ -67,27 +71,40 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 /// assert_eq!(&out[3..17], b"requests_total");
 /// ```
 pub fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
-    encode_protobuf_with_natives(families, &NativeHistograms::default(), out);
+    encode_protobuf_with_natives(
+        families,
+        &NativeHistograms::default(),
+        Escaping::Underscores,
+        out,
+    );
 }
 
 /// [`encode_protobuf`], each histogram series with its native histogram
-/// from `natives` (found by the family name and the series' labels), as
-/// [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf) writes a
-/// collection.
+/// from `natives` (found by the family name and the series' labels), and
+/// names escaped as `escaping` says (the scraper's `escaping` parameter:
+/// Prometheus 3.0 asks for `allow-utf-8`, under which names stay as they
+/// are), as [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf)
+/// writes a collection.
 pub fn encode_protobuf_with_natives(
     families: &[MergedFamily],
     natives: &NativeHistograms,
+    escaping: Escaping,
     out: &mut Vec<u8>,
 ) {
     for family in families {
-        encode_family(family, natives, out);
+        encode_family(family, natives, escaping, out);
     }
 }
 
 /// Appends the messages of `family` (with its series' native histograms
 /// from `natives`) to `out`.
-fn encode_family(family: &MergedFamily, natives: &NativeHistograms, out: &mut Vec<u8>) {
-    for message in family::messages(family, natives) {
+fn encode_family(
+    family: &MergedFamily,
+    natives: &NativeHistograms,
+    escaping: Escaping,
+    out: &mut Vec<u8>,
+) {
+    for message in family::messages(family, natives, escaping) {
         // Cannot fail: prost fails only for a buffer without room left,
         // and a Vec grows.
         let _ = message.encode_length_delimited(out);
@@ -96,9 +113,18 @@ fn encode_family(family: &MergedFamily, natives: &NativeHistograms, out: &mut Ve
 
 /// Appends the families of every list of `lists`, in order, in the
 /// Prometheus protobuf format (which has no end marker: the same as
-/// encoding each list in turn).
-pub fn encode_protobuf_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut Vec<u8>) {
+/// encoding each list in turn), names escaped as `escaping` says.
+pub fn encode_protobuf_all<L: AsRef<[MergedFamily]>>(
+    lists: &[L],
+    escaping: Escaping,
+    out: &mut Vec<u8>,
+) {
     for families in lists {
-        encode_protobuf(families.as_ref(), out);
+        encode_protobuf_with_natives(
+            families.as_ref(),
+            &NativeHistograms::default(),
+            escaping,
+            out,
+        );
     }
 }

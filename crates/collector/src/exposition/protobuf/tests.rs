@@ -8,9 +8,10 @@ use multiprom_format::{write_float_to_go_string, Exemplar, GaugeMode};
 use prost::Message;
 
 use super::schema::{Metric, MetricFamily, MetricType};
-use super::{encode_protobuf, encode_protobuf_all};
-use crate::exposition::encode_prometheus;
+use super::{encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives};
+use crate::exposition::{encode_prometheus, encode_prometheus_with, Escaping};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
+use crate::native_histograms::NativeHistograms;
 
 /// A series: name, labels sorted by name, value (as bits, so NaN compares).
 type Series = (String, Vec<(String, String)>, u64);
@@ -136,8 +137,9 @@ fn families() -> Vec<MergedFamily> {
     ]
 }
 
-/// The series Prometheus's text parser reads from text 0.0.4 (enough of it
-/// for what `encode_prometheus` writes: escaped label values, Go floats).
+/// The series Prometheus's text parser reads from the text format (enough
+/// of it for what `encode_prometheus_with` writes: escaped label values, Go
+/// floats, names quoted inside the braces under `allow-utf-8`).
 fn text_series(text: &str) -> Vec<Series> {
     let mut series = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -145,34 +147,61 @@ fn text_series(text: &str) -> Vec<Series> {
         let value: f64 = value.parse().unwrap();
         let (name, labels) = match head.split_once('{') {
             None => (head.to_string(), Vec::new()),
-            Some((name, rest)) => (name.to_string(), text_labels(rest)),
+            Some((name, rest)) => {
+                let (quoted_name, labels) = text_labels(rest);
+                (quoted_name.unwrap_or_else(|| name.to_string()), labels)
+            }
         };
         series.push(sorted((name, labels, value.to_bits())));
     }
     series
 }
 
-/// `a="x",b="y\"z"}` as pairs.
-fn text_labels(mut rest: &str) -> Vec<(String, String)> {
-    let mut labels = Vec::new();
-    while let Some((name, after)) = rest.split_once("=\"") {
-        let mut value = String::new();
-        let mut chars = after.char_indices();
-        let end = loop {
-            let (i, c) = chars.next().unwrap();
-            match c {
-                '"' => break i,
-                '\\' => value.push(match chars.next().unwrap().1 {
-                    'n' => '\n',
-                    other => other,
-                }),
-                c => value.push(c),
+/// A quoted string's content, unescaped, and what follows its closing quote.
+fn quoted(after_quote: &str) -> (String, &str) {
+    let mut value = String::new();
+    let mut chars = after_quote.char_indices();
+    let end = loop {
+        let (i, c) = chars.next().unwrap();
+        match c {
+            '"' => break i,
+            '\\' => value.push(match chars.next().unwrap().1 {
+                'n' => '\n',
+                other => other,
+            }),
+            c => value.push(c),
+        }
+    };
+    (value, &after_quote[end + 1..])
+}
+
+/// `"name",a="x","b.c"="y\"z"}` as the quoted name, if any, and the pairs.
+fn text_labels(mut rest: &str) -> (Option<String>, Vec<(String, String)>) {
+    let (mut name, mut labels) = (None, Vec::new());
+    loop {
+        rest = rest.trim_start_matches(',');
+        if rest.starts_with('}') {
+            return (name, labels);
+        }
+        let (key, after) = match rest.strip_prefix('"') {
+            Some(after_quote) => quoted(after_quote),
+            None => {
+                let end = rest.find(['=', ',', '}']).unwrap();
+                (rest[..end].to_string(), &rest[end..])
             }
         };
-        labels.push((name.trim_start_matches(',').to_string(), value));
-        rest = &after[end + 1..];
+        match after.strip_prefix("=\"") {
+            Some(value) => {
+                let (value, after) = quoted(value);
+                labels.push((key, value));
+                rest = after;
+            }
+            None => {
+                name = Some(key);
+                rest = after;
+            }
+        }
     }
-    labels
 }
 
 fn sorted(mut series: Series) -> Series {
@@ -268,6 +297,99 @@ fn prometheus_reads_the_series_the_text_format_serves() {
     got.sort();
     assert_eq!(got, want);
     assert_eq!(want.len(), 22);
+}
+
+/// Under `underscores` (a scraper that names no scheme) and `allow-utf-8`
+/// (Prometheus 3.0), Prometheus reads from the protobuf format the series it
+/// reads from the text format under the same scheme: names escaped alike,
+/// never quoted (`allow-utf-8` keeps them as they are). Under `dots` and
+/// `values` names are escaped as client_golang's protobuf encoder escapes
+/// them: legacy names as they are (the text encoders of `prometheus_client`
+/// escape every sample name under `dots`, `latency__bucket`, which no
+/// histogram message can carry).
+#[test]
+fn each_escaping_scheme_names_the_series_as_asked() {
+    let mut families = families();
+    families.push(family(
+        "caf\u{e9}.orders",
+        FamilyType::Counter,
+        vec![sample(
+            "caf\u{e9}.orders_total",
+            &[("r\u{e9}gion.id", "eu")],
+            2.0,
+        )],
+    ));
+    let natives = NativeHistograms::default();
+    let protobuf = |escaping| {
+        let mut bytes = Vec::new();
+        encode_protobuf_with_natives(&families, &natives, escaping, &mut bytes);
+        let mut series = protobuf_series(&decode(&bytes));
+        series.sort();
+        series
+    };
+    for escaping in [Escaping::Underscores, Escaping::AllowUtf8] {
+        let mut text = String::new();
+        encode_prometheus_with(&families, escaping, &mut text);
+        let mut want = text_series(&text);
+        want.sort();
+        assert_eq!(protobuf(escaping), want, "{escaping:?}");
+        assert_eq!(want.len(), 23, "{escaping:?}");
+    }
+    // The names that are not legacy names, and their labels', per scheme.
+    let odd = |escaping| {
+        let mut names: Vec<(String, Vec<String>)> = protobuf(escaping)
+            .into_iter()
+            .filter(|(name, _, _)| {
+                name.contains("odd") || name.starts_with("U__caf") || name.starts_with("caf")
+            })
+            .map(|(name, labels, _)| (name, labels.into_iter().map(|(k, _)| k).collect()))
+            .collect();
+        names.dedup();
+        names
+    };
+    let pairs = |list: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+        list.iter()
+            .map(|(name, labels)| {
+                (
+                    name.to_string(),
+                    labels.iter().map(ToString::to_string).collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        odd(Escaping::AllowUtf8),
+        pairs(&[
+            ("1odd.name_total", &["__x", "a-b"]),
+            ("caf\u{e9}.orders_total", &["r\u{e9}gion.id"]),
+        ])
+    );
+    assert_eq!(
+        odd(Escaping::Dots),
+        pairs(&[
+            ("__odd_dot_name__total", &["__x", "a__b"]),
+            ("caf___dot_orders__total", &["r__gion_dot_id"]),
+        ])
+    );
+    assert_eq!(
+        odd(Escaping::Values),
+        pairs(&[
+            ("U___31_odd_2e_name__total", &["U__a_2d_b", "__x"]),
+            ("U__caf_e9__2e_orders__total", &["U__r_e9_gion_2e_id"]),
+        ])
+    );
+    // Legacy names stay as they are under every scheme.
+    for escaping in [Escaping::Dots, Escaping::Values] {
+        let series = protobuf(escaping);
+        assert!(
+            series.iter().any(|(name, _, _)| name == "latency_bucket"),
+            "{escaping:?}"
+        );
+        assert!(
+            series.iter().any(|(name, _, _)| name == "requests_total"),
+            "{escaping:?}"
+        );
+    }
 }
 
 fn by_name<'a>(messages: &'a [MetricFamily], name: &str) -> &'a MetricFamily {
@@ -408,7 +530,7 @@ fn several_lists_are_one_after_the_other() {
     let mut one = Vec::new();
     encode_protobuf(&all, &mut one);
     let mut both = Vec::new();
-    encode_protobuf_all(&[first, second], &mut both);
+    encode_protobuf_all(&[first, second], Escaping::Underscores, &mut both);
     assert_eq!(both, one);
     assert!(!one.is_empty());
 }
