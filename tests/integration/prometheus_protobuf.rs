@@ -180,3 +180,69 @@ fn each_served_protobuf_scrape_is_a_fresh_one() {
     observe(0.0, false);
     scrape_and_compare("only its native histogram moved", true);
 }
+
+/// `serve` answers the protobuf range's `escaping` (Prometheus 3.0 names
+/// `allow-utf-8` there, 3.5 none) with the workers' families as `multiprom
+/// scrape --format protobuf --escaping` writes them, the scheme named in
+/// the `Content-Type` only when asked; scrapes that alternate between the
+/// two never get the other's names (the encoding cache is per scheme).
+#[test]
+fn served_protobuf_names_are_escaped_as_the_range_asks() {
+    use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+
+    let dir = crate::harness::temp_dir();
+    let mut counters = FileWriter::open(
+        dir.path(),
+        &FileName::new(MetricKind::Counter, "1").unwrap(),
+    )
+    .unwrap();
+    counters
+        .slot(&encode_key(
+            "caf\u{e9}.orders",
+            "caf\u{e9}.orders_total",
+            [("r\u{e9}gion", "eu")],
+            "Orders.",
+        ))
+        .unwrap()
+        .add(3.0);
+    drop(counters);
+    let (_server, addr) = serve(dir.path(), &[]);
+    let scraped = |escaping: &str| {
+        let out = multiprom()
+            .args([
+                "scrape",
+                "--format",
+                "protobuf",
+                "--escaping",
+                escaping,
+                "--dir",
+            ])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out.stdout
+    };
+    let v3_0 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1";
+    let v3_5 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1";
+    let (utf8, underscores) = (scraped("allow-utf-8"), scraped("underscores"));
+    assert_ne!(utf8, underscores);
+    for _ in 0..2 {
+        for (accept, content_type, workers) in [
+            (
+                v3_0,
+                format!("{PROTOBUF_CONTENT_TYPE}; escaping=allow-utf-8"),
+                &utf8,
+            ),
+            (v3_5, PROTOBUF_CONTENT_TYPE.to_owned(), &underscores),
+        ] {
+            let response = crate::http_client::get(addr, "/metrics", &[("Accept", accept)]);
+            assert_eq!(response.status, 200);
+            assert_eq!(response.header("content-type"), Some(content_type.as_str()));
+            assert!(
+                response.body.starts_with(workers),
+                "{accept}: not the workers' families as scraped"
+            );
+        }
+    }
+}
