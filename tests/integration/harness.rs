@@ -129,14 +129,27 @@ pub(crate) fn multiprom() -> Command {
 /// What `multiprom scrape --format protobuf --dir <dir>` prints; panics with
 /// its stderr if it fails.
 pub(crate) fn scrape_protobuf(dir: &Path) -> Vec<u8> {
+    scrape_protobuf_escaped(dir, "underscores")
+}
+
+/// [`scrape_protobuf`] with names escaped as `escaping` says
+/// (`--escaping`).
+pub(crate) fn scrape_protobuf_escaped(dir: &Path, escaping: &str) -> Vec<u8> {
     let out = multiprom()
-        .args(["scrape", "--format", "protobuf", "--dir"])
+        .args([
+            "scrape",
+            "--format",
+            "protobuf",
+            "--escaping",
+            escaping,
+            "--dir",
+        ])
         .arg(dir)
         .output()
         .expect("run multiprom scrape");
     assert!(
         out.status.success(),
-        "multiprom scrape --format protobuf: {}\n{}",
+        "multiprom scrape --format protobuf --escaping {escaping}: {}\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );

@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::harness::{multiprom, scrape_protobuf};
+use crate::harness::{multiprom, scrape_protobuf, scrape_protobuf_escaped};
 use crate::prometheus_server::{assert_stores_all_served, start_prometheus};
 use crate::serve::{fixture, serve};
 
@@ -207,22 +207,7 @@ fn served_protobuf_names_are_escaped_as_the_range_asks() {
         .add(3.0);
     drop(counters);
     let (_server, addr) = serve(dir.path(), &[]);
-    let scraped = |escaping: &str| {
-        let out = multiprom()
-            .args([
-                "scrape",
-                "--format",
-                "protobuf",
-                "--escaping",
-                escaping,
-                "--dir",
-            ])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        out.stdout
-    };
+    let scraped = |escaping| scrape_protobuf_escaped(dir.path(), escaping);
     let v3_0 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1";
     let v3_5 = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.6,application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,*/*;q=0.1";
     let (utf8, underscores) = (scraped("allow-utf-8"), scraped("underscores"));

@@ -10,7 +10,7 @@ use std::process::{Output, Stdio};
 
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
 
-use crate::harness::{multiprom, run_python, scrape_protobuf, temp_dir};
+use crate::harness::{multiprom, run_python, scrape_protobuf, scrape_protobuf_escaped, temp_dir};
 
 const ENV: &str = "PROMETHEUS_MULTIPROC_DIR";
 const LEGACY_ENV: &str = "prometheus_multiproc_dir";
@@ -299,22 +299,7 @@ fn bad_arguments_exit_2() {
 fn protobuf_names_are_escaped_as_asked() {
     let dir = temp_dir();
     write_counter(dir.path(), "1", "caf\u{e9}.orders", "Orders.", 1.0);
-    let protobuf = |escaping: &str| {
-        let out = multiprom()
-            .args([
-                "scrape",
-                "--format",
-                "protobuf",
-                "--escaping",
-                escaping,
-                "--dir",
-            ])
-            .arg(dir.path())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{escaping}: {out:?}");
-        out.stdout
-    };
+    let protobuf = |escaping| scrape_protobuf_escaped(dir.path(), escaping);
     let has = |body: &[u8], name: &str| body.windows(name.len()).any(|w| w == name.as_bytes());
     let kept = protobuf("allow-utf-8");
     assert!(has(&kept, "caf\u{e9}.orders_total"), "{kept:?}");
