@@ -65,7 +65,10 @@ LEGACY_NAME_STEMS = ['requests', 'ns:sub:latency', 'x', 'tokens_total']
 LEGACY_LABEL_NAMES = ['method', 'code', 'model', 'Upper_Case9', 'le', 'quantile', 'pid', '_x']
 HELPS = ['', 'Plain help.', TRICKY_HELP, 'quote " and backslash \\ and newline \n end',
          'h\u2028\u00e9\U0001F600', 'Total requests.']
-LABEL_VALUES = TRICKY + ['GET', 'POST', '200', '500', 'a b', '0', '-0.0', '+Inf']
+# With two request paths long enough that their keys outgrow a page and a
+# 64 KiB first read.
+LABEL_VALUES = TRICKY + ['GET', 'POST', '200', '500', 'a b', '0', '-0.0', '+Inf',
+                         '/' + 'long/' * 1000, '/' + 'longer/' * 10000]
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 1e-05, 5e-324, 2.2250738585072014e-308,
            1.7976931348623157e308, -1.7976931348623157e308, math.inf, -math.inf,

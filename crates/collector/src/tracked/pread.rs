@@ -124,11 +124,18 @@ impl TrackedFile {
             }
             if let Some(trouble) = failed {
                 // An entry cut off by the end of what was read is not bad
-                // yet: read more and try again.
-                let incomplete = matches!(
-                    trouble.kind,
-                    ReadErrorKind::EntryPastUsed { .. } | ReadErrorKind::UsedNotOnBoundary { .. }
-                ) && have < used;
+                // yet: read more and try again. So is a key longer than
+                // what was read (the walk judged it by that length) that
+                // fits the file: its length is checked against the limit
+                // below before any more is read.
+                let incomplete = match trouble.kind {
+                    ReadErrorKind::EntryPastUsed { .. }
+                    | ReadErrorKind::UsedNotOnBoundary { .. } => true,
+                    ReadErrorKind::BadKeyLength { len } => {
+                        usize::try_from(len).is_ok_and(|len| len <= used)
+                    }
+                    _ => false,
+                } && have < used;
                 if !incomplete {
                     keys.release(parsed.iter().map(|e| e.key));
                     return Err(trouble);
