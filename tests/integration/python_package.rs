@@ -394,6 +394,65 @@ fn writer_files_equal_pythons_byte_for_byte() {
     assert!(stdout.contains("counter_14.db 524288"), "{stdout}");
 }
 
+/// On a small file system (a 1 MiB tmpfs, as a Kubernetes `emptyDir` with
+/// `medium: Memory` and a size limit), multiprom's writer makes as many
+/// series as `prometheus_client`'s: its files are sparse as Python's are,
+/// taking the pages their entries fill, not their capacity. And where the
+/// space runs out, it is an `OSError` (ENOSPC) from the call that adds a
+/// series, never a SIGBUS.
+#[test]
+fn writer_takes_no_more_space_than_pythons() {
+    let python = package_python();
+    let script = workspace_root().join("tests/python/writer_full_disk.py");
+    // In a private mount namespace (no root needed): a 1 MiB tmpfs, then
+    // the script with each writer, each on an empty file system.
+    let run = |series: u32| {
+        let sh = r#"set -e
+mount -t tmpfs -o size=1m multiprom-test "$MNT"
+for install in "" writer; do
+  rm -rf "$MNT"/*
+  MULTIPROM_INSTALL=$install PROMETHEUS_MULTIPROC_DIR=$MNT "$PYTHON" "$SCRIPT" "$SERIES" \
+    || echo "exit $?"
+done
+"#;
+        let tmp = temp_dir();
+        let out = Command::new("unshare")
+            .args(["--map-root-user", "--mount", "sh", "-c", sh])
+            .env("MNT", tmp.path())
+            .env("PYTHON", python)
+            .env("SCRIPT", &script)
+            .env("SERIES", series.to_string())
+            .env_remove("MULTIPROM_INSTALL")
+            .output()
+            .expect("run unshare (util-linux) for a private tmpfs");
+        assert_success("writer_full_disk.py on a 1 MiB tmpfs", &out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // What fits for prometheus_client's writer fits for multiprom's.
+    assert_eq!(run(3_000), "3000 done\n3000 done\n");
+    // Past what fits: multiprom's writer fills the space about as far,
+    // and says so with ENOSPC (28) from the call.
+    let out = run(20_000);
+    let mut lines = out.lines();
+    let python = lines.next().unwrap();
+    let ours = lines.next().unwrap();
+    let (made, ending) = ours.split_once(' ').unwrap();
+    assert_eq!(ending, "OSError 28", "{out}");
+    let made: u32 = made.parse().unwrap();
+    // (About 5,200 on a 1 MiB tmpfs; with files made of real zeros over
+    // their whole capacity it was 1,400.)
+    assert!(
+        made > 5_000,
+        "multiprom's writer stopped at {made} series: {out}"
+    );
+    // prometheus_client's writer dies of SIGBUS there, or stops where its
+    // file cannot grow.
+    assert!(
+        python == "exit 135" || python.ends_with("OSError 28"),
+        "{out}"
+    );
+}
+
 #[test]
 fn python_api_equals_python_on_random_directories() {
     let base = temp_dir();

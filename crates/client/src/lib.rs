@@ -196,10 +196,11 @@
 //! series update them in place. A file whose entries cannot be read is
 //! refused with [`ClientError`] rather than appended to (appending after
 //! garbage would hide every later update from readers), and so is anything
-//! that is not a regular file (a FIFO, a link to a device). prometheus_client
-//! sizes its files with `ftruncate`, leaving holes; the worker fills the
-//! holes of an adopted file with real zero bytes when it opens it, so a full
-//! disk is an error from that call rather than a SIGBUS on a later update.
+//! that is not a regular file (a FIFO, a link to a device). Files are sized
+//! with `ftruncate`, sparse, as prometheus_client sizes them, and the pages a
+//! new series' entry reaches get real blocks before it is written, so a full
+//! disk is an error from the call that adds the series (creating a handle)
+//! rather than a SIGBUS on a later update.
 //!
 //! # Threads and `fork()`
 //!

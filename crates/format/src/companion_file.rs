@@ -41,7 +41,9 @@ pub(crate) fn open_companion(
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(WriteError::io(subdir, e)),
     }
-    let file = open_or_create(subdir, path, initial_capacity, header)?;
+    // Real blocks for the whole capacity: records are written anywhere in
+    // it through the map.
+    let file = open_or_create(subdir, path, initial_capacity, initial_capacity, header)?;
     let meta = file.metadata().map_err(|e| WriteError::io(path, e))?;
     if let Some(kind) = open::not_a_file(meta.file_type()) {
         return Err(crate::ReadError::new(path, 0, kind).into());

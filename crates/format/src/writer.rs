@@ -2,11 +2,16 @@
 //! readers in other processes.
 //!
 //! Differences from Python, all invisible to Python readers:
-//! * A new file is built under a dot-name (which scans ignore), sized with
-//!   real zero bytes and given its header, then hard-linked into place. A
-//!   reader never sees a 0-byte or header-less file (Python's #1199).
-//! * Growth writes real zero bytes instead of `ftruncate`, so a full disk is
-//!   an error returned here, not a SIGBUS on some later store.
+//! * A new file is built under a dot-name (which scans ignore), sized and
+//!   given its header, then hard-linked into place. A reader never sees a
+//!   0-byte or header-less file (Python's #1199).
+//! * Files are sized with `ftruncate`, sparse, as Python sizes them (a file
+//!   takes the disk or memory its entries take, not its capacity), but an
+//!   entry's bytes are stored only into blocks that exist: before an entry
+//!   is appended, the pages it reaches are given real blocks by writing
+//!   zeros past `used` (nothing reads there). So a full disk is an error
+//!   returned by the call that appends, not a SIGBUS on some later store
+//!   into a hole, which is how Python's writer dies on a full tmpfs.
 //! * Old mappings are kept alive when the file grows, so every [`ValueSlot`]
 //!   handed out stays valid for as long as it is held.
 
@@ -34,7 +39,21 @@ pub struct FileWriter {
     mapping: Arc<Mapping>,
     used: usize,
     capacity: u64,
+    /// Bytes from the start that have real blocks (at least `used`): what
+    /// stores through the mapping may reach.
+    allocated: u64,
     slots: HashMap<Box<str>, ValueSlot>,
+}
+
+/// What is given real blocks at a time: a page, as stores through a map
+/// fault them in.
+const ALLOCATION_UNIT: u64 = 4096;
+
+/// `at` rounded up to a whole number of allocation units, at most `capacity`.
+fn allocation_end(at: u64, capacity: u64) -> u64 {
+    at.div_ceil(ALLOCATION_UNIT)
+        .saturating_mul(ALLOCATION_UNIT)
+        .min(capacity)
 }
 
 impl FileWriter {
@@ -43,7 +62,7 @@ impl FileWriter {
     pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
         let path = dir.join(name.to_string());
         let header = (HEADER_LEN as i32).to_ne_bytes();
-        let file = open_or_create(dir, &path, INITIAL_CAPACITY, &header)?;
+        let file = open_or_create(dir, &path, INITIAL_CAPACITY, ALLOCATION_UNIT, &header)?;
         FileWriter::from_existing(path, file)
     }
 
@@ -58,7 +77,8 @@ impl FileWriter {
         if capacity < HEADER_LEN as u64 {
             // A 0-byte file left by a Python writer killed during creation
             // (or one shorter than a header): nothing in it can be lost.
-            extend_with_zeros(&file, &path, capacity, INITIAL_CAPACITY)?;
+            file.set_len(INITIAL_CAPACITY)
+                .map_err(|e| WriteError::io(&path, e))?;
             capacity = INITIAL_CAPACITY;
         }
         let mut buf = Vec::new();
@@ -74,6 +94,7 @@ impl FileWriter {
             mapping,
             used: HEADER_LEN,
             capacity,
+            allocated: 0,
             slots: HashMap::new(),
         };
         let meta = writer
@@ -81,14 +102,10 @@ impl FileWriter {
             .metadata()
             .map_err(|e| WriteError::io(&writer.path, e))?;
         if used_field == 0 {
-            // Sized but never initialised: Python sets the header to 8 here.
-            fill_holes(
-                &writer.file,
-                &writer.path,
-                &meta,
-                HEADER_LEN as u64,
-                capacity,
-            )?;
+            // Sized but never initialised (a new file, or one whose Python
+            // writer died before its header): nothing is in it. Python
+            // sets the header to 8 here.
+            writer.allocate(ALLOCATION_UNIT)?;
             writer.mapping.publish_used(HEADER_LEN as u32);
             return Ok(writer);
         }
@@ -118,14 +135,23 @@ impl FileWriter {
             writer.slots.insert(entry.raw_key.into(), slot);
         }
         writer.used = header.used as usize;
-        fill_holes(
-            &writer.file,
-            &writer.path,
-            &meta,
-            header.used,
-            writer.capacity,
-        )?;
+        // Every page up to `used` holds entry bytes a writer stored, so it
+        // has its blocks; the rest of the last one is given them here.
+        writer.allocated = header.used;
+        writer.allocate(header.used)?;
         Ok(writer)
+    }
+
+    /// Gives the file real blocks up to `end` (rounded up to a page), by
+    /// writing zeros from `allocated`: past `used`, where nothing is read
+    /// and this process is the only writer.
+    fn allocate(&mut self, end: u64) -> Result<(), WriteError> {
+        let end = allocation_end(end, self.capacity);
+        if end > self.allocated {
+            extend_with_zeros(&self.file, &self.path, self.allocated, end)?;
+            self.allocated = end;
+        }
+        Ok(())
     }
 
     /// The file's path.
@@ -184,6 +210,7 @@ impl FileWriter {
         if needed > self.capacity {
             self.grow(needed)?;
         }
+        self.allocate(needed)?;
         let mut entry = Vec::with_capacity(entry_len);
         layout::push_entry(&mut entry, key.as_bytes(), 0.0, 0.0);
         let offset = self.used;
@@ -202,13 +229,16 @@ impl FileWriter {
         Ok(slot)
     }
 
-    /// Doubles the capacity (as Python does) until `needed` bytes fit.
+    /// Doubles the capacity (as Python does, with `ftruncate`) until
+    /// `needed` bytes fit.
     fn grow(&mut self, needed: u64) -> Result<(), WriteError> {
         let mut capacity = self.capacity.max(1);
         while capacity < needed {
             capacity *= 2;
         }
-        extend_with_zeros(&self.file, &self.path, self.capacity, capacity)?;
+        self.file
+            .set_len(capacity)
+            .map_err(|e| WriteError::io(&self.path, e))?;
         let mapping =
             Mapping::new(&self.file, capacity).map_err(|e| WriteError::io(&self.path, e))?;
         // Slots keep their own `Arc` to the old mapping, which stays valid and
@@ -239,40 +269,16 @@ pub(crate) fn extend_with_zeros(
     Ok(())
 }
 
-/// Gives an adopted file real blocks where it has holes.
-///
-/// prometheus_client sizes its files with `ftruncate`, which leaves holes:
-/// the first store into a hole through the mapping allocates a block, and
-/// on a full disk that store raises SIGBUS, killing the worker. A worker
-/// that adopts such a file (a dead Python worker's, after pid reuse) writes
-/// real zeros over the unused tail instead, so a full disk is an error
-/// here, from the call that opens the file, as for files this crate creates
-/// or grows. The tail past `used` holds nothing any reader looks at, and
-/// this process is the file's only writer. Files without holes (every one
-/// this crate made) are left alone.
-fn fill_holes(
-    file: &File,
-    path: &Path,
-    meta: &std::fs::Metadata,
-    used: u64,
-    capacity: u64,
-) -> Result<(), WriteError> {
-    use std::os::unix::fs::MetadataExt;
-    // `st_blocks` counts 512-byte units, whatever the block size.
-    if meta.blocks().saturating_mul(512) >= capacity {
-        return Ok(());
-    }
-    extend_with_zeros(file, path, used, capacity)
-}
-
 /// Opens `path` for writing, or creates it (in `dir`, sized to `capacity`,
-/// starting with `header`) if it does not exist. Opening does not block on
+/// real blocks for its first `allocated` bytes, starting with `header`) if
+/// it does not exist. Opening does not block on
 /// a FIFO or take a terminal as controlling terminal; the caller refuses
 /// anything but a regular file.
 pub(crate) fn open_or_create(
     dir: &Path,
     path: &Path,
     capacity: u64,
+    allocated: u64,
     header: &[u8],
 ) -> Result<File, WriteError> {
     let opened = OpenOptions::new()
@@ -283,19 +289,21 @@ pub(crate) fn open_or_create(
     match opened {
         Ok(file) => Ok(file),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            create_atomically(dir, path, capacity, header)
+            create_atomically(dir, path, capacity, allocated, header)
         }
         Err(e) => Err(WriteError::io(path, e)),
     }
 }
 
 /// Builds the file at `path` (in `dir`) under a hidden temporary name, sized
-/// to `capacity` with real zeros and starting with `header`, and links it
-/// into place. If another process created it first, that file is opened.
+/// to `capacity` (real zeros for its first `allocated` bytes, a hole after)
+/// and starting with `header`, and links it into place. If another process
+/// created it first, that file is opened.
 fn create_atomically(
     dir: &Path,
     path: &Path,
     capacity: u64,
+    allocated: u64,
     header: &[u8],
 ) -> Result<File, WriteError> {
     let nanos = std::time::SystemTime::now()
@@ -315,7 +323,9 @@ fn create_atomically(
     // Errors name the file being created, not its temporary name: that is
     // the one the caller asked for.
     let result = (|| {
-        extend_with_zeros(&file, path, 0, capacity)?;
+        file.set_len(capacity)
+            .map_err(|e| WriteError::io(path, e))?;
+        extend_with_zeros(&file, path, 0, allocated.min(capacity))?;
         file.write_all_at(header, 0)
             .map_err(|e| WriteError::io(path, e))?;
         match std::fs::hard_link(&tmp, path) {
@@ -465,9 +475,46 @@ mod tests {
         assert_eq!(prefix.problem.map(|p| p.offset), Some(8));
     }
 
-    #[test]
-    fn adopting_a_file_with_holes_gives_it_real_blocks() {
+    /// Where the first hole of the file at `path` starts (its length when
+    /// it has none).
+    fn first_hole(path: &Path) -> u64 {
+        let file = std::fs::File::open(path).unwrap();
+        rustix::fs::seek(&file, rustix::fs::SeekFrom::Hole(0)).unwrap()
+    }
+
+    /// Bytes the file at `path` has blocks for.
+    fn allocated(path: &Path) -> u64 {
         use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn files_are_sparse_taking_the_pages_their_entries_fill() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "9").unwrap();
+        let path = dir.path().join(name.to_string());
+        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert!(first_hole(&path) >= ALLOCATION_UNIT);
+        assert!(
+            allocated(&path) <= 2 * ALLOCATION_UNIT,
+            "a new file takes its first page, not its capacity"
+        );
+        // Entries up to past the first growth: every byte up to `used`
+        // has its blocks after each append, the rest of the file is a hole.
+        for i in 0..400 {
+            let path_label = "p".repeat(200) + &i.to_string();
+            let key = encode_key("c", "c_total", [("path", path_label.as_str())], "h");
+            writer.slot(&key).unwrap().set(f64::from(i));
+            assert!(first_hole(&path) >= writer.used as u64, "entry {i}");
+        }
+        assert_eq!(writer.capacity, 2 * INITIAL_CAPACITY);
+        assert!(allocated(&path) < writer.capacity, "the tail stays a hole");
+        assert!(allocated(&path) <= writer.used as u64 + 2 * ALLOCATION_UNIT);
+        assert_eq!(read_file(&path).unwrap().entries.len(), 400);
+    }
+
+    #[test]
+    fn adopting_a_file_with_holes_gives_its_last_page_blocks() {
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Counter, "8").unwrap();
         let path = dir.path().join(name.to_string());
@@ -478,15 +525,18 @@ mod tests {
         std::fs::write(&path, &image).unwrap();
         let file = std::fs::File::options().write(true).open(&path).unwrap();
         file.set_len(1 << 20).unwrap();
-        let holes = |path: &Path| {
-            let meta = std::fs::metadata(path).unwrap();
-            meta.blocks() * 512 < meta.len()
-        };
-        assert!(holes(&path), "the test needs a file system with holes");
+        assert_eq!(
+            first_hole(&path),
+            4096,
+            "the test needs a file system with holes"
+        );
         let mut writer = FileWriter::open(dir.path(), &name).unwrap();
-        assert!(!holes(&path), "holes left in an adopted file");
         assert_eq!(writer.slot(&key).unwrap().get(), 5.0);
-        assert_eq!(read_file(&path).unwrap().entries.len(), 1);
+        let other = encode_key("d", "d_total", [("path", "p".repeat(5000).as_str())], "h");
+        writer.slot(&other).unwrap().set(1.0);
+        assert!(first_hole(&path) >= writer.used as u64);
+        assert!(allocated(&path) < 1 << 19, "the adopted file stays sparse");
+        assert_eq!(read_file(&path).unwrap().entries.len(), 2);
     }
 
     #[test]
