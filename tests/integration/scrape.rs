@@ -476,3 +476,41 @@ fn scrape_as_protobuf_carries_the_native_histograms() {
     assert_eq!(scraped, with);
     assert_ne!(with, encoded(Natives::Skip), "no native histogram encoded");
 }
+
+/// A label value prometheus_client's writer stored with a lone surrogate
+/// (a request path decoded with 'surrogateescape': `json.dumps` writes
+/// `\udce9`) is no character: prometheus_client's own exposition fails
+/// on it, every sample of the scrape with it. multiprom serves it as
+/// U+FFFD, and every other entry of the file as always.
+#[test]
+fn a_lone_surrogate_is_served_as_a_replacement_character() {
+    let dir = temp_dir();
+    let image = multiprom_format::layout::file_image(
+        [
+            (
+                br#"["c", "c_total", {"path": "/caf\udce9"}, "Requests."]"#.as_slice(),
+                1.0,
+                0.0,
+            ),
+            (
+                br#"["c", "c_total", {"path": "/ok"}, "Requests."]"#.as_slice(),
+                2.0,
+                0.0,
+            ),
+        ],
+        65536,
+    );
+    std::fs::write(dir.path().join("counter_1.db"), image).unwrap();
+    let out = multiprom()
+        .args(["scrape", "--strict", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout(&out),
+        "# HELP c_total Requests.\n# TYPE c_total counter\n\
+         c_total{path=\"/caf\u{fffd}\"} 1.0\nc_total{path=\"/ok\"} 2.0\n"
+    );
+    assert_eq!(stderr(&out), "");
+}

@@ -56,6 +56,11 @@ def counters(factory, got):
         labelled.labels('GET' if i % 3 else 'POST', f'/p/{i % 7}/é"\\').inc(i / 3)
     ns = Counter('c', 'h', namespace='ns', subsystem='ss', unit='seconds', registry=None)
     ns.inc(1e-9)
+    # A path decoded with 'surrogateescape' (bytes that are not UTF-8): a
+    # lone surrogate, which the key's JSON escapes.
+    undecodable = b'/caf\xe9'.decode('utf-8', 'surrogateescape')
+    labelled.labels('GET', undecodable).inc()
+    Counter('raw_path', f'Help {undecodable}.', registry=None).inc()
     got += [plain._value.get(), ns._value.get()]
 
 

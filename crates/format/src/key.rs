@@ -53,7 +53,28 @@ impl Key {
     /// let key = Key::decode(br#"["m", "m_total", {"b": "2", "a": "1"}, "help"]"#).unwrap();
     /// assert_eq!(key.labels, [("a".into(), "1".into()), ("b".into(), "2".into())]);
     /// ```
+    ///
+    /// A lone surrogate escape (`\udce9`: Python text decoded with
+    /// `surrogateescape`, which `json.dumps` writes so) is read as U+FFFD:
+    /// it is no character, so no text can hold it (`prometheus_client`'s own
+    /// exposition fails on it, every sample of the scrape with it).
+    ///
+    /// ```
+    /// use multiprom_format::Key;
+    /// let key = Key::decode(br#"["m", "m_total", {"path": "caf\udce9"}, "h"]"#).unwrap();
+    /// assert_eq!(key.labels[0].1, "caf\u{fffd}");
+    /// ```
     pub fn decode(bytes: &[u8]) -> Result<Key, KeyError> {
+        match Key::decode_json(bytes) {
+            Err(KeyError::InvalidJson(error)) => match without_lone_surrogates(bytes) {
+                Some(replaced) => Key::decode_json(&replaced),
+                None => Err(KeyError::InvalidJson(error)),
+            },
+            decoded => decoded,
+        }
+    }
+
+    fn decode_json(bytes: &[u8]) -> Result<Key, KeyError> {
         match serde_json::from_slice::<KeyTuple>(bytes) {
             Ok((family, sample, labels, help)) => Ok(Key {
                 family,
@@ -80,6 +101,42 @@ impl Key {
             &self.help,
         )
     }
+}
+
+/// `json` with every escape of a lone surrogate (`\\uD800` to `\\uDFFF`
+/// not in a high-low pair) replaced by `\\ufffd`, or `None` when it has
+/// none. Escapes are followed from the start, so an escaped backslash
+/// before a `u` is not taken for one.
+fn without_lone_surrogates(json: &[u8]) -> Option<Vec<u8>> {
+    let escape_at = |at: usize| -> Option<u16> {
+        let hex = json.get(at..at + 6)?.strip_prefix(b"\\u")?;
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    };
+    let is_high = |unit: u16| (0xD800..0xDC00).contains(&unit);
+    let is_low = |unit: u16| (0xDC00..0xE000).contains(&unit);
+    let mut out: Option<Vec<u8>> = None;
+    let mut at = 0;
+    while at < json.len() {
+        if json[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        let Some(unit) = escape_at(at) else {
+            // Another escape: it and the character it escapes.
+            at += 2;
+            continue;
+        };
+        if is_high(unit) && escape_at(at + 6).is_some_and(is_low) {
+            at += 12;
+            continue;
+        }
+        if is_high(unit) || is_low(unit) {
+            let out = out.get_or_insert_with(|| json.to_vec());
+            out[at..at + 6].copy_from_slice(b"\\ufffd");
+        }
+        at += 6;
+    }
+    out
 }
 
 /// Encodes a key exactly as `prometheus_client.mmap_dict.mmap_key` does.
@@ -183,6 +240,53 @@ mod tests {
             ),
             r#"["m", "m_total", {"a": "y\"\\/\t", "b": "x\u0001\u007f", "\u00e9": "\ud83d\ude00"}, "h\n\u2028"]"#
         );
+    }
+
+    #[test]
+    fn lone_surrogates_are_read_as_replacement_characters() {
+        let decoded = |json: &str| Key::decode(json.as_bytes()).map(|key| key.labels[0].1.clone());
+        // Lone, high or low, at the end, before another escape.
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "a\udce9b"}, ""]"#).unwrap(),
+            "a\u{fffd}b"
+        );
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "\ud83d"}, ""]"#).unwrap(),
+            "\u{fffd}"
+        );
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "\ud83d\n"}, ""]"#).unwrap(),
+            "\u{fffd}\n"
+        );
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "\ude00\ud83d\ude00"}, ""]"#).unwrap(),
+            "\u{fffd}\u{1f600}"
+        );
+        // A pair stays a character; an escaped backslash before `u` is no escape.
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "\ud83d\ude00"}, ""]"#).unwrap(),
+            "\u{1f600}"
+        );
+        assert_eq!(
+            decoded(r#"["m", "m", {"l": "\\ud800"}, ""]"#).unwrap(),
+            "\\ud800"
+        );
+        // Everywhere in the key.
+        let key = Key::decode(br#"["\udc80", "\udc80_total", {"\udc81": "v"}, "\udc82"]"#).unwrap();
+        assert_eq!(
+            (
+                key.family.as_str(),
+                key.sample.as_str(),
+                key.labels[0].0.as_str(),
+                key.help.as_str()
+            ),
+            ("\u{fffd}", "\u{fffd}_total", "\u{fffd}", "\u{fffd}")
+        );
+        // Other bad JSON stays bad.
+        assert!(matches!(
+            Key::decode(br#"["m", "m", {"l": "\ud83d"}, "#),
+            Err(KeyError::InvalidJson(_))
+        ));
     }
 
     #[test]

@@ -31,10 +31,13 @@ pub(crate) struct Value {
 impl Value {
     /// Creates the value's entry (value 0.0) unless its file has it, as
     /// `MmapedValue(typ, metric_name, name, labelnames, labelvalues,
-    /// help_text, multiprocess_mode)` does.
+    /// help_text, multiprocess_mode)` does. `key`, when given, is the entry's
+    /// key as `prometheus_client`'s `mmap_key` makes it, used instead of
+    /// the one made of the other arguments: for text no `str` of Rust can
+    /// hold (a lone surrogate), which `mmap_key`'s `json.dumps` escapes.
     #[new]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (files, typ, metric_name, name, labelnames, labelvalues, help_text, multiprocess_mode = ""))]
+    #[pyo3(signature = (files, typ, metric_name, name, labelnames, labelvalues, help_text, multiprocess_mode = "", key = None))]
     fn new(
         py: Python<'_>,
         files: Py<ValueFiles>,
@@ -45,6 +48,7 @@ impl Value {
         labelvalues: Vec<String>,
         help_text: &str,
         multiprocess_mode: &str,
+        key: Option<String>,
     ) -> PyResult<Self> {
         let kind = metric_kind(typ, multiprocess_mode)?;
         // `dict(zip(labelnames, labelvalues))`: the shorter one decides.
@@ -52,7 +56,7 @@ impl Value {
             .iter()
             .zip(&labelvalues)
             .map(|(name, value)| (name.as_str(), value.as_str()));
-        let key = encode_key(metric_name, name, labels, help_text);
+        let key = key.unwrap_or_else(|| encode_key(metric_name, name, labels, help_text));
         let core = files.get().make_value(py, kind, key)?;
         Ok(Value { files, core })
     }
@@ -99,12 +103,21 @@ impl Value {
     /// over OpenMetrics' limit, or a file that cannot be opened, loses the
     /// exemplar and is logged, the value is untouched.
     fn set_exemplar(&self, py: Python<'_>, exemplar: &Bound<'_, PyAny>) -> PyResult<()> {
-        let labels: Vec<(String, String)> = exemplar
+        let labels: PyResult<Vec<(String, String)>> = exemplar
             .getattr(intern!(py, "labels"))?
             .call_method0(intern!(py, "items"))?
             .try_iter()?
             .map(|item| item?.extract::<(String, String)>())
-            .collect::<PyResult<_>>()?;
+            .collect();
+        // Text that is not UTF-8 (a lone surrogate) has no place in the
+        // exemplar file: the exemplar is lost, not the observation.
+        let labels = match labels {
+            Ok(labels) => labels,
+            Err(error) => {
+                report(py, &format!("exemplar dropped: its labels are not text the exemplar file holds ({error})"));
+                return Ok(());
+            }
+        };
         let value: f64 = exemplar.getattr(intern!(py, "value"))?.extract()?;
         // No timestamp (an `Exemplar` made without one) is kept as NaN and
         // printed without one, as prometheus_client prints it.

@@ -48,8 +48,17 @@ def MultiProcessValue(process_identifier=os.getpid):
             if 'prometheus_multiproc_dir' in os.environ and 'PROMETHEUS_MULTIPROC_DIR' not in os.environ:
                 os.environ['PROMETHEUS_MULTIPROC_DIR'] = os.environ['prometheus_multiproc_dir']
                 warnings.warn("prometheus_multiproc_dir variable has been deprecated in favor of the upper case naming PROMETHEUS_MULTIPROC_DIR", DeprecationWarning)
-            return super().__new__(cls, files, typ, metric_name, name, labelnames, labelvalues,
-                                   help_text, multiprocess_mode)
+            try:
+                return super().__new__(cls, files, typ, metric_name, name, labelnames,
+                                       labelvalues, help_text, multiprocess_mode)
+            except UnicodeEncodeError:
+                # A name, label or help with a lone surrogate (text decoded with
+                # 'surrogateescape'): no UTF-8 for the engine, but the key is
+                # prometheus_client's, whose json.dumps escapes it.
+                from prometheus_client.mmap_dict import mmap_key
+                key = mmap_key(metric_name, name, labelnames, labelvalues, help_text)
+                return super().__new__(cls, files, typ, '', '', (), (), '', multiprocess_mode,
+                                       key=key)
 
         @classmethod
         def close_all_files(cls):
