@@ -22,6 +22,7 @@ import logging
 import os
 import time
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -953,6 +954,49 @@ class WriterInstallTest(unittest.TestCase):
             {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
         self.assertEqual(lines.splitlines()[0], 'True multiprom._values multiprom')
         self.assertNotIn('Warning', stderr)
+
+    def test_a_corrupt_file_of_the_identifier_is_set_aside(self):
+        # A file left under this process's identifier by an earlier process,
+        # damaged (a key that is not JSON): prometheus_client's writer
+        # appends after it (and its collector fails every scrape on it);
+        # multiprom's moves it out of the *.db names, logs it, and begins a
+        # new file, so the application goes on and every reader reads.
+        key = b'not json'
+        entry = (len(key).to_bytes(4, 'little') + key + b' ' * (8 - (4 + len(key)) % 8)
+                 + struct.pack('<dd', 5.0, 0.0))
+        used = 8 + len(entry)
+        with open(os.path.join(self.directory, 'counter_31.db'), 'wb') as f:
+            f.write(used.to_bytes(4, 'little') + bytes(4) + entry)
+            f.truncate(65536)
+        lines, stderr = run_python(
+            'import logging, os; logging.basicConfig(); import multiprom; '
+            'multiprom.install(writer=True); '
+            'from prometheus_client import values, Counter; '
+            'values.ValueClass = multiprom.MultiProcessValue(lambda: 31); '
+            'Counter("c", "C.").inc(3); '
+            'print(sorted(n.split("-")[0] for n in os.listdir(os.environ["PROMETHEUS_MULTIPROC_DIR"]))); '
+            'from prometheus_client import CollectorRegistry; '
+            'from prometheus_client.multiprocess import MultiProcessCollector; '
+            'r = CollectorRegistry(); MultiProcessCollector(r); '
+            'print(r.get_sample_value("c_total"))',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory}, split=False)
+        self.assertEqual(lines.splitlines(), ["['counter_31.db', 'counter_31.db.corrupt']", '3.0'],
+                         stderr)
+        self.assertIn('WARNING:multiprom:', stderr)
+        self.assertIn('counter_31.db: offset 8: key is not valid JSON', stderr)
+        self.assertIn('counter_31.db.corrupt-', stderr)
+
+    def test_os_errors_name_the_file_as_text(self):
+        # As prometheus_client's: OSError.filename is the str os.path.join gives.
+        lines, _ = run_python(
+            'import multiprom; multiprom.install(writer=True); '
+            'from prometheus_client import Counter\n'
+            'try:\n'
+            '    Counter("c", "C.").inc()\n'
+            'except OSError as error:\n'
+            '    print(type(error).__name__, type(error.filename).__name__, error.filename.endswith(".db"))',
+            {'PROMETHEUS_MULTIPROC_DIR': os.path.join(self.directory, 'missing')})
+        self.assertEqual(lines, ['FileNotFoundError', 'str', 'True'])
 
     def test_install_keeps_the_process_identifier(self):
         lines, _ = run_python(

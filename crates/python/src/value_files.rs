@@ -10,7 +10,7 @@
 //! load of the fork generation.
 
 use std::collections::hash_map::{Entry, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -144,6 +144,7 @@ impl ValueFiles {
             object: actual,
             text: text.clone(),
         }));
+        let mut set_aside = Vec::new();
         let (result, closed) = {
             let mut state = self.lock(py);
             let closed = std::mem::take(&mut state.files);
@@ -152,7 +153,14 @@ impl ValueFiles {
             let State { files, values, .. } = &mut *state;
             let mut result = Ok(());
             for (i, value) in values.iter().enumerate() {
-                match open_slot(files, dir.as_ref(), &text, value.kind(), value.key()) {
+                match open_slot(
+                    files,
+                    dir.as_ref(),
+                    &text,
+                    value.kind(),
+                    value.key(),
+                    &mut set_aside,
+                ) {
                     Ok(slot) => value.bind(slot),
                     Err(error) => {
                         // Values not rebound must not write into the old
@@ -168,6 +176,7 @@ impl ValueFiles {
             (result, closed)
         };
         drop((closed, previous));
+        set_aside.iter().for_each(|note| report(py, note));
         result.map_err(|error| error.into_py(py))
     }
 
@@ -182,18 +191,26 @@ impl ValueFiles {
         self.check_identifier(py)?;
         let dir = dir_from_environ(py)?;
         let current = self.current.load_full();
+        let mut set_aside = Vec::new();
         let mut state = self.lock(py);
-        match open_slot(&mut state.files, dir.as_ref(), &current.text, kind, &key) {
+        let made = match open_slot(
+            &mut state.files,
+            dir.as_ref(),
+            &current.text,
+            kind,
+            &key,
+            &mut set_aside,
+        ) {
             Ok(slot) => {
                 let value = Arc::new(ValueCore::new(kind, key, slot));
                 state.values.push(Arc::clone(&value));
                 Ok(value)
             }
-            Err(error) => {
-                drop(state);
-                Err(error.into_py(py))
-            }
-        }
+            Err(error) => Err(error),
+        };
+        drop(state);
+        set_aside.iter().for_each(|note| report(py, note));
+        made.map_err(|error| error.into_py(py))
     }
 }
 
@@ -280,13 +297,16 @@ impl OpenError {
     }
 }
 
-/// The slot of `value`'s entry, opening its file if it is not open yet.
+/// The slot of `value`'s entry, opening its file if it is not open yet. A
+/// file set aside as corrupt (see [`open_writer`]) is noted in `set_aside`,
+/// to be logged once the state lock is released.
 fn open_slot(
     files: &mut HashMap<MetricKind, FileWriter>,
     dir: Option<&PathBuf>,
     identifier: &str,
     kind: MetricKind,
     key: &str,
+    set_aside: &mut Vec<String>,
 ) -> Result<ValueSlot, OpenError> {
     let file = match files.entry(kind) {
         Entry::Occupied(open) => open.into_mut(),
@@ -294,10 +314,45 @@ fn open_slot(
             let dir = dir.ok_or(OpenError::NoDir)?;
             let name = FileName::new(kind, identifier)
                 .map_err(|e| OpenError::BadIdentifier(identifier.to_owned(), e))?;
-            vacant.insert(FileWriter::open(dir, &name).map_err(OpenError::Write)?)
+            vacant.insert(open_writer(dir, &name, set_aside)?)
         }
     };
     file.slot(key).map_err(OpenError::Write)
+}
+
+/// The file `name` in `dir`, to write; one that is there already but
+/// corrupt (left by an earlier process with the same identifier) is
+/// renamed out of the `*.db` names, kept for a look, and a new one made.
+///
+/// prometheus_client's writer appends after the damage (or raises, for a
+/// key that is not UTF-8); every reader skips such a file, or fails its
+/// whole scrape on it (Python's), so nothing a reader shows is lost, and
+/// refusing would stop the application where prometheus_client's writer
+/// lets it run.
+fn open_writer(
+    dir: &Path,
+    name: &FileName,
+    set_aside: &mut Vec<String>,
+) -> Result<FileWriter, OpenError> {
+    match FileWriter::open(dir, name) {
+        Err(WriteError::Corrupt(problem)) => {
+            let path = dir.join(name.to_string());
+            let seconds = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |elapsed| elapsed.as_secs());
+            let aside = dir.join(format!("{name}.corrupt-{seconds}"));
+            // Cannot be moved (a read-only directory): refused, as before.
+            if std::fs::rename(&path, &aside).is_err() {
+                return Err(OpenError::Write(WriteError::Corrupt(problem)));
+            }
+            set_aside.push(format!(
+                "{problem}; moved to {} (no reader reads it there), and a new file begun",
+                aside.display()
+            ));
+            FileWriter::open(dir, name).map_err(OpenError::Write)
+        }
+        opened => opened.map_err(OpenError::Write),
+    }
 }
 
 /// `os.environ.get('PROMETHEUS_MULTIPROC_DIR')`.
@@ -349,7 +404,9 @@ fn write_error(py: Python<'_>, error: WriteError) -> PyErr {
                     .import("os")
                     .and_then(|os| os.getattr("strerror")?.call1((errno,))?.extract::<String>())
                     .unwrap_or_else(|_| source.to_string());
-                PyOSError::new_err((errno, strerror, path))
+                // The file name as a `str`, as prometheus_client's
+                // `os.path.join` gives it.
+                PyOSError::new_err((errno, strerror, path.into_os_string()))
             }
             None => PyOSError::new_err(format!("{}: {source}", path.display())),
         },
