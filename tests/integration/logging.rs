@@ -94,3 +94,31 @@ fn logfmt_and_the_flag_wins_over_rust_log() {
     assert!(quiet.try_wait().is_none(), "{}", quiet.stderr());
     assert!(!quiet.stderr().contains("INFO"), "{}", quiet.stderr());
 }
+
+/// A file name is anyone's text: one holding a line break (and a forged log
+/// line after it) stays inside its own line, escaped, in the text log and
+/// on `scrape`'s stderr.
+#[test]
+fn a_file_name_cannot_forge_a_log_line() {
+    let dir = crate::harness::temp_dir();
+    let forged = "counter_9\n2026-01-01T00:00:00.000000Z  INFO forged line.db";
+    std::fs::write(dir.path().join(forged), b"abcd").unwrap();
+    let escaped = "counter_9\\n2026-01-01T00:00:00.000000Z  INFO forged line.db";
+    let scraped = multiprom()
+        .args(["scrape", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(scraped.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(escaped), "{stderr}");
+    let mut server = serve_with(dir.path(), &[], None);
+    let addr = server.address();
+    get(addr, "/metrics", &[]);
+    let log = server.wait_for_stderr("offset 0");
+    assert!(
+        log.lines().all(|line| !line.starts_with("2026-01-01")),
+        "a forged line:\n{log}"
+    );
+    assert!(log.contains(escaped), "{log}");
+}

@@ -417,18 +417,7 @@ fn write_rows<const N: usize>(out: &mut impl Write, rows: &[[String; N]]) -> io:
 /// Text safe for a terminal: control characters (escape sequences!) are
 /// shown escaped, everything else as is.
 fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    multiprom_format::printable(text).into_owned()
 }
 
 /// A name for the table: `""` when empty, so the column does not look blank.

@@ -2,7 +2,7 @@
 //! stderr, as text (default), logfmt or JSON lines, at `--log.level`, else
 //! as `RUST_LOG` says, else `info`.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 
 use tracing_subscriber::EnvFilter;
 
@@ -76,7 +76,7 @@ pub(crate) fn init(args: &LogArgs) {
     let _ = match args.format {
         Format::Text => tracing_subscriber::fmt()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(|| OneLine(std::io::stderr()))
             .with_ansi(std::io::stderr().is_terminal())
             .with_target(false)
             .try_init(),
@@ -94,4 +94,52 @@ pub(crate) fn init(args: &LogArgs) {
             .with_writer(std::io::stderr)
             .try_init(),
     };
+}
+
+/// A text log's writer: each event is one line, a line break inside it (a
+/// file name, a header may hold one) written as `\n` or `\r`, so nothing
+/// logged can forge a line of its own. logfmt and JSON quote their values.
+/// The formatter writes each event, ending in its one `\n`, at once.
+struct OneLine<W>(W);
+
+impl<W: Write> Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let body = buf.strip_suffix(b"\n").unwrap_or(buf);
+        if !body.iter().any(|&b| b == b'\n' || b == b'\r') {
+            self.0.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut line = Vec::with_capacity(buf.len() + 8);
+        for &byte in body {
+            match byte {
+                b'\n' => line.extend_from_slice(b"\\n"),
+                b'\r' => line.extend_from_slice(b"\\r"),
+                byte => line.push(byte),
+            }
+        }
+        line.extend_from_slice(&buf[body.len()..]);
+        self.0.write_all(&line)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_break_inside_an_event_is_escaped() {
+        let mut out = OneLine(Vec::new());
+        out.write_all(b"skipped counter_9\n2026-01-01T00:00:00Z  INFO forged.db\r: bad\n")
+            .unwrap();
+        out.write_all(b"plain\n").unwrap();
+        assert_eq!(
+            String::from_utf8(out.0).unwrap(),
+            "skipped counter_9\\n2026-01-01T00:00:00Z  INFO forged.db\\r: bad\nplain\n"
+        );
+    }
 }

@@ -142,15 +142,43 @@ pub struct ReadError {
 }
 
 impl fmt::Display for ReadError {
+    /// The path with its control characters escaped: a file name is
+    /// anyone's text, and one holding a line break would otherwise forge
+    /// a line of its own in a log or on a terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{}: offset {}: {}",
-            self.path.display(),
+            printable(&self.path.to_string_lossy()),
             self.offset,
             self.kind
         )
     }
+}
+
+/// `text` with control characters (line breaks, escape sequences) shown
+/// escaped (`\n`, `\u{1b}`), everything else as it is: safe for one line
+/// of a log or a terminal.
+///
+/// ```
+/// use multiprom_format::printable;
+/// assert_eq!(printable("counter_1\n.db"), "counter_1\\n.db");
+/// assert_eq!(printable("caf\u{e9}.db"), "caf\u{e9}.db");
+/// ```
+#[must_use]
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl ReadError {
