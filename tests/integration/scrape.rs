@@ -311,6 +311,56 @@ fn protobuf_names_are_escaped_as_asked() {
     assert!(has(&protobuf("values"), "U__caf_e9__2e_orders__total"));
 }
 
+/// A bad exemplar or native histogram file read for the output fails
+/// `--strict` as a bad `*.db` file does; the samples are printed all the
+/// same, without what that file held.
+#[test]
+fn a_bad_companion_file_fails_strict() {
+    use multiprom_format::exemplar_file::exemplar_path;
+    use multiprom_format::native_file::native_histogram_path;
+
+    let dir = temp_dir();
+    write_counter(dir.path(), "1", "jobs", "Jobs.", 1.0);
+    let histograms = FileName::new(MetricKind::Histogram, "1").unwrap();
+    let mut file = FileWriter::open(dir.path(), &histograms).unwrap();
+    let key = encode_key("lat", "lat_bucket", [("le", "+Inf")], "Lat.");
+    file.slot(&key).unwrap().add(1.0);
+    let counters = FileName::new(MetricKind::Counter, "1").unwrap();
+    for (path, args) in [
+        (
+            exemplar_path(dir.path(), &counters),
+            &["--format", "openmetrics"][..],
+        ),
+        (
+            native_histogram_path(dir.path(), &histograms),
+            &["--format", "protobuf"],
+        ),
+    ] {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        crate::harness::write_aged(&path, b"garbage, not a companion file of multiprom");
+        let run = |strict: bool| {
+            multiprom()
+                .args(["scrape", "--dir"])
+                .arg(dir.path())
+                .args(args)
+                .args(strict.then_some("--strict"))
+                .output()
+                .unwrap()
+        };
+        let (lenient, strict) = (run(false), run(true));
+        assert_eq!(lenient.status.code(), Some(0), "{args:?}: {lenient:?}");
+        assert_eq!(strict.status.code(), Some(1), "{args:?}: {strict:?}");
+        assert_eq!(strict.stdout, lenient.stdout, "{args:?}");
+        assert!(!strict.stdout.is_empty());
+        let stderr = stderr(&strict);
+        assert!(
+            stderr.contains("1 bad file(s) skipped (--strict)"),
+            "{stderr}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
 #[test]
 fn conflicts_are_warnings_and_do_not_fail_strict() {
     let dir = temp_dir();

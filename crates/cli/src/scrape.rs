@@ -1,7 +1,8 @@
 //! `multiprom scrape`: merge a directory once and print it.
 //!
 //! Exit codes: 0 printed (bad files are skipped and reported on stderr), 1
-//! with `--strict` when a file was bad, 2 when there is no usable directory
+//! with `--strict` when a file was bad (an exemplar or native histogram file
+//! read for the output included), 2 when there is no usable directory
 //! (or `--no-accumulate` was asked with `--format protobuf`).
 //! A directory with no `*.db` files prints nothing (or only `# EOF`) and
 //! exits 0, as it is a normal state before the first worker starts, but says
@@ -15,7 +16,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use multiprom_collector::{CollectOptions, DirCollector, Escaping, FileState, Format, Natives};
+use multiprom_collector::{
+    CollectOptions, DirCollector, Escaping, FileState, Format, Natives, Warning,
+};
 
 use crate::dir_resolution;
 use crate::exit_code::ExitCode;
@@ -75,7 +78,7 @@ pub(crate) struct Args {
     /// How names that are not legacy Prometheus names are written, as prometheus_client's generate_latest(registry, escaping); allow-utf-8 is what Prometheus 3 asks for (protobuf: names never quoted)
     #[arg(long, value_enum, default_value = "underscores")]
     escaping: EscapingArg,
-    /// Exit 1 if a file was bad (still skipped, the rest still printed)
+    /// Exit 1 if a file was bad (still skipped, the rest still printed), an exemplar or native histogram file read for the output included
     #[arg(long)]
     strict: bool,
 }
@@ -155,10 +158,18 @@ pub(crate) fn main(args: Args) -> ExitCode {
         .iter()
         .filter(|f| f.state() == FileState::Bad)
         .count();
-    if args.strict && bad > 0 {
+    // A bad exemplar or native histogram file read for this output is a bad
+    // file too (the samples of its `*.db` file were served without them).
+    let bad_companions = scrape
+        .warnings
+        .iter()
+        .filter(|w| matches!(w, Warning::Exemplars(_) | Warning::NativeHistograms(_)))
+        .count();
+    if args.strict && bad + bad_companions > 0 {
         let _ = writeln!(
             stderr,
-            "multiprom scrape: {bad} bad file(s) skipped (--strict)"
+            "multiprom scrape: {} bad file(s) skipped (--strict)",
+            bad + bad_companions
         );
         return ExitCode::from(1);
     }
