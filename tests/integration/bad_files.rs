@@ -142,6 +142,11 @@ fn sqlite_db(path: &Path) {
         .starts_with(b"SQLite format 3\0"));
 }
 
+/// A Unix socket at `path` (the file stays when the listener is dropped).
+fn bind_socket(path: &Path) {
+    std::os::unix::net::UnixListener::bind(path).unwrap();
+}
+
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(status.success());
@@ -333,6 +338,19 @@ pub(crate) fn cases() -> Vec<Case> {
             kind: |k| *k == ReadErrorKind::NotAFile("a FIFO"),
             reason: "not a regular file (a FIFO)",
             change: touch,
+        },
+        Case {
+            what: "a socket named *.db",
+            file: b"counter_140.db",
+            make: bind_socket,
+            offset: zero,
+            kind: |k| *k == ReadErrorKind::NotAFile("a socket"),
+            reason: "not a regular file (a socket)",
+            // A socket cannot be opened to date it: a new one in its place.
+            change: |p| {
+                std::fs::remove_file(p).unwrap();
+                bind_socket(p);
+            },
         },
         Case {
             what: "unknown gauge mode",

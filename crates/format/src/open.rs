@@ -45,6 +45,21 @@ fn open_regular(
     match rustix::fs::openat(dir, name, READ_FLAGS | OFlags::NOFOLLOW, Mode::empty()) {
         Ok(fd) => checked_file(File::from(fd), path),
         Err(rustix::io::Errno::LOOP) => open_through_link(dir, name, path),
+        // A socket cannot be opened: say what it is rather than the
+        // kernel's "no such device or address".
+        Err(rustix::io::Errno::NXIO) => {
+            let kind = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                .ok()
+                .filter(|stat| {
+                    rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                        == rustix::fs::FileType::Socket
+                })
+                .map(|_| ReadErrorKind::NotAFile("a socket"));
+            match kind {
+                Some(kind) => Err(ReadError::new(path, 0, kind)),
+                None => Err(ReadError::io(path, &rustix::io::Errno::NXIO.into())),
+            }
+        }
         Err(e) => Err(ReadError::io(path, &e.into())),
     }
 }

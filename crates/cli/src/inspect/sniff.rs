@@ -28,6 +28,9 @@ pub(super) fn describe(path: &Path) -> String {
         return match std::fs::metadata(path) {
             Ok(target) if target.is_file() => describe_file(path),
             Ok(_) => "a symbolic link to something that is not a file".to_owned(),
+            Err(err) if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                "a symbolic link loop".to_owned()
+            }
             Err(_) => "a dangling symbolic link".to_owned(),
         };
     }
@@ -53,7 +56,12 @@ fn describe_file(path: &Path) -> String {
     // regular file is opened.
     // The reason alone: the header line already names the file.
     let file = match multiprom_format::open_for_read(path) {
-        Ok((file, _)) => file,
+        Ok((file, meta)) if meta.len() > 0 => file,
+        // Nothing to look at; and a file of no size may be one whose reads
+        // take something away (a link to `/proc/kmsg` consumes the kernel's
+        // messages), so it is not read: the collector does not read it
+        // either.
+        Ok(_) => return "an empty file".to_owned(),
         Err(err) => return err.kind.to_string(),
     };
     match file.take(SNIFF_LEN as u64).read_to_end(&mut start) {
