@@ -242,6 +242,8 @@ fn no_usable_directory_is_one_line_and_exit_2() {
     let file = dir.path().join("file");
     std::fs::write(&file, b"").unwrap();
     let missing = dir.path().join("missing");
+    let looped = dir.path().join("looped");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
     for (args, env, reason) in [
         (
             vec![],
@@ -258,6 +260,11 @@ fn no_usable_directory_is_one_line_and_exit_2() {
             vec!["--dir", file.to_str().unwrap()],
             None,
             "not a directory",
+        ),
+        (
+            vec!["--dir", looped.to_str().unwrap()],
+            None,
+            "cannot look at it: Too many levels of symbolic links",
         ),
     ] {
         let mut cmd = multiprom();

@@ -21,6 +21,10 @@ pub(crate) enum DirError {
     /// The path exists but is not a directory.
     #[error("{}: not a directory", .0.display())]
     NotADirectory(PathBuf),
+    /// The path cannot be looked at (a symbolic link loop, a parent
+    /// without permission).
+    #[error("{}: cannot look at it: {}", .0.display(), .1)]
+    Unreachable(PathBuf, std::io::Error),
 }
 
 /// Resolves the directory from `--dir` or the environment and checks that it
@@ -44,6 +48,7 @@ pub(crate) fn resolve(flag: Option<PathBuf>) -> Result<PathBuf, DirError> {
     match std::fs::metadata(&dir) {
         Ok(meta) if meta.is_dir() => Ok(dir),
         Ok(_) => Err(DirError::NotADirectory(dir)),
-        Err(_) => Err(DirError::Missing(dir)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DirError::Missing(dir)),
+        Err(e) => Err(DirError::Unreachable(dir, e)),
     }
 }
