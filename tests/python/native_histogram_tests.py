@@ -13,6 +13,7 @@ prometheus_client's close_all_multiprocess_files() closes the native files
 too, so a directory removed and made again gets them afresh.
 """
 
+import json
 import math
 import os
 import shutil
@@ -110,6 +111,60 @@ class NativeHistogramTest(unittest.TestCase):
         self.assertEqual(lines, ['NativeSum MmapedValue 2', '1.0 5.0'])
         self.assertEqual(stderr, '')
 
+    def native_counts(self):
+        """{label values: native count} of every native series in the
+        directory, from `multiprom inspect --json`."""
+        out = subprocess.run([sys.executable, '-m', 'multiprom', 'inspect', '--json',
+                              self.directory], capture_output=True, text=True, check=True,
+                             timeout=PATIENCE).stdout
+        counts = {}
+        for line in out.splitlines():
+            entry = json.loads(line)
+            if 'native_histogram' in entry:
+                key = tuple(sorted(entry['labels'].values()))
+                counts[key] = counts.get(key, 0) + entry['native_histogram']['count']
+        return counts
+
+    def test_an_observation_prometheus_client_counts_is_counted_natively(self):
+        # prometheus_client counts an observation, then refuses its exemplar
+        # (over 128 characters) with ValueError: the native histogram counts
+        # it too, with either value class, as the classic one does. A
+        # labelled histogram's parent refuses before counting: neither does.
+        code = (
+            'import multiprom\n'
+            'multiprom.install(collector=False, writer=WRITER, native_histograms=True)\n'
+            'from prometheus_client import Histogram\n'
+            'h = Histogram("h", "H.", ["k"])\n'
+            'for observe in (lambda: h.labels("a").observe(0.5, exemplar={"e": "x" * 200}),\n'
+            '                lambda: h.observe(0.5, exemplar={"e": "x"})):\n'
+            '    try:\n'
+            '        observe()\n'
+            '    except ValueError:\n'
+            '        print("refused")\n'
+            'h.labels("a").observe(0.25)\n')
+        for writer in (False, True):
+            lines, stderr = run_python(code.replace('WRITER', str(writer)),
+                                       {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+            self.assertEqual(lines, ['refused', 'refused'], stderr)
+            self.assertEqual(self.native_counts(), {('a',): 2}, f'writer={writer}')
+            shutil.rmtree(self.directory)
+            os.mkdir(self.directory)
+
+    def test_a_label_that_is_not_utf8_is_recorded_natively(self):
+        # A label value decoded with 'surrogateescape' (bytes that are not
+        # UTF-8): the native series' key is prometheus_client's, escaped, for
+        # a Histogram under the opt-in and for a NativeHistogram.
+        code = (
+            'import os, multiprom\n'
+            'multiprom.install(collector=False, native_histograms=True)\n'
+            'from prometheus_client import Histogram\n'
+            'path = os.fsdecode(b"/caf\\xe9")\n'
+            'Histogram("h", "H.", ["path"]).labels(path).observe(0.5)\n'
+            'multiprom.NativeHistogram("n", "N.", ["path"]).labels(path).observe(2)\n')
+        lines, stderr = run_python(code, {'PROMETHEUS_MULTIPROC_DIR': self.directory})
+        self.assertEqual(stderr, '')
+        self.assertEqual(self.native_counts(), {('/caf\ufffd',): 2})
+
     def test_native_histogram_classic_part_and_children(self):
         lines, stderr = run_python(
             'import multiprom; from prometheus_client import CollectorRegistry; '
@@ -125,6 +180,23 @@ class NativeHistogramTest(unittest.TestCase):
             'NativeHistogram (0, 20, 0.001) [inf]',
             "n_bucket{'k': 'a', 'le': '+Inf'} n_count{'k': 'a'} n_sum{'k': 'a'}"])
         self.assertEqual(stderr, '')
+
+    def test_bad_settings_in_the_environment_never_raise(self):
+        # Even where warnings are errors (-W error): the setting is not used,
+        # said on stderr, and the metric made; the start-up hook installs
+        # the features it knows.
+        lines, stderr = run_python(
+            'import multiprom\n'
+            'n = multiprom.NativeHistogram("n", "N.")\n'
+            'n.observe(1)\n'
+            'print(n._multiprom_settings[0])\n'
+            'from prometheus_client.multiprocess import MultiProcessCollector\n'
+            'print(MultiProcessCollector.__module__)\n',
+            {'PROMETHEUS_MULTIPROC_DIR': self.directory, 'PYTHONWARNINGS': 'error',
+             'MULTIPROM_NATIVE_HISTOGRAM_SCHEMA': '9', 'MULTIPROM_INSTALL': 'collector,bogus'})
+        self.assertEqual(lines, ['3', 'multiprom'], stderr)
+        self.assertIn("MULTIPROM_INSTALL names unknown features 'bogus'", stderr)
+        self.assertIn('MULTIPROM_NATIVE_HISTOGRAM_SCHEMA=', stderr)
 
     def test_native_histogram_refuses_settings_out_of_range(self):
         import multiprom

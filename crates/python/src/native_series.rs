@@ -54,8 +54,15 @@ impl NativeSeriesHandle {
     /// The series of histogram `name` with `labelnames` = `labelvalues`
     /// and help `documentation`, with the given schema (-4 to 8), bucket
     /// limit and zero threshold (`None`: client_golang's 2^-128).
+    ///
+    /// `key`, when given, is the series' key as `prometheus_client`'s
+    /// `mmap_key(name, name, labelnames, labelvalues, documentation)` makes
+    /// it, used instead of the one made of the other arguments: for text no
+    /// `str` of Rust can hold (a lone surrogate), which its `json.dumps`
+    /// escapes.
     #[new]
-    #[pyo3(signature = (name, labelnames, labelvalues, documentation, schema = 3, max_buckets = 160, zero_threshold = None))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (name, labelnames, labelvalues, documentation, schema = 3, max_buckets = 160, zero_threshold = None, key = None))]
     fn new(
         name: &str,
         labelnames: Vec<String>,
@@ -64,6 +71,7 @@ impl NativeSeriesHandle {
         schema: i8,
         max_buckets: u32,
         zero_threshold: Option<f64>,
+        key: Option<String>,
     ) -> Self {
         // Forks are counted from here on (idempotent). Should counting be
         // impossible, the generation never moves and a forked child keeps
@@ -80,7 +88,9 @@ impl NativeSeriesHandle {
             })
         });
         NativeSeriesHandle {
-            key: encode_key(name, name, labels, documentation).into_boxed_str(),
+            key: key
+                .unwrap_or_else(|| encode_key(name, name, labels, documentation))
+                .into_boxed_str(),
             config: NativeHistogramConfig {
                 schema,
                 zero_threshold: zero_threshold.unwrap_or(DEFAULT_ZERO_THRESHOLD),

@@ -11,7 +11,8 @@ before anyone can import a name from it, the patch is applied.
 import importlib.abc
 import importlib.machinery
 import sys
-import warnings
+
+from multiprom._warn import warn
 
 
 def patch_on_import(name, patch):
@@ -53,8 +54,7 @@ class _PatchingLoader(importlib.abc.Loader):
         try:
             self._patch(module)
         except Exception as error:  # never break the application's import
-            warnings.warn(f"multiprom: could not patch {module.__name__}: {error!r}",
-                          RuntimeWarning)
+            warn(f"multiprom: could not patch {module.__name__}: {error!r}")
 
     def __getattr__(self, attr):
         # get_source, get_filename, ... for tracebacks and tools.

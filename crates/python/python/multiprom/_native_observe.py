@@ -28,7 +28,9 @@ import types
 
 from multiprom import _native, _native_settings
 
-_warned = False
+# The kinds of failure logged so far (see `_warn_once`), at most `_WARNED_KINDS`.
+_warned = set()
+_WARNED_KINDS = 16
 
 
 def _nothing(amount):
@@ -54,8 +56,19 @@ def _series(metric):
         if settings is None:
             settings = _native_settings.from_env() + (None,)
         schema, max_buckets, zero_threshold = settings
-        series = _native.NativeSeries(metric._name, metric._labelnames, metric._labelvalues,
-                                      metric._documentation, schema, max_buckets, zero_threshold)
+        try:
+            series = _native.NativeSeries(metric._name, metric._labelnames, metric._labelvalues,
+                                          metric._documentation, schema, max_buckets,
+                                          zero_threshold)
+        except UnicodeEncodeError:
+            # A label (or name, or help) with a lone surrogate (text decoded
+            # with 'surrogateescape'): the key as prometheus_client makes it,
+            # whose json.dumps escapes it.
+            from prometheus_client.mmap_dict import mmap_key
+            key = mmap_key(metric._name, metric._name, metric._labelnames,
+                           metric._labelvalues, metric._documentation)
+            series = _native.NativeSeries("", (), (), "", schema, max_buckets, zero_threshold,
+                                          key=key)
         # Open now, so the series is native from its first scrape on; a
         # failure is logged by the extension and the series stays silent
         # until a fork gives it a new file to try.
@@ -79,11 +92,31 @@ def with_native(classic_observe):
 
     @functools.wraps(classic_observe)
     def observe(self, amount, exemplar=None):
-        classic_observe(self, amount, exemplar)
+        try:
+            classic_observe(self, amount, exemplar)
+        except ValueError:
+            # prometheus_client checks an exemplar only after it has
+            # counted the observation (in _sum and a bucket): a bad one is
+            # counted natively too, so both count it, as with multiprom's
+            # writer. Any other ValueError comes before counting (a
+            # labelled histogram's parent).
+            if exemplar and _observable(self):
+                self._multiprom_native(amount)
+            raise
         self._multiprom_native(amount)
 
     observe._multiprom_wrapper = True
     return observe
+
+
+def _observable(metric):
+    """Whether prometheus_client lets ``metric`` be observed (not the
+    parent of labelled children)."""
+    try:
+        metric._raise_if_not_observable()
+    except ValueError:
+        return False
+    return True
 
 
 def with_native_init(classic_init):
@@ -140,9 +173,14 @@ def classic(function):
 
 
 def _warn_once(error):
-    global _warned
-    if not _warned:
-        _warned = True
-        logging.getLogger("multiprom").warning(
-            "native histograms are not recorded (%r); classic histograms are unaffected. "
-            "Logged once per process", error)
+    """Logs that native histograms are not recorded, once per kind of
+    failure (its type and message) in this process, for the first few kinds:
+    one failure does not hide another, nor does a failure per series flood
+    the log."""
+    kind = f"{type(error).__name__}: {error}"
+    if kind in _warned or len(_warned) >= _WARNED_KINDS:
+        return
+    _warned.add(kind)
+    logging.getLogger("multiprom").warning(
+        "native histograms are not recorded (%r); classic histograms are unaffected. "
+        "Logged once per process and kind of failure", error)

@@ -11,9 +11,8 @@ programmer's, and raises, as prometheus_client raises for bad buckets.
 import functools
 import math
 import os
-import warnings
-
 from multiprom import _native
+from multiprom._warn import warn
 
 SCHEMA_VARIABLE = "MULTIPROM_NATIVE_HISTOGRAM_SCHEMA"
 MAX_BUCKETS_VARIABLE = "MULTIPROM_NATIVE_HISTOGRAM_MAX_BUCKETS"
@@ -43,8 +42,8 @@ def _env_int(variable, text, default, low, high):
     except ValueError:
         value = None
     if value is None or not low <= value <= high:
-        warnings.warn(f"multiprom: {variable}={text!r} is not a whole number from {low} to "
-                      f"{high}; native histograms use {default}", RuntimeWarning)
+        warn(f"multiprom: {variable}={text!r} is not a whole number from {low} to "
+             f"{high}; native histograms use {default}")
         return default
     return value
 

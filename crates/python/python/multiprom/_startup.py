@@ -16,7 +16,22 @@ or any failure becomes a ``RuntimeWarning``; what is not installed stays
 """
 
 import os
+import sys
 import warnings
+
+
+def _warn(message):
+    """``warnings.warn(message, RuntimeWarning)``, or ``message`` on stderr
+    where the warning filters (``-W error``) would raise it: nothing here
+    may stop the interpreter's start-up (``multiprom._warn`` does the same
+    for the package; importing it would import the package)."""
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    except Exception:  # noqa: BLE001 -- a filter made it an error
+        try:
+            sys.stderr.write(f"RuntimeWarning: {message}\n")
+        except Exception:  # noqa: BLE001 -- no stderr: nothing left to tell
+            pass
 
 _OFF = ("", "0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
@@ -39,11 +54,10 @@ def _run():
     try:
         wanted, unknown = features(os.environ.get("MULTIPROM_INSTALL", ""))
         if unknown:
-            warnings.warn(
+            _warn(
                 f"multiprom: MULTIPROM_INSTALL names unknown features {', '.join(map(repr, unknown))} "
                 f"(known: {', '.join(FEATURES)}); "
-                + (f"installing {', '.join(sorted(wanted))}" if wanted else "installing nothing"),
-                RuntimeWarning,
+                + (f"installing {', '.join(sorted(wanted))}" if wanted else "installing nothing")
             )
         if not wanted:
             return
@@ -52,10 +66,9 @@ def _run():
         multiprom.install(collector="collector" in wanted, writer="writer" in wanted,
                           native_histograms="native-histograms" in wanted)
     except BaseException as error:  # noqa: B036 -- start-up must go on
-        warnings.warn(
+        _warn(
             f"multiprom: MULTIPROM_INSTALL is set but multiprom could not be installed "
-            f"({error!r}); prometheus_client's own MultiProcessCollector and value class stay in use",
-            RuntimeWarning,
+            f"({error!r}); prometheus_client's own MultiProcessCollector and value class stay in use"
         )
 
 

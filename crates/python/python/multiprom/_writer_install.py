@@ -1,10 +1,9 @@
 """Putting multiprom's value class into ``prometheus_client.values``
 (``multiprom.install(writer=True)``)."""
 
-import warnings
-
 from multiprom import _native
 from multiprom._values import MultiProcessValue
+from multiprom._warn import warn
 
 
 def patch(values):
@@ -16,20 +15,18 @@ def patch(values):
         return
     made = values_made(current)
     if made is None:
-        warnings.warn(
+        warn(
             "multiprom: cannot tell whether prometheus_client's multiprocess value class "
             f"{current!r} has made values already; keeping it (metrics write through "
-            "prometheus_client, not multiprom)",
-            RuntimeWarning,
+            "prometheus_client, not multiprom)"
         )
         return
     if made:
-        warnings.warn(
+        warn(
             f"multiprom: prometheus_client's multiprocess value class has made {made} "
             "values in this process already; keeping it (two writers of one file would "
             "overwrite each other's entries). Call multiprom.install(writer=True) before "
-            "any metric is made, or set MULTIPROM_INSTALL=collector,writer",
-            RuntimeWarning,
+            "any metric is made, or set MULTIPROM_INSTALL=collector,writer"
         )
         return
     identifier = _closure_variable(
