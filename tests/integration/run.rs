@@ -245,6 +245,85 @@ fn given_dir_is_created_and_stale_files_removed_unless_kept() {
     assert_eq!(out.status.code(), Some(2), "--keep-files needs --dir");
 }
 
+/// `run --dir` removes what an earlier run left (its `*.db` files and their
+/// companions: an old compacted native histogram would add to the new
+/// run's), never what a running process uses: a directory another
+/// multiprom compacts is refused untouched, and a file a process holds open
+/// stays.
+#[test]
+fn stale_files_go_and_files_in_use_stay() {
+    let base = temp_dir();
+    let dir = base.path().join("metrics");
+    std::fs::create_dir_all(dir.join("native-histograms")).unwrap();
+    std::fs::create_dir_all(dir.join("exemplars")).unwrap();
+    let stale = [
+        "counter_1.db",
+        "native-histograms/histogram_compacted.native",
+        "exemplars/counter_2.exemplars",
+    ];
+    let ls = [
+        "sh".as_ref(),
+        "-c".as_ref(),
+        "cd \"$PROMETHEUS_MULTIPROC_DIR\" && ls *.db native-histograms exemplars".as_ref(),
+    ];
+    let dir_flag = ["--dir", dir.to_str().unwrap()];
+    // A run compacting the directory (the default), whose worker holds its
+    // file open.
+    let hold = "exec 3<>\"$PROMETHEUS_MULTIPROC_DIR/counter_$$.db\"; echo $$ > \"$PROMETHEUS_MULTIPROC_DIR/../ready\"; exec sleep 60";
+    let mut first = Spawned::start({
+        let mut cmd = run_cmd(&dir_flag, &["sh".as_ref(), "-c".as_ref(), hold.as_ref()]);
+        cmd.stdout(std::process::Stdio::null());
+        cmd
+    });
+    let worker = format!(
+        "counter_{}.db",
+        wait_for_file(&base.path().join("ready")).trim()
+    );
+    for name in stale {
+        std::fs::write(dir.join(name), b"x").unwrap();
+    }
+    let refused = run_cmd(&dir_flag, &ls).output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("another multiprom is using"), "{stderr}");
+    assert!(stderr.contains("nothing was removed"), "{stderr}");
+    for name in stale.iter().chain(&[worker.as_str()]) {
+        assert!(dir.join(name).exists(), "{name} removed");
+    }
+    std::fs::remove_file(dir.join(&worker)).unwrap();
+    first.signal(Signal::TERM);
+    first.wait();
+    // The worker holds its file, its multiprom gone: only the stale go.
+    let mut holder = Command::new("sh")
+        .args(["-c", "exec 3<>\"$0/counter_$$.db\"; exec sleep 60"])
+        .arg(&dir)
+        .spawn()
+        .unwrap();
+    let held = format!("counter_{}.db", holder.id());
+    let deadline = Instant::now() + PATIENCE;
+    while !dir.join(&held).exists() {
+        assert!(Instant::now() < deadline, "{held} never appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let cleaned = run_cmd(&dir_flag, &ls).output().unwrap();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let stderr = String::from_utf8_lossy(&cleaned.stderr);
+    assert_eq!(cleaned.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&cleaned.stdout),
+        format!("{held}\n\nexemplars:\n\nnative-histograms:\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "removed 1 stale *.db file and 2 of their exemplar or native histogram files"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kept 1 file in"), "{stderr}");
+}
+
 #[test]
 fn busy_port_exits_2_without_starting_the_command() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -165,33 +165,34 @@ fn db_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(paths)
 }
 
-/// Removes `*.db` files left in `dir`, logging how many.
-pub(crate) fn remove_stale_files(dir: &Path) -> Result<(), String> {
-    let mut removed = 0usize;
-    for path in db_files(dir)? {
-        match std::fs::remove_file(&path) {
-            Ok(()) => removed += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot remove stale {}: {e}", path.display())),
-        }
-    }
-    // An earlier run's interrupted compaction: its staged files are stale
-    // too, and recovery would otherwise put them back.
-    let staging = dir.join(multiprom_format::STAGING_DIR);
-    match std::fs::remove_dir_all(&staging) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(format!(
-                "cannot remove stale {}: {e} (pass --keep-files to keep it)",
-                staging.display()
-            ))
-        }
-    }
-    if removed > 0 {
+/// Removes what an earlier run left in `dir` (`*.db` files, their
+/// companions, an interrupted compaction's staged files), never a file a
+/// running process uses, logging how many; refuses a directory another
+/// multiprom serves.
+fn remove_stale_files(dir: &Path) -> Result<(), String> {
+    let cleared = multiprom_maintain::clear_stale(dir).map_err(|error| match error {
+        multiprom_maintain::ClearError::InUse { .. } => format!(
+            "{error}: give this run another --dir, or pass --keep-files to leave its files alone"
+        ),
+        other => format!("cannot remove stale files: {other} (pass --keep-files to keep them)"),
+    })?;
+    if cleared.removed + cleared.removed_companions > 0 {
         tracing::info!(
-            "removed {removed} stale *.db file{} from {} (left by an earlier run)",
-            plural(removed),
+            "removed {} stale *.db file{}{} from {} (left by an earlier run)",
+            cleared.removed,
+            plural(cleared.removed),
+            match cleared.removed_companions {
+                0 => String::new(),
+                n => format!(" and {n} of their exemplar or native histogram files"),
+            },
+            dir.display()
+        );
+    }
+    if cleared.in_use > 0 {
+        tracing::info!(
+            "kept {} file{} in {} that running processes have open (not left by an earlier run)",
+            cleared.in_use,
+            plural(cleared.in_use),
             dir.display()
         );
     }

@@ -14,6 +14,8 @@
 //!   file) go where it goes: removed with it, folded with it (native
 //!   histograms exactly once, under the same journal as the values), and
 //!   removed as orphans once it and its process are gone.
+//! * [`clear_stale`]: a directory made ready for a new run (`multiprom run
+//!   --dir`): an earlier run's files removed, none a process still uses.
 //! * [`process_state`], [`is_gone`]: whether a writer's process is alive,
 //!   as this pid namespace sees it.
 //! * [`WritersSeen`]: whether the directory's writers are visible from here
@@ -41,6 +43,7 @@ mod maintainer;
 mod process;
 mod reap;
 mod set_aside;
+mod stale;
 mod status;
 mod writers_seen;
 
@@ -48,5 +51,6 @@ pub use compaction::{CompactError, CompactPass, JournalError};
 pub use config::{CompactConfig, MaintainConfig, ReapConfig};
 pub use maintainer::Maintainer;
 pub use process::{is_gone, process_state, ProcessState};
+pub use stale::{clear_stale, ClearError, Cleared};
 pub use status::{CompactionStatus, MaintenanceStatus};
 pub use writers_seen::WritersSeen;

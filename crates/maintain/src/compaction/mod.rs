@@ -56,7 +56,7 @@ mod exemplars;
 mod fold;
 mod journal;
 mod natives;
-mod staging;
+pub(crate) mod staging;
 mod sync_dir;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,8 @@ use super::error::CompactError;
 use super::sync_dir::sync_dir;
 use crate::set_aside::move_no_replace;
 
-const LOCK: &str = "lock";
+/// The lock file's name in the staging directory.
+pub(crate) const LOCK: &str = "lock";
 /// Prefix of a new compacted file before it replaces the old one.
 pub(crate) const NEW_PREFIX: &str = "new-";
 
