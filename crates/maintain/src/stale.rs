@@ -56,9 +56,9 @@ pub enum ClearError {
 /// included: it would be folded into the new run's totals) and an
 /// interrupted compaction's staged files, keeping every file a process has
 /// open or mapped (a process this one may not inspect counts as holding
-/// nothing). Holds the compaction lock while it works, so no compactor
-/// starts meanwhile; refuses, removing nothing, when another multiprom holds
-/// it.
+/// nothing). Holds the compaction lock while it works (where it may write
+/// the directory), so no compactor starts meanwhile; refuses, removing
+/// nothing, when another multiprom holds it.
 ///
 /// ```no_run
 /// let cleared = multiprom_maintain::clear_stale(std::path::Path::new("/run/metrics"))?;
@@ -66,17 +66,18 @@ pub enum ClearError {
 /// # Ok::<(), multiprom_maintain::ClearError>(())
 /// ```
 pub fn clear_stale(dir: &Path) -> Result<Cleared, ClearError> {
-    let staging = Staging::open(dir).map_err(|error| match error {
-        CompactError::Locked { path } => ClearError::InUse {
-            dir: dir.to_owned(),
-            lock: path,
-        },
-        CompactError::Io { path, source } => ClearError::Io { path, source },
-        other => ClearError::Io {
-            path: dir.join(multiprom_format::STAGING_DIR),
-            source: io::Error::other(other.to_string()),
-        },
-    })?;
+    // A directory this process may not write has no lock to take (nor can
+    // anything be removed from it): then only the files' holders protect.
+    let staging = match Staging::open(dir) {
+        Ok(staging) => Some(staging),
+        Err(CompactError::Locked { path }) => {
+            return Err(ClearError::InUse {
+                dir: dir.to_owned(),
+                lock: path,
+            })
+        }
+        Err(_) => None,
+    };
     let io_error = |path: &Path| {
         let path = path.to_owned();
         move |source| ClearError::Io { path, source }
@@ -102,12 +103,15 @@ pub fn clear_stale(dir: &Path) -> Result<Cleared, ClearError> {
             }
         }
     }
-    let staged: Vec<PathBuf> = std::fs::read_dir(staging.path())
-        .map_err(io_error(staging.path()))?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| path.file_name() != Some(staging::LOCK.as_ref()))
-        .collect();
+    let staged: Vec<PathBuf> = match &staging {
+        Some(staging) => std::fs::read_dir(staging.path())
+            .map_err(io_error(staging.path()))?
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.file_name() != Some(staging::LOCK.as_ref()))
+            .collect(),
+        None => Vec::new(),
+    };
     let in_use = held(
         db_files
             .iter()
