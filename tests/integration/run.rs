@@ -279,6 +279,9 @@ fn stale_files_go_and_files_in_use_stay() {
         "counter_{}.db",
         wait_for_file(&base.path().join("ready")).trim()
     );
+    // Its compaction under way (the lock taken), which starts beside the
+    // command, not before it.
+    first.wait_for_stderr("compacting exited workers' files in");
     for name in stale {
         std::fs::write(dir.join(name), b"x").unwrap();
     }

@@ -55,10 +55,10 @@ pub enum ClearError {
 /// files (`exemplars/`, `native-histograms/`, a compacted native histogram
 /// included: it would be folded into the new run's totals) and an
 /// interrupted compaction's staged files, keeping every file a process has
-/// open or mapped (a process this one may not inspect counts as holding
-/// nothing). Holds the compaction lock while it works (where it may write
-/// the directory), so no compactor starts meanwhile; refuses, removing
-/// nothing, when another multiprom holds it.
+/// open or mapped (a process this one may not inspect, or any without
+/// `/proc`, counts as holding nothing). Holds the compaction lock while it
+/// works (where it may write the directory), so no compactor starts
+/// meanwhile; refuses, removing nothing, when another multiprom holds it.
 ///
 /// ```no_run
 /// let cleared = multiprom_maintain::clear_stale(std::path::Path::new("/run/metrics"))?;
@@ -112,12 +112,14 @@ pub fn clear_stale(dir: &Path) -> Result<Cleared, ClearError> {
             .collect(),
         None => Vec::new(),
     };
+    // Without a readable /proc (a sandbox) no holder can be seen: every
+    // file is taken for stale, as before holders were looked for.
     let in_use = held(
         db_files
             .iter()
             .chain(companions.iter().map(|(path, _)| path)),
     )
-    .map_err(io_error(Path::new("/proc")))?;
+    .unwrap_or_default();
     let mut cleared = Cleared::default();
     db_files.retain(|path| {
         let keep = in_use.contains(path);
