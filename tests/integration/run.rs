@@ -166,6 +166,12 @@ fn signals_are_passed_on_to_the_command() {
         (Signal::TERM, "SIGTERM", 15),
         (Signal::HUP, "SIGHUP", 1),
         (Signal::QUIT, "SIGQUIT", 3),
+        // gunicorn's controls: reopen the logs, re-execute, workers.
+        (Signal::USR1, "SIGUSR1", 10),
+        (Signal::USR2, "SIGUSR2", 12),
+        (Signal::WINCH, "SIGWINCH", 28),
+        (Signal::TTIN, "SIGTTIN", 21),
+        (Signal::TTOU, "SIGTTOU", 22),
     ] {
         let control = temp_dir();
         let command = python_cmd("run_signals.py", &[control.path()]);
@@ -194,6 +200,36 @@ fn signals_are_passed_on_to_the_command() {
     assert_eq!(status.code(), Some(128 + 15), "{stderr}");
     assert!(stderr.contains("sleep (pid "), "{stderr}");
     assert!(stderr.contains(") was killed by signal 15"), "{stderr}");
+}
+
+#[test]
+fn as_pid_1_it_reaps_what_the_command_leaves_behind() {
+    // A container's first process, in a pid namespace of its own (a user
+    // namespace too, so no root is needed).
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--map-root-user", "--pid", "--fork", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_multiprom"))
+        .args([
+            "run",
+            "--listen",
+            "127.0.0.1:0",
+            "--log.level",
+            "debug",
+            "--",
+        ])
+        .args(python_cmd("run_orphans.py", &[]));
+    let out = cmd
+        .output()
+        .expect("run unshare (util-linux) for a pid namespace");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches(", left behind by the command: exited with status 0")
+            .count(),
+        5,
+        "{stderr}"
+    );
 }
 
 #[test]

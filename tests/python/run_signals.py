@@ -24,7 +24,17 @@ def main():
         note(control, "got", signal.Signals(signum).name)
         os._exit(10 + signum)
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+    for sig in (
+        signal.SIGINT,
+        signal.SIGTERM,
+        signal.SIGHUP,
+        signal.SIGQUIT,
+        signal.SIGUSR1,
+        signal.SIGUSR2,
+        signal.SIGWINCH,
+        signal.SIGTTIN,
+        signal.SIGTTOU,
+    ):
         signal.signal(sig, handler)
     note(control, "ready", str(os.getpid()))
     deadline = time.time() + 60

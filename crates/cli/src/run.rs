@@ -2,8 +2,13 @@
 //! serve its merged metrics while it runs.
 //!
 //! The launcher stays out of the way: the command inherits stdin, stdout and
-//! stderr; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it; when it
-//! exits, multiprom exits with its status (128 + N if signal N killed it).
+//! stderr; the signals that steer a server are passed on to it (see
+//! `forward`); when it exits, multiprom exits with its status (128 + N if
+//! signal N killed it). Every child that ends is reaped, not only the
+//! command: as a container's first process (pid 1) multiprom inherits the
+//! processes the command leaves behind, and an init that does not reap them
+//! fills the process table with zombies (a worker among them would also
+//! never count as gone, so its files would never be compacted).
 //! Workers' `gauge_live*` files are reaped when their process is gone,
 //! whoever started them (gunicorn's workers are the command's children, not
 //! ours, so the pids in the file names are checked, not our children).
@@ -14,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use multiprom_format::{DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
-use rustix::process::{kill_process, Pid};
+use rustix::process::{getpid, kill_process, waitpid, Pid, Signal, WaitOptions};
+use tokio::signal::unix::{signal, SignalKind};
 
 use crate::exit_code::ExitCode;
 use crate::http_service::{self, EndpointArgs};
@@ -33,7 +39,8 @@ Examples:
 Without --dir, an exported PROMETHEUS_MULTIPROC_DIR is used as it is (created if missing, its \
 files kept, never removed); without either, a fresh private directory is made under the temp \
 dir and removed at the end. \
-COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to it \
+COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, \
+SIGWINCH, SIGTTIN and SIGTTOU are passed on to it \
 (except those a terminal already sent it, as Ctrl-C); \
 multiprom exits with its exit code (128+N if signal N killed it; 127 if it cannot be found, \
 126 if it cannot be executed).")]
@@ -140,16 +147,26 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
             return 1;
         }
     };
+    // Before the command starts, so its end is never missed.
+    let mut child_ended = match signal(SignalKind::child()) {
+        Ok(stream) => stream,
+        Err(err) => {
+            eprintln!("multiprom run: cannot handle signals: {err}");
+            return 1;
+        }
+    };
     let (program, rest) = match args.command.split_first() {
         Some(split) => split,
         None => return 2, // clap requires COMMAND
     };
-    let mut command = tokio::process::Command::new(program);
+    // std's Command, not tokio's: the command is reaped below, with every
+    // other child, and tokio's would try to reap it too.
+    let mut command = std::process::Command::new(program);
     command
         .args(rest)
         .env(DIR_ENV_VAR, dir)
         .env_remove(LEGACY_DIR_ENV_VAR);
-    let mut child = match command.spawn() {
+    let child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
             let name = program.to_string_lossy();
@@ -162,7 +179,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
             };
         }
     };
-    let pid = child.id().and_then(|id| Pid::from_raw(id as i32));
+    let pid = Pid::from_raw(child.id() as i32);
 
     let endpoint = http_service::endpoint(dir, &args.endpoint, true, !args.no_compact);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -183,26 +200,35 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     let pass_on = |received: forward::Received| {
         let Some(pid) = pid else { return };
         let name = forward::name(received.signal);
-        if !forward::should_pass_on(received, pid) {
-            tracing::info!(
+        match forward::action(received, pid) {
+            forward::Action::PassOn => {
+                tracing::info!("passing {name} on to pid {}", pid.as_raw_nonzero());
+                if let Err(err) = kill_process(pid, received.signal) {
+                    tracing::warn!("cannot pass {name} on: {err}");
+                }
+            }
+            forward::Action::AlreadyThere => tracing::info!(
                 "{name} from the terminal: pid {} got it too, not passing it on",
                 pid.as_raw_nonzero()
-            );
-            return;
-        }
-        tracing::info!("passing {name} on to pid {}", pid.as_raw_nonzero());
-        if let Err(err) = kill_process(pid, received.signal) {
-            tracing::warn!("cannot pass {name} on: {err}");
+            ),
+            forward::Action::StopSelf => {
+                tracing::debug!("{name} from the terminal: stopping, as the command does");
+                let _ = kill_process(getpid(), Signal::STOP);
+            }
         }
     };
-    // `Child::wait` is cancel-safe, and the child is only reaped inside it,
-    // so a signal is never sent to a pid that could have been reused.
+    // The command is reaped only in `reap`, after which no signal is passed
+    // on: a signal is never sent to a pid that could have been reused.
     let status = loop {
+        if let Some(status) = reap(pid) {
+            break status;
+        }
         tokio::select! {
-            status = child.wait() => break status,
+            _ = child_ended.recv() => {}
             Some(received) = signals.recv() => pass_on(received),
         }
     };
+    drop(child);
     if let Ok(status) = &status {
         tracing::info!(
             "{} (pid {}) {}",
@@ -222,6 +248,31 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
         Err(err) => {
             eprintln!("multiprom run: cannot wait for the command: {err}");
             1
+        }
+    }
+}
+
+/// Reaps every child that has ended; returns the command's status once it
+/// has ended (`command`), or why it cannot be waited for. Any other child is
+/// a process the command left behind that multiprom inherited as pid 1 (or
+/// as a subreaper).
+fn reap(command: Option<Pid>) -> Option<std::io::Result<ExitStatus>> {
+    loop {
+        match waitpid(None, WaitOptions::NOHANG) {
+            Ok(Some((pid, status))) => {
+                let status = ExitStatus::from_raw(status.as_raw());
+                if Some(pid) == command {
+                    return Some(Ok(status));
+                }
+                tracing::debug!(
+                    "reaped pid {}, left behind by the command: {}",
+                    pid.as_raw_nonzero(),
+                    describe_exit(status)
+                );
+            }
+            Ok(None) => return None,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(err) => return Some(Err(err.into())),
         }
     }
 }

@@ -1,5 +1,12 @@
 //! Which signals `run` passes on to its command.
 //!
+//! Those that stop or steer a server: SIGINT, SIGTERM, SIGHUP, SIGQUIT, and
+//! the ones gunicorn takes for its own controls (SIGUSR1 reopens the logs,
+//! SIGUSR2 re-executes, SIGWINCH, SIGTTIN and SIGTTOU change the workers).
+//! Without a handler the last five would end multiprom (SIGUSR1, SIGUSR2),
+//! stop it (SIGTTIN, SIGTTOU) or be lost (SIGWINCH), with the command
+//! running on behind an endpoint that no longer answers.
+//!
 //! A signal sent with `kill` (a supervisor, systemd, `kill -HUP`) reached
 //! only multiprom, so it is passed on. A signal the terminal sent (Ctrl-C,
 //! Ctrl-\, a hang-up) went to the terminal's whole foreground process group,
@@ -25,7 +32,17 @@ pub(crate) struct Received {
 }
 
 /// The signals that are passed on.
-pub(crate) const PASSED_ON: [Signal; 4] = [Signal::INT, Signal::TERM, Signal::HUP, Signal::QUIT];
+pub(crate) const PASSED_ON: [Signal; 9] = [
+    Signal::INT,
+    Signal::TERM,
+    Signal::HUP,
+    Signal::QUIT,
+    Signal::USR1,
+    Signal::USR2,
+    Signal::WINCH,
+    Signal::TTIN,
+    Signal::TTOU,
+];
 
 /// Starts receiving [`PASSED_ON`] signals now; each is sent to the returned
 /// channel. The receiving thread lives as long as the process (it blocks in
@@ -52,12 +69,30 @@ pub(crate) fn receive() -> std::io::Result<tokio::sync::mpsc::UnboundedReceiver<
     Ok(rx)
 }
 
-/// Whether `received` should be sent on to `child`: not when the kernel
-/// sent it and the child is still in multiprom's process group (so it got
-/// it too).
-pub(crate) fn should_pass_on(received: Received, child: Pid) -> bool {
+/// What to do with a signal multiprom received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// Send it to the command.
+    PassOn,
+    /// Nothing: the command got it too, from the terminal.
+    AlreadyThere,
+    /// Stop multiprom, as the signal's default action would have: the
+    /// kernel's SIGTTIN or SIGTTOU for a background job that used the
+    /// terminal. (Caught, the terminal read or write that caused it would
+    /// be retried at once, and cause it again, without end.)
+    StopSelf,
+}
+
+/// What to do with `received`, the command being `child`: pass it on,
+/// unless the kernel sent it and the child is still in multiprom's process
+/// group (so it got it too); the kernel's job control signals stop
+/// multiprom itself.
+pub(crate) fn action(received: Received, child: Pid) -> Action {
     if !received.from_kernel {
-        return true;
+        return Action::PassOn;
+    }
+    if matches!(received.signal, Signal::TTIN | Signal::TTOU) {
+        return Action::StopSelf;
     }
     let same_group = match (getpgid(Some(child)), getpgid(None)) {
         (Ok(theirs), Ok(ours)) => theirs == ours,
@@ -65,7 +100,11 @@ pub(crate) fn should_pass_on(received: Received, child: Pid) -> bool {
         // never gets a signal cannot shut down at all).
         _ => false,
     };
-    !same_group
+    if same_group {
+        Action::AlreadyThere
+    } else {
+        Action::PassOn
+    }
 }
 
 /// A signal's name, `SIGINT`.
@@ -75,6 +114,54 @@ pub(crate) fn name(signal: Signal) -> &'static str {
         Signal::TERM => "SIGTERM",
         Signal::HUP => "SIGHUP",
         Signal::QUIT => "SIGQUIT",
+        Signal::USR1 => "SIGUSR1",
+        Signal::USR2 => "SIGUSR2",
+        Signal::WINCH => "SIGWINCH",
+        Signal::TTIN => "SIGTTIN",
+        Signal::TTOU => "SIGTTOU",
         _ => "a signal",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_done_with_each_signal() {
+        let sent = |signal| Received {
+            signal,
+            from_kernel: false,
+        };
+        let from_terminal = |signal| Received {
+            signal,
+            from_kernel: true,
+        };
+        // A child in multiprom's own process group: this process stands in.
+        let same_group = rustix::process::getpid();
+        for signal in PASSED_ON {
+            assert_eq!(action(sent(signal), same_group), Action::PassOn);
+        }
+        for signal in [Signal::INT, Signal::QUIT, Signal::HUP, Signal::WINCH] {
+            assert_eq!(
+                action(from_terminal(signal), same_group),
+                Action::AlreadyThere
+            );
+        }
+        for signal in [Signal::TTIN, Signal::TTOU] {
+            assert_eq!(action(from_terminal(signal), same_group), Action::StopSelf);
+        }
+        // A command that left multiprom's group did not get the terminal's.
+        use std::os::unix::process::CommandExt;
+        let mut elsewhere = std::process::Command::new("sleep")
+            .arg("10")
+            .process_group(0)
+            .spawn()
+            .expect("start sleep");
+        let pid = Pid::from_raw(elsewhere.id() as i32).expect("a pid");
+        let got = action(from_terminal(Signal::INT), pid);
+        let _ = elsewhere.kill();
+        let _ = elsewhere.wait();
+        assert_eq!(got, Action::PassOn);
     }
 }

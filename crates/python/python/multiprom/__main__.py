@@ -24,9 +24,20 @@ import os
 import signal
 import sys
 
-# The signals the CLI handles: `run` passes the first four on, `serve` and
+# The signals the CLI handles: `run` passes all but the last on, `serve` and
 # `demo` stop on SIGINT and SIGTERM, and child processes end with SIGCHLD.
-_HANDLED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD")
+_HANDLED = (
+    "SIGINT",
+    "SIGTERM",
+    "SIGHUP",
+    "SIGQUIT",
+    "SIGUSR1",
+    "SIGUSR2",
+    "SIGWINCH",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGCHLD",
+)
 
 
 def _signals_as_a_rust_program_has_them():
