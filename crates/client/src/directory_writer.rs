@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use multiprom_format::fork::fork_generation;
+use multiprom_format::layout::MAX_KEY_LEN;
 use multiprom_format::{
     ExemplarSlot, ExemplarWriter, FileName, FileWriter, MetricKind, NativeHistogramConfig,
-    NativeHistogramWriter, NativeSeries, ValueSlot,
+    NativeHistogramWriter, NativeSeries, ValueSlot, WriteError,
 };
 
 use crate::definition::Definition;
@@ -407,6 +408,11 @@ impl Creator<'_> {
             .into_iter()
             .map(Arc::from)
             .collect();
+        // A key readers refuse would make the whole file bad for them (every
+        // series of this process gone): refused here, before any is written.
+        if let Some(key) = keys.iter().find(|key| key.len() > MAX_KEY_LEN) {
+            return Err(WriteError::KeyTooLong { len: key.len() }.into());
+        }
         let writer = writer(&directory.dir, self.state, kind)?;
         let slots = keys
             .iter()

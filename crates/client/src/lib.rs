@@ -172,10 +172,12 @@
 //! # Errors
 //!
 //! Failures (directory missing, permission denied, disk full, a corrupt file
-//! left by an earlier process with the same pid) are returned by the call that
-//! creates a metric or a child. Files are sized with real zero bytes before
-//! use, so a full disk never turns into a SIGBUS on a later update; handles
-//! stay valid while files grow. Updates never fail, except
+//! left by an earlier process with the same pid, a child whose key would be
+//! longer than readers take, [`multiprom_format::layout::MAX_KEY_LEN`]) are
+//! returned by the call that creates a metric or a child. The blocks an
+//! entry needs are allocated before it is written, so a full disk never
+//! turns into a SIGBUS on a later update; handles stay valid while files
+//! grow. Updates never fail, except
 //! [`Counter::inc_by`] with a negative amount and the `*_with_exemplar`
 //! updates with refused exemplar labels.
 //!

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use multiprom_format::{read_file, Entry};
+use multiprom_format::{read_file, Entry, WriteError};
 
 use crate::*;
 
@@ -446,6 +446,28 @@ fn file_failures_are_returned_by_the_creating_call() {
     std::fs::write(dir2.path().join("counter_t.db"), &bytes).unwrap();
     let e = registry(dir2.path()).counter("c", "").unwrap_err();
     assert!(e.to_string().contains("corrupt"), "{e}");
+}
+
+#[test]
+fn a_key_longer_than_readers_take_is_refused_and_the_file_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = registry(dir.path());
+    let f = r.counter_family("reqs", "h", &["path"]).unwrap();
+    f.labels(&["/ok"]).unwrap().inc();
+    let long = "a".repeat(multiprom_format::layout::MAX_KEY_LEN);
+    let e = f.labels(&[long.as_str()]).unwrap_err();
+    assert!(
+        matches!(e, ClientError::Write(WriteError::KeyTooLong { .. })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at most 1 MiB"), "{e}");
+    f.labels(&["/after"]).unwrap().inc();
+    // Every series the process kept is there for a reader.
+    let keys: Vec<String> = keys_and_values(dir.path(), "counter_t.db")
+        .into_iter()
+        .map(|(key, _)| key)
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
 }
 
 #[test]

@@ -230,8 +230,9 @@ pub enum WriteError {
         /// The file.
         path: PathBuf,
     },
-    /// The key is longer than an entry can hold.
-    #[error("key of {len} bytes is too long")]
+    /// The key is longer than an entry can hold, or than readers take
+    /// ([`crate::layout::MAX_KEY_LEN`]).
+    #[error("key of {len} bytes is too long (readers take keys of at most 1 MiB)")]
     KeyTooLong {
         /// Key length in bytes.
         len: usize,
