@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 use rustix::process::Signal;
 
 use crate::harness::{multiprom, python, python_script, temp_dir};
@@ -437,6 +438,7 @@ fn exported_dir_is_used_and_nothing_in_it_removed() {
         "{stderr}"
     );
     assert!(dir.join("counter_1.db").exists(), "not ours to remove");
+    exported_dir_is_compacted_only_when_asked(&dir);
 
     // --dir still wins, and says so.
     let other = base.path().join("other");
@@ -449,6 +451,53 @@ fn exported_dir_is_used_and_nothing_in_it_removed() {
         format!("{}\n", other.display())
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the exported"));
+}
+
+/// An exited worker's counter in the exported `dir` stays as it is under
+/// `run` (another reader, the application's own endpoint, may share the
+/// directory), and is folded with `--compact`.
+fn exported_dir_is_compacted_only_when_asked(dir: &Path) {
+    std::fs::remove_file(dir.join("counter_1.db")).unwrap();
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
+    let mut writer = FileWriter::open(dir, &name).unwrap();
+    writer
+        .slot(&encode_key("jobs", "jobs_total", [], "Jobs."))
+        .unwrap()
+        .add(3.0);
+    drop(writer);
+    let worker_file = dir.join(name.to_string());
+    // Written a while ago: a file written in the last 30 s with no writer
+    // seen holding one would hold compaction back (see operations.md).
+    std::fs::File::options()
+        .write(true)
+        .open(&worker_file)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+    let compacted = dir.join("counter_compacted.db");
+    // The command ends once a compaction would have run a few times.
+    let wait = ["sleep".as_ref(), "1".as_ref()];
+    let out = run_cmd(&["--compact-interval", "50ms"], &wait)
+        .env("PROMETHEUS_MULTIPROC_DIR", dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("--compact to compact"), "{stderr}");
+    assert!(worker_file.exists(), "{stderr}");
+    assert!(!compacted.exists(), "{stderr}");
+
+    let out = run_cmd(&["--compact", "--compact-interval", "50ms"], &wait)
+        .env("PROMETHEUS_MULTIPROC_DIR", dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!worker_file.exists(), "{stderr}");
+    assert!(compacted.exists(), "{stderr}");
 }
 
 #[test]

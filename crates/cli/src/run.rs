@@ -37,8 +37,9 @@ Examples:
   multiprom run --dir /run/app-metrics --listen 0.0.0.0:9478 -- python worker.py
 
 Without --dir, an exported PROMETHEUS_MULTIPROC_DIR is used as it is (created if missing, its \
-files kept, never removed); without either, a fresh private directory is made under the temp \
-dir and removed at the end. \
+files kept at start and at the end, not compacted unless --compact: another reader may share \
+it); without either, a fresh private directory is made under the temp dir and removed at the \
+end. \
 COMMAND gets PROMETHEUS_MULTIPROC_DIR; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, \
 SIGWINCH, SIGTTIN and SIGTTOU are passed on to it \
 (except those a terminal already sent it, as Ctrl-C); \
@@ -54,8 +55,10 @@ pub(crate) struct Args {
     #[arg(long, requires = "dir")]
     pub keep_files: bool,
     /// Fold exited workers' files into *_compacted.db files (the default
-    /// for `run`: its workers are its own descendants, so their processes
-    /// are visible, and the directory is its own).
+    /// with --dir or a temporary directory: the workers are run's own
+    /// descendants, so their processes are visible, and the directory is
+    /// its own; not with an exported PROMETHEUS_MULTIPROC_DIR, which another
+    /// reader may share).
     #[arg(long, overrides_with = "no_compact")]
     pub compact: bool,
     /// Keep every exited worker's files, as prometheus_client does.
@@ -84,7 +87,9 @@ const CANNOT_EXECUTE: u8 = 126;
 /// Runs `multiprom run`.
 pub(crate) fn main(args: Args) -> ExitCode {
     logging::init(&args.log);
-    let (dir, existing) = directory(&args);
+    let (dir, existing, own) = directory(&args);
+    // `--compact` and `--no-compact` override each other (the last wins).
+    let compact = args.compact || (own && !args.no_compact);
     let prepared = Launch::prepare(
         "multiprom run",
         dir.as_deref(),
@@ -98,17 +103,18 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let code = launch
         .runtime
-        .block_on(supervise(&args, launch.dir.path(), listener));
+        .block_on(supervise(&args, launch.dir.path(), listener, compact));
     launch.finish("multiprom run");
     ExitCode::from(code)
 }
 
-/// The directory to use and what to do with files already in it: `--dir`
-/// (cleaned unless `--keep-files`), else an exported
-/// `PROMETHEUS_MULTIPROC_DIR` (the application's own setting: honoured, and
-/// as multiprom did not create it, nothing in it is removed), else none (a
-/// temporary one).
-fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
+/// The directory to use, what to do with files already in it, and whether
+/// it is `run`'s own: `--dir` (cleaned unless `--keep-files`), else an
+/// exported `PROMETHEUS_MULTIPROC_DIR` (the application's own setting:
+/// honoured, and as multiprom did not name it, nothing in it is removed
+/// and, unless asked, nothing compacted: the application's own endpoint or
+/// another collector may read it too), else none (a temporary one).
+fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles, bool) {
     let exported = std::env::var_os(DIR_ENV_VAR).filter(|v| !v.is_empty());
     match (&args.dir, exported) {
         (Some(dir), exported) => {
@@ -124,21 +130,26 @@ fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles) {
             } else {
                 ExistingFiles::Remove
             };
-            (Some(dir.clone()), existing)
+            (Some(dir.clone()), existing, true)
         }
         (None, Some(exported)) => {
             tracing::info!(
-                "using the exported {DIR_ENV_VAR}={} (files already there are kept)",
-                Path::new(&exported).display()
+                "using the exported {DIR_ENV_VAR}={} (files already there are kept{})",
+                Path::new(&exported).display(),
+                if args.compact {
+                    ""
+                } else {
+                    "; not compacted, as another reader may share it: --compact to compact"
+                }
             );
-            (Some(PathBuf::from(exported)), ExistingFiles::Keep)
+            (Some(PathBuf::from(exported)), ExistingFiles::Keep, false)
         }
-        (None, None) => (None, ExistingFiles::Remove),
+        (None, None) => (None, ExistingFiles::Remove, true),
     }
 }
 
 /// Starts the command and the endpoint; returns the exit status to use.
-async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> u8 {
+async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener, compact: bool) -> u8 {
     // Handlers first, so a signal right after the command starts is passed on.
     let mut signals = match forward::receive() {
         Ok(signals) => signals,
@@ -181,7 +192,7 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener) -> 
     };
     let pid = Pid::from_raw(child.id() as i32);
 
-    let endpoint = http_service::endpoint(dir, &args.endpoint, true, !args.no_compact);
+    let endpoint = http_service::endpoint(dir, &args.endpoint, true, compact);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
