@@ -34,7 +34,8 @@ pub(crate) enum Format {
     /// For people: `2024-01-01T00:00:00.000000Z  INFO message`.
     #[default]
     Text,
-    /// `ts=... level=info msg="..."`, as Prometheus and its exporters log.
+    /// `ts=... level=info message="..."` (Prometheus's exporters
+    /// name the text `msg`).
     Logfmt,
     /// One JSON object per line.
     Json,

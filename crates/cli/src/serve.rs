@@ -9,8 +9,9 @@ use crate::{dir_resolution, listen, logging, signals};
 /// Arguments of `multiprom serve`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
-Serves GET /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0.0 when the Accept header \
-prefers it; gzip when allowed) and GET / (a status page of the directory's files). \
+Serves GET /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0.0 or the Prometheus protobuf \
+format when the Accept header prefers it; gzip when allowed), GET / (a status page of the \
+directory's files), and GET /-/healthy and /-/ready. \
 Logs go to stderr (--log.level debug explains every scrape). SIGINT/SIGTERM stop it gracefully.")]
 pub(crate) struct Args {
     /// The multiprocess directory (default: $PROMETHEUS_MULTIPROC_DIR).

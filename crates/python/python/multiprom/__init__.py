@@ -281,7 +281,7 @@ def install_native_histograms():
     """Make every ``prometheus_client`` ``Histogram`` (made before or after,
     labelled children and ``time()`` included) also record each
     observation as a native histogram, in this process's
-    ``native-histograms/histogram_<pid>.native`` file in the multiprocess
+    ``native-histograms/histogram_<id>.native`` file in the multiprocess
     directory, with the schema ``MULTIPROM_NATIVE_HISTOGRAM_SCHEMA`` (default
     3) and at most ``MULTIPROM_NATIVE_HISTOGRAM_MAX_BUCKETS`` buckets (default
     160). The classic buckets and ``*.db`` files stay exactly as they are.
