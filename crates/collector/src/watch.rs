@@ -145,7 +145,10 @@ impl DirWatch {
         let _ = flock(&sentinel, FlockOperation::NonBlockingLockExclusive);
         let shared = Arc::new((Mutex::new(EventsSoFar::default()), Condvar::new()));
         let sink = Arc::clone(&shared);
-        let watched = dir.to_path_buf();
+        // notify reports absolute paths (it joins a relative one to the
+        // working directory), so the directory is known by its absolute
+        // path, or an event about it would be taken for one of its files.
+        let watched = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
         let marker: PathBuf = sentinel_path.clone();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -300,6 +303,21 @@ mod tests {
         let other = File::open(watch._sentinel_dir.path().join("sentinel")).unwrap();
         assert!(flock(&other, FlockOperation::NonBlockingLockExclusive).is_err());
         drop(watch);
+    }
+
+    #[test]
+    fn the_directory_moved_away_is_seen_when_named_relatively() {
+        // A directory named relative to the working directory (the crate's,
+        // under cargo test).
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let relative = Path::new(dir.path().file_name().unwrap());
+        let watch = DirWatch::new(relative).unwrap();
+        assert!(!watch.take().everything, "the barrier event did not arrive");
+        let moved = dir.path().with_extension("moved");
+        std::fs::rename(dir.path(), &moved).unwrap();
+        let changes = watch.take();
+        std::fs::rename(&moved, dir.path()).unwrap();
+        assert!(changes.everything, "{:?}", changes.touched);
     }
 
     #[test]

@@ -196,6 +196,10 @@ fn map_limit() -> usize {
 
 impl DirCollector {
     /// A collector for `dir` with default options.
+    ///
+    /// A relative `dir` is taken from the working directory at each
+    /// collection: a host that changes directory should give an absolute
+    /// one.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         DirCollector::with_options(dir, CollectOptions::default())
     }
