@@ -290,8 +290,10 @@ impl Endpoint {
 
     /// `GET|HEAD` on the metrics path (`/metrics` unless
     /// [`Endpoint::with_metrics_path`]), `/` (status page), `/-/healthy`
-    /// and `/-/ready`; 405 for other methods on those paths, 404 elsewhere.
-    /// Mount it (or [`Router::nest`] it) in a host app.
+    /// and `/-/ready`; 405 for other methods on those paths, 404 elsewhere:
+    /// a whole server's routes, as `multiprom serve` answers. In a host app
+    /// that has its own `/` or fallback (axum refuses to merge two of
+    /// either), merge [`Endpoint::metrics_router`] instead.
     pub fn router(&self) -> Router {
         let dir: Arc<Path> = Arc::from(self.dir());
         Router::new()
@@ -300,6 +302,30 @@ impl Endpoint {
             .route("/-/healthy", get(probes::healthy))
             .route("/-/ready", get(move || probes::ready(Arc::clone(&dir))))
             .fallback(not_found)
+            .with_state(self.clone())
+    }
+
+    /// The metrics path alone (`GET|HEAD`, 405 for other methods), with no
+    /// status page, probes or fallback: for a host app with routes of its
+    /// own, which keeps its `/`, its 404s and its health checks.
+    ///
+    /// ```no_run
+    /// # async fn host() -> std::io::Result<()> {
+    /// use multiprom_collector::DirCollector;
+    /// use multiprom_http::{Endpoint, EndpointConfig};
+    ///
+    /// let metrics = Endpoint::new(DirCollector::new("/run/metrics"), EndpointConfig::default());
+    /// let app = axum::Router::new()
+    ///     .route("/", axum::routing::get(|| async { "my app" }))
+    ///     .merge(metrics.metrics_router())
+    ///     .fallback(|| async { (axum::http::StatusCode::NOT_FOUND, "no such page") });
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// multiprom_http::serve(listener, app, Default::default(), std::future::pending()).await
+    /// # }
+    /// ```
+    pub fn metrics_router(&self) -> Router {
+        Router::new()
+            .route(&self.metrics_path, get(metrics_handler))
             .with_state(self.clone())
     }
 

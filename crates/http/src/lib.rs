@@ -18,6 +18,14 @@
 //! retired live gauges out of every answer and shows what the maintainer
 //! has done; the host runs the maintainer.
 //!
+//! Collections are timed: the endpoint needs a tokio runtime with its time
+//! driver on (`#[tokio::main]`, or a `Builder` with `enable_time` or
+//! `enable_all`).
+//!
+//! [`Endpoint::router`] is a whole server's routes (the status page at `/`
+//! and a 404 fallback included); in an app with routes of its own, merge
+//! [`Endpoint::metrics_router`], the metrics path alone:
+//!
 //! ```no_run
 //! # async fn host() -> std::io::Result<()> {
 //! use multiprom_collector::DirCollector;
@@ -26,7 +34,7 @@
 //! let metrics = Endpoint::new(DirCollector::new("/run/metrics"), EndpointConfig::default());
 //! let app = axum::Router::new()
 //!     .route("/healthz", axum::routing::get(|| async { "ok" }))
-//!     .merge(metrics.router());
+//!     .merge(metrics.metrics_router());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 //! multiprom_http::serve(listener, app, Default::default(), std::future::pending()).await
 //! # }
@@ -38,6 +46,8 @@ mod html;
 mod latest_exemplar;
 mod listability;
 mod metrics_path;
+#[cfg(test)]
+mod mount_tests;
 pub mod negotiate;
 #[cfg(test)]
 mod overload_tests;
