@@ -337,6 +337,16 @@ fn histogram(group: &Group<'_>, native: Option<&NativeHistogram>) -> Option<Metr
             .collect();
         set_native_fields(&mut message, native);
         inf_from_count = (sample_count, sample_count_float) == (native.count(), None);
+        if inf_from_count {
+            // Every observation counted both ways: the classic sum is the
+            // sum of the same observations, added in Python's order, so the
+            // same from one scrape to the next and equal to the text
+            // `_sum`. The native merge adds its sums in an order that
+            // varies with how its files were read (settled ones first,
+            // others per thread), and a sum one bit lower than the last
+            // scrape's reads as a counter reset of `_sum`.
+            message.sample_sum = Some(sum);
+        }
         if group.bounded.len() == 1 {
             // A classic part of `+Inf` alone is a native-only histogram's
             // (prometheus_client's own have at least two buckets).

@@ -554,3 +554,42 @@ fn a_gauge_metric_is_labels_and_a_gauge() {
         }
     );
 }
+
+#[test]
+fn a_native_histogram_counted_as_the_classic_one_carries_the_classic_sum() {
+    // Classic: 3 observations summing to 0.6 as Python adds them; native:
+    // the same 3 merged in another order, one bit off.
+    let classic_sum: f64 = 0.1 + 0.2 + 0.3;
+    let native_sum: f64 = 0.1 + (0.2 + 0.3);
+    assert_ne!(classic_sum.to_bits(), native_sum.to_bits());
+    let latency = |count: f64| {
+        family(
+            "latency",
+            FamilyType::Histogram,
+            vec![
+                sample("latency_bucket", &[("le", "1.0")], count),
+                sample("latency_bucket", &[("le", "+Inf")], count),
+                sample("latency_count", &[], count),
+                sample("latency_sum", &[], classic_sum),
+            ],
+        )
+    };
+    let mut natives = NativeHistograms::default();
+    let mut key = Vec::new();
+    crate::native_histograms::series_key(&mut key, "latency", std::iter::empty());
+    let mut native = multiprom_format::NativeHistogram::empty(3, 0.0);
+    native.sum = native_sum;
+    native.positive.push((-10, 3));
+    natives.merge(&Arc::from(key), native, &mut Vec::new());
+    let sent_sum = |count: f64| {
+        let mut bytes = Vec::new();
+        encode_protobuf_with_natives(&[latency(count)], &natives, Escaping::default(), &mut bytes);
+        let message = decode(&bytes).remove(0).metric.remove(0).histogram.unwrap();
+        assert_eq!(message.sample_count(), 3, "the native count");
+        message.sample_sum().to_bits()
+    };
+    assert_eq!(sent_sum(3.0), classic_sum.to_bits());
+    // Counted otherwise (a process that records only the classic part):
+    // the native sum goes with the native count.
+    assert_eq!(sent_sum(4.0), native_sum.to_bits());
+}
