@@ -14,7 +14,7 @@ use super::{check_used, shrunk, Access, EntryRef, ParseContext, Refreshed, Track
 
 impl TrackedFile {
     /// The mapped path: read `used`, parse what is new, remap if the file
-    /// grew past the map (unless it was `just_mapped` at its full size).
+    /// grew past the map (read it instead if it was `just_mapped`).
     pub(super) fn refresh_mapped(
         &mut self,
         path: &Path,
@@ -36,11 +36,17 @@ impl TrackedFile {
         if used == 0 {
             return Ok(None);
         }
-        if used > map_len as i64 && !just_mapped {
-            // Grown since mapped (writers grow by extending the file):
-            // map it again at its new size.
+        if used > map_len as i64 {
             self.access = Access::Closed;
-            return self.reopen(path, true, ctx, None);
+            if !just_mapped {
+                // Grown since mapped (writers grow by extending the file):
+                // map it again at its new size.
+                return self.reopen(path, true, ctx, None);
+            }
+            // Grown in the moment between reading `used` to size the map
+            // and reading it again (a writer adding series in a burst):
+            // not damage. Read this once; the next collection maps it.
+            return self.reopen(path, false, ctx, None);
         }
         let used = check_used(used, map_len)?;
         if (used as usize) < self.parsed_up_to {

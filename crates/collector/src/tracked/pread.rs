@@ -66,7 +66,16 @@ impl TrackedFile {
         if used == 0 {
             return Ok(None);
         }
-        let used = check_used(used, size)? as usize;
+        let used = match check_used(used, size) {
+            // A writer grows its file, then appends past the old end, then
+            // moves `used`: past the size seen at open is growth between
+            // that look and this read, unless the file is no bigger now.
+            Err(past) if used > 0 && used as u64 > size => {
+                let now = file.metadata().map_or(size, |meta| meta.len());
+                check_used(used, now).map_err(|_| past)?
+            }
+            checked => checked?,
+        } as usize;
         let bytes: &[u8] = scratch;
         let intact = used >= self.parsed_up_to
             && self.entries_intact(
