@@ -493,6 +493,18 @@ fn package_behaviour() {
     );
 }
 
+#[test]
+fn a_child_forked_during_a_scrape_scrapes_on_its_own() {
+    let dir = temp_dir();
+    let mut cmd = Command::new(package_python());
+    cmd.arg(python_script("fork_during_scrape.py"))
+        .arg("20")
+        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
+        .env_remove("MULTIPROM_INSTALL");
+    let out = cmd.output().unwrap();
+    assert_success("fork_during_scrape.py", &out);
+}
+
 /// Starts real gunicorn (2 workers) on the unchanged documented recipe app,
 /// with `MULTIPROM_INSTALL` set to `install`, after a worker killed at birth
 /// left a 0-byte file in the directory; returns `GET /metrics`.

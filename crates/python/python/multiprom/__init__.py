@@ -80,6 +80,11 @@ _TARGET = "prometheus_client.multiprocess"
 # process's first scrape parses the files, later ones find them parsed.
 _engines = {}
 _engines_lock = threading.Lock()
+# Engines a forked child inherited: kept, never used. Another thread of the
+# parent may have been inside one of them at the fork, holding its locks,
+# which no thread of the child will ever release; dropping them is not
+# safe either.
+_inherited = []
 
 
 def _engine(path):
@@ -88,6 +93,16 @@ def _engine(path):
         if engine is None:
             engine = _engines[path] = _native.DirCollector(path)
         return engine
+
+
+def _forget_engines_in_child():
+    global _engines, _engines_lock
+    _inherited.append(_engines)
+    _engines = {}
+    _engines_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_engines_in_child)
 
 
 def _log(reports):
@@ -163,10 +178,16 @@ class MultiProcessCollector(metaclass=_PythonHelpers):
         if not path or not os.path.isdir(path):
             raise ValueError('env PROMETHEUS_MULTIPROC_DIR is not set or not a directory')
         self._path = path
-        self._engine = _engine(path)
+        # Made now, so the first scrape finds the files parsed.
+        _engine(path)
         _adopt()
         if registry:
             registry.register(self)
+
+    @property
+    def _engine(self):
+        # This process's engine: one made before a fork is the parent's.
+        return _engine(self._path)
 
     @staticmethod
     def merge(files, accumulate=True):
