@@ -55,7 +55,7 @@ fn serve_compacting(dir: &Path) -> (Spawned, SocketAddr) {
 }
 
 /// The pid of a process that has exited and been collected.
-fn dead_pid() -> u32 {
+pub(crate) fn dead_pid() -> u32 {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();

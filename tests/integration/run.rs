@@ -19,7 +19,7 @@ use crate::serve::{python_parse, sample_value};
 use crate::spawned_server::{Spawned, PATIENCE};
 
 /// `multiprom run --listen 127.0.0.1:0 EXTRA... -- COMMAND...`.
-fn run_cmd(extra: &[&str], command: &[&std::ffi::OsStr]) -> Command {
+pub(crate) fn run_cmd(extra: &[&str], command: &[&std::ffi::OsStr]) -> Command {
     let mut cmd = multiprom();
     cmd.arg("run")
         .args(["--listen", "127.0.0.1:0"])
