@@ -26,6 +26,7 @@ mod gunicorn;
 mod health;
 mod http_client;
 mod inspect;
+mod liveness;
 mod logging;
 mod name_filter;
 mod node_exporter;
