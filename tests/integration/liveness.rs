@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
 use std::io::BufRead;
 use std::net::SocketAddr;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -936,22 +936,25 @@ fn a_dead_workers_pid_given_to_another_process_does_not_bring_its_live_gauges_ba
     assert_no_failures(&failures);
 }
 
-/// `serve` in a pid namespace of its own, its writers outside it: it
-/// cannot tell which writers are alive, so it serves what Python serves
-/// (the live gauges of writers that exited included), folds nothing,
-/// freezes nothing, and says so on its status page.
-#[test]
-fn serve_in_another_pid_namespace_than_its_writers_hides_folds_and_freezes_nothing() {
+/// `multiprom serve --reap-dead --compact` in a pid namespace of its own
+/// (its `/proc` shows none of the writers), as `user` (`uid:gid`) or as
+/// root.
+fn serve_elsewhere(dir: &Path, user: Option<&str>) -> Command {
     let unshare = ensure_tool("unshare", "util-linux");
-    let dir = temp_dir();
-    let mut workers = Workers::spawn(dir.path(), &["pid"; 5], None);
-    workers.wait_ready(true);
     let mut cmd = Command::new(unshare);
-    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
-        .arg(env!("CARGO_BIN_EXE_multiprom"))
+    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child"]);
+    if let Some(user) = user {
+        let setpriv = ensure_tool("setpriv", "util-linux");
+        let (uid, gid) = user.split_once(':').unwrap();
+        cmd.arg(setpriv)
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={gid}"))
+            .arg("--clear-groups");
+    }
+    cmd.arg(env!("CARGO_BIN_EXE_multiprom"))
         .arg("serve")
         .arg("--dir")
-        .arg(dir.path())
+        .arg(dir)
         .args([
             "--listen",
             "127.0.0.1:0",
@@ -964,9 +967,12 @@ fn serve_in_another_pid_namespace_than_its_writers_hides_folds_and_freezes_nothi
         ])
         .env_remove("PROMETHEUS_MULTIPROC_DIR")
         .env_remove("prometheus_multiproc_dir");
-    let mut server = Spawned::start(cmd);
-    let addr = server.address();
-    let kept = (0..5)
+    cmd
+}
+
+/// The files of the workers `indexes` that must stay put while they run.
+fn kept_files(workers: &Workers, indexes: std::ops::Range<usize>) -> Vec<String> {
+    indexes
         .flat_map(|i| {
             let id = workers.file_id(i).to_owned();
             [
@@ -975,10 +981,102 @@ fn serve_in_another_pid_namespace_than_its_writers_hides_folds_and_freezes_nothi
                 format!("gauge_livesum_{id}.db"),
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// The status page's paragraphs, for failure messages.
+fn paragraphs(page: &str) -> String {
+    page.lines()
+        .filter(|l| l.starts_with("<p"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `serve` in a pid namespace of its own, its writers outside it, run as
+/// root: it cannot see the writers' processes, but the kernel tells it
+/// which files some process has open for writing, in any namespace. So
+/// the running writers are served as Python serves them (nothing hidden,
+/// folded or frozen), and one that exits is taken for gone: its live
+/// gauges leave (as `mark_process_dead` would remove them) and its
+/// counters are folded, totals kept.
+#[test]
+fn serve_in_another_pid_namespace_tells_exited_writers_by_the_kernel() {
+    let dir = temp_dir();
+    let mut workers = Workers::spawn(dir.path(), &["pid"; 3], None);
+    workers.wait_ready(true);
+    let mut server = Spawned::start(serve_elsewhere(dir.path(), None));
+    let addr = server.address();
+    let kept = kept_files(&workers, 0..3);
     let mut failures = watch(
         Watch {
             name: "serve in another pid namespace",
+            addr,
+            dir: dir.path(),
+            exits: vec![],
+            kept,
+        },
+        &mut workers,
+    );
+    let page = get(addr, "/", &[]).text();
+    if !page.contains("Writers: known: ") {
+        failures.push(format!(
+            "the status page does not say the writers' liveness is known:\n{}",
+            paragraphs(&page)
+        ));
+    }
+    // The kernel knows when a writer's files are let go, whatever its
+    // namespace.
+    let id = workers.file_id(2).to_owned();
+    workers.exit(2);
+    let deadline = Instant::now() + RETIRE_WITHIN;
+    let busy = format!("lv_busy{{worker=\"{id}\"}} ");
+    while scrape(addr).contains(&busy) || compacted_files(dir.path()).is_empty() {
+        if Instant::now() > deadline {
+            failures.push(format!(
+                "worker {id} exited, and {RETIRE_WITHIN:?} later its live gauges are still served or its files not folded: {:?}",
+                compacted_files(dir.path())
+            ));
+            break;
+        }
+        std::thread::sleep(SCRAPE_EVERY);
+    }
+    let retired: Vec<String> = ["livesum", "livemax"]
+        .iter()
+        .map(|mode| format!("gauge_{mode}_{id}.db"))
+        .collect();
+    let (served, python) = still_views(addr, dir.path(), &retired, &mut workers);
+    if let Some(diff) = differences(&served, &python) {
+        failures.push(format!(
+            "once worker {id} exited, multiprom's answer differs from Python's collector after mark_process_dead:\n{diff}"
+        ));
+    }
+    assert_no_failures(&report(
+        "serve in another pid namespace",
+        failures,
+        &server.stderr(),
+    ));
+}
+
+/// `serve` in a pid namespace of its own, its writers outside it, run as
+/// a user who neither owns their files nor may take leases on them: the
+/// kernel will not answer, and `/proc` shows none of the writers. It
+/// cannot tell which writers are alive, so it serves what Python serves
+/// (the live gauges of writers that exited included), folds nothing,
+/// freezes nothing, and says so on its status page.
+#[test]
+fn serve_that_can_see_no_writer_hides_folds_and_freezes_nothing() {
+    let dir = temp_dir();
+    // Readable by the other user (the files are, as prometheus_client
+    // makes them).
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut workers = Workers::spawn(dir.path(), &["pid"; 5], None);
+    workers.wait_ready(true);
+    let mut server = Spawned::start(serve_elsewhere(dir.path(), Some("65534:65534")));
+    let addr = server.address();
+    let kept = kept_files(&workers, 0..5);
+    let mut failures = watch(
+        Watch {
+            name: "serve seeing no writer",
             addr,
             dir: dir.path(),
             exits: vec![(5, 3), (11, 4)],
@@ -990,17 +1088,14 @@ fn serve_in_another_pid_namespace_than_its_writers_hides_folds_and_freezes_nothi
     if !page.to_lowercase().contains("liveness unknown") {
         failures.push(format!(
             "the status page does not say \"liveness unknown\":\n{}",
-            page.lines()
-                .filter(|l| l.starts_with("<p"))
-                .collect::<Vec<_>>()
-                .join("\n")
+            paragraphs(&page)
         ));
     }
-    assert_no_failures(&report(
-        "serve in another pid namespace",
-        failures,
-        &server.stderr(),
-    ));
+    let log = server.stderr();
+    if !log.contains("liveness unknown") {
+        failures.push("the log does not say \"liveness unknown\"".to_owned());
+    }
+    assert_no_failures(&report("serve seeing no writer", failures, &log));
 }
 
 #[test]

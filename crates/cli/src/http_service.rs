@@ -93,34 +93,33 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(seconds).map_err(|_| err())
 }
 
-/// The endpoint for `dir` as the flags say, with a maintainer when it
-/// reaps or compacts (recovered and run by [`serve`]).
+/// The endpoint for `dir` as the flags say, with its maintainer (recovered
+/// and run by [`serve`]): it always watches which writers are gone (files
+/// no process holds are then read no more), and reaps and compacts when
+/// asked.
 pub(crate) fn endpoint(
     dir: &Path,
     args: &EndpointArgs,
     reap_dead: bool,
     compact: bool,
 ) -> Endpoint {
-    let mut config = EndpointConfig::default()
+    let config = EndpointConfig::default()
         .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
         .with_scrape_queue_wait(args.scrape_queue_wait)
         .with_scrape_timeout(args.scrape_timeout)
         .with_worker_process_metrics(args.worker_process_metrics);
-    if reap_dead || compact {
-        let mut maintain = MaintainConfig::new();
-        if reap_dead {
-            maintain = maintain.reap(
-                ReapConfig::default()
-                    .with_grace(args.reap_grace)
-                    .with_interval(args.reap_interval),
-            );
-        }
-        if compact {
-            maintain =
-                maintain.compact(CompactConfig::default().with_interval(args.compact_interval));
-        }
-        config = config.with_maintainer(Arc::new(Maintainer::new(dir, maintain)));
+    let mut maintain = MaintainConfig::new();
+    if reap_dead {
+        maintain = maintain.reap(
+            ReapConfig::default()
+                .with_grace(args.reap_grace)
+                .with_interval(args.reap_interval),
+        );
     }
+    if compact {
+        maintain = maintain.compact(CompactConfig::default().with_interval(args.compact_interval));
+    }
+    let config = config.with_maintainer(Arc::new(Maintainer::new(dir, maintain)));
     Endpoint::new(DirCollector::new(dir), config).with_metrics_path(&args.telemetry_path)
 }
 
@@ -135,6 +134,7 @@ pub(crate) async fn serve(
     what: &str,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
+    raise_open_file_limit();
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
     let maintainer = endpoint.config().maintainer.clone();
@@ -171,6 +171,25 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .thread_name("multiprom")
         .enable_all()
         .build()
+}
+
+/// Raises the soft limit of open files to the hard one: the maintainer's
+/// liveness keeps each `*.db` file of the directory open (read-only) to ask
+/// the kernel about its writers, and a directory of thousands of files is
+/// past the usual soft limit of 1,024. Where it cannot, the files past it
+/// are asked about through `/proc` instead.
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::debug!("cannot raise the open file limit: {e}");
+        }
+    }
 }
 
 #[cfg(test)]

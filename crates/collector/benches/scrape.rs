@@ -737,7 +737,8 @@ fn natives(c: &mut Criterion) {
     let mut g = c.benchmark_group("natives");
     let dir = native_dir();
     for (case, gone) in [("exited", true), ("live", false)] {
-        let warm = DirCollector::new(dir.path()).settle_exited_writers(move |_| gone);
+        let warm = DirCollector::new(dir.path())
+            .settle_exited_writers(move |_: &multiprom_format::FileName| gone);
         let protobuf = || {
             warm.collect_with(|_| Default::default(), None, Natives::Merge)
                 .expect("collect")

@@ -53,3 +53,4 @@ pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
 pub use scan::scan_dir;
+pub use writers::{WriterLiveness, WrittenFile};

@@ -22,12 +22,14 @@
 //! * [`float_to_go_string`]: Python's `floatToGoString`; [`write_python_repr`]:
 //!   Python's `repr(float)`.
 //! * [`fork`]: fork detection for writers (a `pthread_atfork` generation).
+//! * [`write_lease`]: whether any process on the machine has a file open or
+//!   mapped for writing, asked of the kernel (a read lease).
 //! * [`layout`]: the byte layout, and [`layout::file_image`] for fixtures.
 //!
 //! # Where the `unsafe` code is
 //!
 //! `unsafe` code lives in this crate only (the workspace denies it
-//! elsewhere), in three modules, each of which allows it for itself:
+//! elsewhere), in four modules, each of which allows it for itself:
 //!
 //! * `mapping`: the writer's shared, writable mapping, its atomic value
 //!   slots and the atomic words of exemplar and native histogram records;
@@ -36,7 +38,8 @@
 //!   under a map is an error, not a crash;
 //! * [`fork`]: `pthread_atfork` (a store through a mapping inherited across
 //!   `fork()` would land in the parent's file) and the test-only fork
-//!   helpers.
+//!   helpers;
+//! * `write_lease`: `fcntl` for a read lease, taken and let go at once.
 //!
 //! Every `unsafe` block there has a `SAFETY:` comment that argues why it
 //! holds. This list is the one place that names them.
@@ -85,6 +88,7 @@ mod open;
 mod parse;
 mod read;
 pub mod read_map;
+mod write_lease;
 mod writer;
 
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
@@ -115,4 +119,5 @@ pub use parse::{
 pub use read::{
     read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,
 };
+pub use write_lease::{write_lease, LeaseProbe, WriteLease};
 pub use writer::FileWriter;

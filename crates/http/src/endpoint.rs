@@ -32,7 +32,7 @@ use multiprom_collector::{
 };
 use tokio::sync::Semaphore;
 
-use multiprom_maintain::{is_gone, process_state, Maintainer, WritersSeen};
+use multiprom_maintain::Maintainer;
 
 use crate::html::html_escape;
 use crate::listability::Listability;
@@ -44,7 +44,7 @@ use crate::process_metrics;
 use crate::scrape_failure::failure_response;
 pub use crate::scrape_failure::ScrapeFailure;
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
-use crate::status_page::{render_status_page, status_page_index, ScrapePoint, StatusView};
+use crate::status_page::{render_status_page, status_page_index, ScrapePoint, StatusView, Writer};
 use crate::text_pool::TextPool;
 
 /// Limits and behaviour of an [`Endpoint`].
@@ -150,10 +150,6 @@ struct ServedDir {
     listability: Listability,
     /// The last collections, oldest first, for the status page's chart.
     history: Mutex<std::collections::VecDeque<ScrapePoint>>,
-    /// Without a reaping maintainer: whether the writers are visible,
-    /// looked for until they are (files of gone writers are settled only
-    /// then).
-    writers_seen: Option<Arc<WritersSeen>>,
     /// The last encodings' sample lines, per format and filter.
     line_caches: Caches<(Format, Escaping, Option<NameFilter>), LineCache>,
     /// The last protobuf encodings' families, per escaping and filter.
@@ -201,18 +197,23 @@ impl Endpoint {
     pub fn new(collector: DirCollector, config: EndpointConfig) -> Self {
         let mut config = config;
         config.max_concurrent_scrapes = config.max_concurrent_scrapes.max(1);
-        // A file whose pid no process has cannot change until it is opened
-        // again, so it need not be read again: where the writers' pids are
-        // visible. A reaping maintainer is only for there; otherwise only
-        // once a writer has been seen here (see `WritersSeen`).
-        let reaping = config.maintainer.as_ref().is_some_and(|m| m.reaps());
-        let writers_seen = Arc::new(WritersSeen::new(collector.dir()));
-        let collector = if reaping {
-            collector.settle_exited_writers(|name| name.pid().is_some_and(is_gone))
-        } else {
-            let seen = Arc::clone(&writers_seen);
-            collector
-                .settle_exited_writers(move |name| seen.seen() && name.pid().is_some_and(is_gone))
+        // A file no process holds for writing cannot change until it is
+        // opened again, so it need not be read again; and with reaping, an
+        // exited writer's live gauges leave the output. Both by the
+        // maintainer's liveness, which says nothing is gone where the
+        // writers cannot be seen. Without a maintainer, every file is read
+        // on every scrape, as Python's collector reads them.
+        let collector = match &config.maintainer {
+            Some(maintainer) => {
+                let collector =
+                    collector.settle_exited_writers(maintainer.liveness().for_collector());
+                if maintainer.reaps() {
+                    collector.leave_out_exited_live_gauges()
+                } else {
+                    collector
+                }
+            }
+            None => collector,
         };
         Endpoint {
             served: Arc::new(ServedDir {
@@ -226,7 +227,6 @@ impl Endpoint {
                 shadowed_reported: Mutex::new(HashSet::new()),
                 listability: Listability::default(),
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
-                writers_seen: (!reaping).then_some(writers_seen),
                 line_caches: Mutex::new(Vec::new()),
                 protobuf_caches: Mutex::new(Vec::new()),
                 texts: Arc::new(TextPool::default()),
@@ -441,7 +441,20 @@ impl Endpoint {
                     history: &history,
                     maintenance: maintenance.as_ref(),
                 };
-                render_status_page(served.collector.dir(), scrape, view, process_state)
+                let liveness = served.config.maintainer.as_ref().map(|m| m.liveness());
+                render_status_page(served.collector.dir(), scrape, view, |path| {
+                    let Some(liveness) = liveness else {
+                        return Writer::Unknown;
+                    };
+                    let held = multiprom_format::FileIdentity::of(path)
+                        .ok()
+                        .and_then(|id| liveness.holder(&id));
+                    match held {
+                        Some(pid) => Writer::Held(pid),
+                        None if liveness.is_free_path(path) => Writer::Gone,
+                        None => Writer::Unknown,
+                    }
+                })
             })
             .await;
         match result {
@@ -482,26 +495,10 @@ impl Endpoint {
             if let Some(hook) = &served.before_collect {
                 hook();
             }
-            if let Some(writers_seen) = &served.writers_seen {
-                writers_seen.look_if_due();
-            }
-            // One listing serves both: the maintainer picks the exited
-            // processes' live-gauge files to leave out (the cheap part of
-            // reaping; removing them is its own passes' work), the rest is
-            // merged.
-            let mut left_out = 0;
-            let scrape = served.collector.collect_with(
-                |paths| match &served.config.maintainer {
-                    Some(maintainer) => {
-                        let retired = maintainer.retired_live_gauges(paths);
-                        left_out = retired.len();
-                        retired
-                    }
-                    None => Arc::default(),
-                },
-                filter.as_ref(),
-                natives,
-            )?;
+            let scrape =
+                served
+                    .collector
+                    .collect_with(|_| Arc::default(), filter.as_ref(), natives)?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if served
@@ -512,7 +509,7 @@ impl Endpoint {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
-                crate::scrape_log::log_scrape(served.collector.dir(), &scrape, left_out);
+                crate::scrape_log::log_scrape(served.collector.dir(), &scrape);
                 served.remember(&scrape);
             }
             Ok::<T, CollectError>(finish(&served, &scrape))

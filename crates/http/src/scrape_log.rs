@@ -6,11 +6,12 @@ use multiprom_collector::{FileState, Scrape};
 
 /// Logs `scrape` of `dir` at debug (summary and every skipped file) and
 /// trace (every file) level. Cheap when those levels are off.
-pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, left_out: usize) {
+pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
     let stats = &scrape.stats;
+    let left_out = stats.files_left_out;
     tracing::debug!(
         "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok{}, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms; {}; {}",
         stats.collection,

@@ -1,14 +1,14 @@
 //! `GET /`: one self-contained HTML page (no scripts, no external assets)
 //! that answers an operator's questions in order: is anything wrong (summary
-//! and problems first), what is in the directory (processes, files by type
-//! and state), which families are how big (series per family: the
+//! and problems first), what is in the directory (whether its writers can
+//! be told gone, files by type and state), which families are how big (series per family: the
 //! cardinality question; with the latest exemplar of each, a way into a
 //! trace), how scrapes have gone lately (a small chart), and
 //! only then the files themselves, a page of rows at a time so a directory
 //! of many thousands of files stays a page a browser renders at once.
 
 use crate::html::html_escape;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use multiprom_collector::{FileState, Scrape};
 use multiprom_format::Exemplar;
 
-use multiprom_maintain::{CompactionStatus, MaintenanceStatus, ProcessState};
+use multiprom_maintain::{CompactionStatus, LivenessState, MaintenanceStatus};
 
 use crate::latest_exemplar::{exemplar_cell, latest_exemplar};
 use crate::metrics_path::DEFAULT_METRICS_PATH;
@@ -66,13 +66,25 @@ tr.vanished{background:#eee}code{background:#f4f4f4;padding:0 .2em}\
 .problems{background:#fdd;border:1px solid #c66;padding:.5em 1em}\
 .ok{color:#262}summary{cursor:pointer;font-weight:bold}svg{border:1px solid #ccc}";
 
-/// Renders the status page for `scrape` of `dir`. `state_of` tells whether a
-/// pid's process is alive (asked once per pid).
+/// What the liveness walks say of one file's writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writer {
+    /// A process holds the file for writing (this one, where the walk
+    /// looked through `/proc`; the kernel's answer names none).
+    Held(Option<u32>),
+    /// No process held it in the last two walks.
+    Gone,
+    /// Not known (no walk, liveness unknown, a file the walk did not see).
+    Unknown,
+}
+
+/// Renders the status page for `scrape` of `dir`. `writer_of` tells what
+/// the liveness walks say of a file's writer (asked for the rows shown).
 pub(crate) fn render_status_page(
     dir: &Path,
     scrape: &Scrape,
     view: StatusView<'_>,
-    mut state_of: impl FnMut(u32) -> ProcessState,
+    mut writer_of: impl FnMut(&Path) -> Writer,
 ) -> String {
     let dir = html_escape(&dir.display().to_string());
     let metrics = html_escape(view.metrics_path);
@@ -96,31 +108,22 @@ pub(crate) fn render_status_page(
         ms = stats.duration.as_secs_f64() * 1000.0,
     );
 
-    // Processes behind the files, each asked about once.
-    let mut states: HashMap<u32, ProcessState> = HashMap::new();
-    let mut other_ids = 0usize;
-    for file in scrape.files.iter() {
-        match file.name.as_ref().map(|n| n.pid()) {
-            Some(Some(pid)) => {
-                states.entry(pid).or_insert_with(|| state_of(pid));
-            }
-            Some(None) => other_ids += 1,
-            None => {}
+    // Whether exited writers can be told apart: everything about them
+    // (settling, live gauges left out, reaping, compaction) rests on it.
+    let liveness = match view.maintenance.map(|m| &m.liveness) {
+        Some(LivenessState::Known { held, free }) => {
+            format!("known: {held} files held by a live writer, {free} whose writer is gone")
         }
-    }
-    let live = states
-        .values()
-        .filter(|s| !s.is_dead() && **s != ProcessState::Unknown)
-        .count();
-    let dead = states.values().filter(|s| s.is_dead()).count();
+        Some(LivenessState::Unknown(why)) => format!(
+            "liveness unknown: {why}. Every file is read on every scrape, no live gauge is left out and nothing is folded or reaped, as with Python's collector."
+        ),
+        Some(_) => "not looked at yet".to_owned(),
+        None => "not looked at (no maintenance): every file is read on every scrape".to_owned(),
+    };
     let _ = writeln!(
         html,
-        "<p id=\"processes\">Processes: {live} live, {dead} exited{}.</p>",
-        if other_ids > 0 {
-            format!("; {other_ids} files named by an identifier that is not a pid")
-        } else {
-            String::new()
-        }
+        "<p id=\"liveness\">Writers: {}</p>",
+        html_escape(&liveness)
     );
 
     push_problems(&mut html, scrape);
@@ -133,7 +136,7 @@ pub(crate) fn render_status_page(
     }
     push_chart(&mut html, view.history);
     if !scrape.files.is_empty() {
-        push_file_table(&mut html, scrape, view.page, &states);
+        push_file_table(&mut html, scrape, view.page, &mut writer_of);
     }
     if let Some(compaction) = view.maintenance.and_then(|m| m.compaction.as_ref()) {
         push_compaction(&mut html, compaction);
@@ -299,7 +302,7 @@ fn push_file_table(
     html: &mut String,
     scrape: &Scrape,
     page: usize,
-    states: &HashMap<u32, ProcessState>,
+    writer_of: &mut dyn FnMut(&Path) -> Writer,
 ) {
     let pages = scrape.files.len().div_ceil(FILES_PER_PAGE);
     let page = page.min(pages - 1);
@@ -327,7 +330,7 @@ fn push_file_table(
     }
     html.push_str(
         "<table>\n<thead><tr><th>file</th><th>type</th><th>gauge mode</th><th>pid</th>\
-<th>process</th><th>entries</th><th>used</th><th>size</th><th>problem</th></tr></thead>\n<tbody>\n",
+<th>writer</th><th>entries</th><th>used</th><th>size</th><th>problem</th></tr></thead>\n<tbody>\n",
     );
     for file in rows {
         let file_name = file
@@ -343,9 +346,11 @@ fn push_file_table(
             ),
             None => ("?", "", String::new()),
         };
-        let process = match file.name.as_ref().and_then(|n| n.pid()) {
-            Some(pid) => states.get(&pid).map_or("", |s| s.as_str()),
-            None => "",
+        let process = match writer_of(&file.path) {
+            Writer::Held(Some(pid)) => format!("held (pid {pid})"),
+            Writer::Held(None) => "held".to_owned(),
+            Writer::Gone => "gone".to_owned(),
+            Writer::Unknown => String::new(),
         };
         let state = file.state();
         let (entries, used, size) = if state == FileState::Ok {

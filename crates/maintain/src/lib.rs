@@ -2,24 +2,29 @@
 //! reading it: no web server, no async runtime, for any host (the
 //! `multiprom` binary, an application of its own, a test).
 //!
-//! * [`Maintainer`]: the one owner of the schedule. It reaps (what
-//!   `prometheus_client.multiprocess.mark_process_dead` does, for every pid
-//!   whose process has exited, without ever racing the application's own
-//!   call) and compacts (folds exited workers' files into one file per
-//!   kind, crash-safely, so a directory stays bounded under worker churn),
-//!   as its [`MaintainConfig`] says. Collections ask it which live gauges
-//!   to leave out ([`Maintainer::retired_live_gauges`]), and what it has
-//!   done ([`Maintainer::status`]).
+//! * [`Liveness`]: the one rule for "this file's writer is gone": no
+//!   process has the file open or mapped for writing, as walks of `/proc`
+//!   show; unknown (nothing is gone) where holders cannot be seen.
+//!   Settling, leaving live gauges out, reaping and compaction all ask it.
+//! * [`Maintainer`]: the one owner of the schedule. It walks for its
+//!   [`Liveness`], reaps (what
+//!   `prometheus_client.multiprocess.mark_process_dead` does, for every
+//!   writer that is gone, without ever racing the application's own call)
+//!   and compacts (folds exited workers' files into one file per kind,
+//!   crash-safely, so a directory stays bounded under worker churn), as its
+//!   [`MaintainConfig`] says. Collections settle files and leave live
+//!   gauges out by its liveness ([`Maintainer::liveness`]), and read what
+//!   it has done ([`Maintainer::status`]).
 //!   A `*.db` file's companions (its exemplar file, its native histogram
 //!   file) go where it goes: removed with it, folded with it (native
 //!   histograms exactly once, under the same journal as the values), and
 //!   removed as orphans once it and its process are gone.
 //! * [`clear_stale`]: a directory made ready for a new run (`multiprom run
 //!   --dir`): an earlier run's files removed, none a process still uses.
-//! * [`process_state`], [`is_gone`]: whether a writer's process is alive,
-//!   as this pid namespace sees it.
-//! * [`WritersSeen`]: whether the directory's writers are visible from here
-//!   at all.
+//! * [`process_state`], [`is_gone`]: whether a process of a given pid
+//!   exists, as this pid namespace sees it (never proof that a file's
+//!   writer is gone: the number in a file's name need not be its writer's
+//!   pid).
 //!
 //! ```no_run
 //! use multiprom_collector::DirCollector;
@@ -39,18 +44,18 @@
 mod compaction;
 mod companion;
 mod config;
+mod liveness;
 mod maintainer;
 mod process;
 mod reap;
 mod set_aside;
 mod stale;
 mod status;
-mod writers_seen;
 
 pub use compaction::{CompactError, CompactPass, JournalError};
 pub use config::{CompactConfig, MaintainConfig, ReapConfig};
+pub use liveness::{Liveness, LivenessState, UnknownLiveness};
 pub use maintainer::Maintainer;
 pub use process::{is_gone, process_state, ProcessState};
 pub use stale::{clear_stale, ClearError, Cleared};
 pub use status::{CompactionStatus, MaintenanceStatus};
-pub use writers_seen::WritersSeen;

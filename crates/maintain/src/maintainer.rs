@@ -1,6 +1,5 @@
 //! [`Maintainer`]: the one owner of what is done to a directory and when.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -8,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use multiprom_collector::DirCollector;
 
-use crate::compaction::{check_writers_visible, CompactError, CompactPass, Compactor, Step};
+use crate::compaction::{CompactError, CompactPass, Compactor, Step};
 use crate::config::MaintainConfig;
+use crate::liveness::Liveness;
 use crate::reap::{remove_due, remove_orphan_companions, Reaper};
 use crate::status::{MaintenanceStatus, Totals};
 
@@ -20,16 +20,19 @@ const MIN_INTERVAL: Duration = Duration::from_millis(10);
 /// How long [`Maintainer::run_due`] says to wait when there is no work.
 const IDLE: Duration = Duration::from_secs(3600);
 
-/// Reaps and compacts one directory on a schedule of its own.
+/// Watches which writers of one directory are gone, and reaps and compacts
+/// it, on a schedule of its own.
 ///
 /// Making one touches nothing. [`Maintainer::recover`] finishes what an
 /// earlier process left half-done (call it before anything reads the
 /// directory; [`Maintainer::run_due`] does it on its first call otherwise),
 /// and [`Maintainer::run_due`], called again at the time it returns, does
-/// whatever work is due. It is synchronous: the host drives it from one
-/// thread or blocking task, and shares it (`Arc`) with the collections that
-/// ask which live gauges to leave out
-/// ([`Maintainer::retired_live_gauges`]) and what it has done
+/// whatever work is due: a walk of the processes for the directory's
+/// [`Liveness`] (every pass: the one rule for "this writer is gone",
+/// see [`Maintainer::liveness`]), reaping and compaction as configured. It is
+/// synchronous: the host drives it from one thread or blocking task, and
+/// shares it (`Arc`) with the collections, which settle files and leave
+/// live gauges out by its liveness, and read what it has done
 /// ([`Maintainer::status`]).
 ///
 /// Compaction passes run inside [`DirCollector::while_not_collecting`] of
@@ -55,7 +58,9 @@ const IDLE: Duration = Duration::from_secs(3600);
 pub struct Maintainer {
     dir: PathBuf,
     config: MaintainConfig,
-    /// Retires live gauges for scrapes, and finds those due for removal.
+    /// Which writers are gone: read by collections, walked by `run_due`.
+    liveness: Arc<Liveness>,
+    /// Finds exited writers' live gauges due for removal.
     reaper: Option<Mutex<Reaper>>,
     compaction: Mutex<CompactionState>,
     /// Compaction asked for, but refused (or its staging could not be set
@@ -78,22 +83,22 @@ struct Schedule {
 enum CompactionState {
     /// Not asked for, refused, or not yet set up.
     Idle,
-    /// Set up: the compactor, and whether the directory's writers have
-    /// been seen from here (passes wait until they have).
-    Ready {
-        compactor: Compactor,
-        writers_visible: bool,
-    },
+    /// Set up.
+    Ready(Compactor),
 }
 
 impl Maintainer {
     /// A maintainer of `dir`. Touches nothing: see [`Maintainer::recover`].
     #[must_use]
     pub fn new(dir: impl Into<PathBuf>, config: MaintainConfig) -> Self {
+        let dir = dir.into();
         let reaper = config.reap.map(|reap| Mutex::new(Reaper::new(reap.grace)));
+        let writers_visible = config.compact.is_some_and(|c| !c.check_writers_visible);
+        let liveness = Arc::new(Liveness::new(dir.clone()).assume_writers_visible(writers_visible));
         Maintainer {
-            dir: dir.into(),
+            dir,
             config,
+            liveness,
             reaper,
             compaction: Mutex::new(CompactionState::Idle),
             compaction_refused: AtomicBool::new(false),
@@ -114,6 +119,15 @@ impl Maintainer {
         &self.config
     }
 
+    /// Which writers of the directory are gone: what collections settle
+    /// files and leave live gauges out by
+    /// (`DirCollector::settle_exited_writers` with
+    /// [`Liveness::for_collector`]), walked by [`Maintainer::run_due`].
+    #[must_use]
+    pub fn liveness(&self) -> &Arc<Liveness> {
+        &self.liveness
+    }
+
     /// Whether exited processes' live gauges are reaped.
     #[must_use]
     pub fn reaps(&self) -> bool {
@@ -131,20 +145,9 @@ impl Maintainer {
     /// What has been done so far.
     #[must_use]
     pub fn status(&self) -> MaintenanceStatus {
-        self.totals.status(self.compacts())
-    }
-
-    /// The live-gauge files of `listing` (a listing of the directory) whose
-    /// process has exited: leave them out of a collection, as if
-    /// `mark_process_dead` had removed them. Cheap (no file is touched, no
-    /// process's files are looked through; nothing at all while nothing
-    /// changed), for every scrape, e.g. through
-    /// [`DirCollector::collect_without`]. Empty when reaping is off.
-    pub fn retired_live_gauges(&self, listing: &Arc<Vec<PathBuf>>) -> Arc<HashSet<PathBuf>> {
-        match &self.reaper {
-            Some(reaper) => lock(reaper).survey(listing).retired,
-            None => Arc::default(),
-        }
+        let mut status = self.totals.status(self.compacts());
+        status.liveness = self.liveness.state();
+        status
     }
 
     /// Finishes or undoes what an earlier process left half-done in the
@@ -164,6 +167,7 @@ impl Maintainer {
     pub fn run_due(&self, collector: &DirCollector) -> Instant {
         let mut schedule = lock(&self.schedule);
         self.recover_once(&mut schedule, collector);
+        let next_walk = self.liveness.run_due();
         if let Some(reap) = self.config.reap {
             if is_due(schedule.next_reap) {
                 let start = Instant::now();
@@ -178,11 +182,15 @@ impl Maintainer {
                 schedule.next_compaction = Some(next_after(start, compact.interval));
             }
         }
-        [schedule.next_reap, schedule.next_compaction]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or_else(|| Instant::now() + IDLE)
+        [
+            Some(next_walk),
+            schedule.next_reap,
+            schedule.next_compaction,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or_else(|| Instant::now() + IDLE)
     }
 
     /// One compaction pass now, whatever the schedule (recovering first, if
@@ -207,8 +215,8 @@ impl Maintainer {
             let leftovers = lock(reaper).recover_leftovers(&self.dir);
             self.log_removal(&leftovers.removed, &leftovers.failed);
         }
-        if let Some(compact) = self.config.compact {
-            match self.start_compaction(collector, compact.check_writers_visible) {
+        if self.config.compact.is_some() {
+            match self.start_compaction(collector) {
                 Some(ready) => *lock(&self.compaction) = ready,
                 None => self.compaction_refused.store(true, Ordering::Relaxed),
             }
@@ -217,27 +225,10 @@ impl Maintainer {
 
     /// Takes charge of compacting the directory, recovering from an earlier
     /// process's unfinished pass; `None` (with a warning saying why) where
-    /// that is not safe or not possible.
-    fn start_compaction(
-        &self,
-        collector: &DirCollector,
-        check_visible: bool,
-    ) -> Option<CompactionState> {
+    /// that is not possible. Which files may be folded is the liveness
+    /// rule's to say, pass by pass: while liveness is unknown, none.
+    fn start_compaction(&self, collector: &DirCollector) -> Option<CompactionState> {
         let dir = self.dir.as_path();
-        let writers_visible = match check_visible.then(|| check_writers_visible(dir)) {
-            None | Some(Ok(())) => true,
-            Some(Err(why)) if why.is_permanent() => {
-                tracing::warn!("not compacting {}: {why}", dir.display());
-                return None;
-            }
-            Some(Err(why)) => {
-                tracing::warn!(
-                    "not compacting {} yet: {why}; compaction starts once a writer is seen holding its file here",
-                    dir.display()
-                );
-                false
-            }
-        };
         let mut log_step = |step: &Step| {
             if let Step::PutBack(name) = step {
                 tracing::info!(
@@ -256,10 +247,7 @@ impl Maintainer {
                 if let Some(target) = recovery.undone {
                     tracing::info!("compaction recovery: undid the uncommitted fold into {target}");
                 }
-                Some(CompactionState::Ready {
-                    compactor,
-                    writers_visible,
-                })
+                Some(CompactionState::Ready(compactor))
             }
             Err(e) => {
                 tracing::warn!("not compacting {}: {e}", dir.display());
@@ -285,7 +273,7 @@ impl Maintainer {
                 return;
             }
         };
-        let due = lock(reaper).survey(&paths).due;
+        let due = lock(reaper).survey(&paths, &self.liveness).due;
         if !due.is_empty() {
             let removal = remove_due(due);
             lock(reaper).forget(
@@ -316,25 +304,13 @@ impl Maintainer {
     /// One compaction pass, if compaction is set up (and once the writers
     /// have been seen), while `collector` does not collect.
     fn compact_ready(&self, collector: &DirCollector) -> Option<Result<CompactPass, CompactError>> {
-        let mut state = lock(&self.compaction);
-        let CompactionState::Ready {
-            compactor,
-            writers_visible,
-        } = &mut *state
-        else {
+        let state = lock(&self.compaction);
+        let CompactionState::Ready(compactor) = &*state else {
             return None;
         };
-        if !*writers_visible {
-            if check_writers_visible(&self.dir).is_err() {
-                return Some(Ok(CompactPass::default()));
-            }
-            tracing::info!(
-                "a writer of {} is visible now: compacting",
-                self.dir.display()
-            );
-            *writers_visible = true;
-        }
-        let result = collector.while_not_collecting(|| compactor.pass(&mut |_| {}));
+        let liveness = &self.liveness;
+        let is_free = |path: &Path| liveness.is_free_path(path);
+        let result = collector.while_not_collecting(|| compactor.pass(&is_free, &mut |_| {}));
         log_compaction(&self.dir, &result);
         self.totals.count_pass(&result);
         Some(result)
@@ -377,7 +353,7 @@ fn log_compaction(dir: &Path, result: &Result<CompactPass, CompactError>) {
                 );
             }
             for name in &pass.held {
-                tracing::info!("not compacting {name}: a process holds it (a reused pid?)");
+                tracing::info!("not compacting {name}: a process holds it again");
             }
             for (name, why) in &pass.skipped {
                 tracing::warn!("not compacting {name}: {why}");

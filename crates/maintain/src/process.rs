@@ -7,10 +7,11 @@
 //! or none under the writers' pids, so nothing here may be trusted there; the
 //! callers only act where the writers' pids are visible.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
+use std::path::{Path, PathBuf};
 
-use multiprom_format::FileIdentity;
+use multiprom_format::{write_lease, FileIdentity, WriteLease};
 use rustix::io::Errno;
 use rustix::process::{test_kill_process, Pid};
 
@@ -139,24 +140,41 @@ impl PidWindow {
     }
 }
 
-/// Which of `files` some process has open or mapped.
+/// Which of `files` some process has open or mapped for writing.
+///
+/// Only a writer's hold counts: prometheus_client's writer keeps its file
+/// open for reading and writing and maps it shared and writable, as
+/// multiprom's writers do. A reader (Python's collector opening each file
+/// for a moment, another multiprom mapping them read-only) holds files too,
+/// but can never change them; counting it would keep every file alive
+/// for as long as any collector runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Holders {
-    /// The files that are open (`/proc/*/fd`) or mapped (`/proc/*/maps`) by a
-    /// process that could be inspected.
-    pub(crate) held: HashSet<FileIdentity>,
-    /// Processes whose fds or maps could not be read (another user's, without
-    /// the privilege to look): they might hold any of the files.
+    /// The files that are open for writing (`/proc/*/fd`, `/proc/*/fdinfo`)
+    /// or mapped shared and writable (`/proc/*/maps`) by a process that
+    /// could be inspected, each with one such process.
+    pub(crate) held: HashMap<FileIdentity, u32>,
+    /// Processes whose fds or maps could not be read (another user's,
+    /// without the privilege to look): they might hold any of the files.
+    /// Kernel threads and zombies hold no file and are not counted.
     pub(crate) uninspectable: usize,
     /// Their pids.
     pub(crate) uninspectable_pids: HashSet<u32>,
 }
 
-/// Looks through every process's open files and memory maps for `files`.
+impl Holders {
+    /// Whether some process holds `file` for writing.
+    pub(crate) fn holds(&self, file: &FileIdentity) -> bool {
+        self.held.contains_key(file)
+    }
+}
+
+/// Looks through every process's open files and memory maps for `files`
+/// held for writing (see [`Holders`]).
 ///
 /// This costs a directory listing per process and a read of its maps, so it
-/// is meant for the few files about to be removed or folded, not for every
-/// scrape. A process that exits while being looked at holds nothing.
+/// runs off any scrape: in the liveness walks and before a file is removed
+/// or folded. A process that exits while being looked at holds nothing.
 pub(crate) fn holders(files: &HashSet<FileIdentity>) -> io::Result<Holders> {
     let mut found = Holders::default();
     if files.is_empty() {
@@ -173,12 +191,14 @@ pub(crate) fn holders(files: &HashSet<FileIdentity>) -> io::Result<Holders> {
             continue;
         };
         if pid == me {
-            // Our own reads are short-lived preads, never a writer's hold.
+            // Our own reads are short-lived preads and read-only maps,
+            // never a writer's hold.
             continue;
         }
         match process_holds(pid, files, &mut found.held) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {} // exited meanwhile
+            Err(_) if holds_nothing(pid) => {}
             Err(_) => {
                 found.uninspectable += 1;
                 found.uninspectable_pids.insert(pid);
@@ -191,16 +211,45 @@ pub(crate) fn holders(files: &HashSet<FileIdentity>) -> io::Result<Holders> {
     Ok(found)
 }
 
+/// Which of `files` (path and identity) must be taken as held: those some
+/// process has open or mapped for writing, as the kernel says
+/// ([`write_lease`]); for a file it will not answer for, as `/proc` says,
+/// and every such file where some process cannot be inspected (it might
+/// hold any) or `/proc` cannot be read. What a file is checked against
+/// just before it is moved aside, removed or folded.
+pub(crate) fn busy(files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
+    let mut held = HashSet::new();
+    let mut unanswered = HashSet::new();
+    for (path, id) in files {
+        match write_lease(path) {
+            WriteLease::NoWriter => {}
+            WriteLease::Writer => {
+                held.insert(*id);
+            }
+            WriteLease::Unknown(_) => {
+                unanswered.insert(*id);
+            }
+        }
+    }
+    if !unanswered.is_empty() {
+        match holders(&unanswered) {
+            Ok(found) if found.uninspectable == 0 => held.extend(found.held.into_keys()),
+            _ => held.extend(unanswered),
+        }
+    }
+    held
+}
+
 fn process_holds(
     pid: u32,
     files: &HashSet<FileIdentity>,
-    held: &mut HashSet<FileIdentity>,
+    held: &mut HashMap<FileIdentity, u32>,
 ) -> io::Result<()> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps"))?;
     for line in maps.lines() {
-        if let Some(id) = mapped_file(line) {
+        if let Some(id) = mapped_for_writing(line) {
             if files.contains(&id) {
-                held.insert(id);
+                held.entry(id).or_insert(pid);
             }
         }
     }
@@ -208,20 +257,71 @@ fn process_holds(
         let Ok(fd) = fd else { continue };
         // `stat` through the magic link reaches the open file itself, even
         // one whose name was removed.
-        if let Ok(id) = FileIdentity::of(&fd.path()) {
-            if files.contains(&id) {
-                held.insert(id);
-            }
+        let Ok(id) = FileIdentity::of(&fd.path()) else {
+            continue;
+        };
+        if files.contains(&id) && !held.contains_key(&id) && open_for_writing(pid, &fd.file_name())
+        {
+            held.insert(id, pid);
         }
     }
     Ok(())
 }
 
-/// The file behind one `/proc/<pid>/maps` line:
-/// `start-end perms offset MAJOR:MINOR INODE [path]` (hex device numbers).
-fn mapped_file(line: &str) -> Option<FileIdentity> {
+/// Whether fd `fd` of `pid` was opened for writing: the access mode in
+/// `/proc/<pid>/fdinfo/<fd>`'s `flags:` (octal). Unreadable: taken as
+/// writing, so a file is never taken for free by mistake.
+fn open_for_writing(pid: u32, fd: &std::ffi::OsStr) -> bool {
+    let Ok(info) = std::fs::read_to_string(
+        Path::new("/proc")
+            .join(pid.to_string())
+            .join("fdinfo")
+            .join(fd),
+    ) else {
+        return true;
+    };
+    let flags = info
+        .lines()
+        .find_map(|line| line.strip_prefix("flags:"))
+        .and_then(|flags| u32::from_str_radix(flags.trim(), 8).ok());
+    // O_ACCMODE: 0 is O_RDONLY.
+    flags.is_none_or(|flags| flags & 0o3 != 0)
+}
+
+/// Whether `pid` is a kernel thread or a zombie (from `/proc/<pid>/stat`,
+/// readable for every process): neither holds a user's file, so neither
+/// makes the files' holders unknown when its fds cannot be read.
+fn holds_nothing(pid: u32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    let Some(rest) = stat
+        .get(close + 1..)
+        .and_then(|r| std::str::from_utf8(r).ok())
+    else {
+        return false;
+    };
+    // After the comm: state, ppid, pgrp, session, tty_nr, tpgid, flags.
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next();
+    let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
+    matches!(state, Some("Z" | "X")) || flags.is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+/// The file behind one `/proc/<pid>/maps` line,
+/// `start-end perms offset MAJOR:MINOR INODE [path]` (hex device numbers),
+/// if it is mapped shared and writable (`rw-s`): a writer's map.
+fn mapped_for_writing(line: &str) -> Option<FileIdentity> {
     let mut fields = line.split_ascii_whitespace();
-    let dev = fields.nth(3)?;
+    let perms = fields.nth(1)?.as_bytes();
+    if perms.get(1) != Some(&b'w') || perms.get(3) != Some(&b's') {
+        return None;
+    }
+    let dev = fields.nth(1)?;
     let ino: u64 = fields.next()?.parse().ok()?;
     if ino == 0 {
         return None; // anonymous memory
@@ -236,7 +336,8 @@ fn mapped_file(line: &str) -> Option<FileIdentity> {
 }
 
 /// A `python3` process that maps some files and holds others open until it
-/// is dropped: what [`holders`] must find, for this crate's tests.
+/// is dropped: what [`holders`] must find (as a writer holds them), or not
+/// (as a reader holds them), for this crate's tests.
 #[cfg(test)]
 pub(crate) struct TestHolder {
     child: std::process::Child,
@@ -244,16 +345,26 @@ pub(crate) struct TestHolder {
 
 #[cfg(test)]
 impl TestHolder {
-    /// Returns once the process maps each of `mapped` (its first page) and
-    /// holds each of `open` open.
+    /// Returns once the process maps each of `mapped` (its first page,
+    /// shared and writable) and holds each of `open` open for reading and
+    /// writing, as prometheus_client's writer does.
     pub(crate) fn start(mapped: &[&std::path::Path], open: &[&std::path::Path]) -> TestHolder {
+        TestHolder::hold("write", mapped, open)
+    }
+
+    /// As [`TestHolder::start`], read-only: as a collector holds them.
+    pub(crate) fn reading(mapped: &[&std::path::Path], open: &[&std::path::Path]) -> TestHolder {
+        TestHolder::hold("read", mapped, open)
+    }
+
+    fn hold(how: &str, mapped: &[&std::path::Path], open: &[&std::path::Path]) -> TestHolder {
         let script = "import mmap,sys,time\n\
-            n=int(sys.argv[1]); keep=[]\n\
-            for p in sys.argv[2:2+n]:\n    f=open(p,'r+b'); keep.append(mmap.mmap(f.fileno(),4096)); f.close()\n\
-            for p in sys.argv[2+n:]:\n    keep.append(open(p,'rb'))\n\
+            w=sys.argv[1]=='write'; n=int(sys.argv[2]); keep=[]\n\
+            for p in sys.argv[3:3+n]:\n    f=open(p,'r+b' if w else 'rb'); keep.append(mmap.mmap(f.fileno(),4096,access=mmap.ACCESS_WRITE if w else mmap.ACCESS_READ)); f.close()\n\
+            for p in sys.argv[3+n:]:\n    keep.append(open(p,'r+b' if w else 'rb'))\n\
             print('ready',flush=True); sys.stdin.read()";
         let mut child = std::process::Command::new("python3")
-            .args(["-c", script])
+            .args(["-c", script, how])
             .arg(mapped.len().to_string())
             .args(mapped)
             .args(open)
@@ -359,17 +470,21 @@ mod tests {
         let holder = TestHolder::start(&[&mapped], &[&open]);
         let found = holders(&ids).unwrap();
         drop(holder);
+        // A reader's hold is none: it never changes a file.
+        let reader = TestHolder::reading(&[&mapped], &[&open]);
+        assert!(holders(&ids).unwrap().held.is_empty());
+        drop(reader);
         let expected: HashSet<FileIdentity> = [&mapped, &open]
             .iter()
             .map(|f| FileIdentity::of(f).unwrap())
             .collect();
-        assert_eq!(found.held, expected);
+        assert_eq!(found.held.keys().copied().collect::<HashSet<_>>(), expected);
         assert!(holders(&ids).unwrap().held.is_empty());
     }
 
     #[test]
     fn maps_lines() {
-        let id = mapped_file(
+        let id = mapped_for_writing(
             "7f1c2a000000-7f1c2a010000 rw-s 00000000 00:1a 1234567    /dev/shm/counter_1.db",
         );
         assert_eq!(
@@ -380,9 +495,18 @@ mod tests {
             })
         );
         assert_eq!(
-            mapped_file("7ffd1000-7ffd2000 rw-p 00000000 00:00 0    [stack]"),
+            mapped_for_writing("7ffd1000-7ffd2000 rw-p 00000000 00:00 0    [stack]"),
             None
         );
-        assert_eq!(mapped_file("garbage"), None);
+        // A reader's map (read-only) and a private copy are no writer's.
+        assert_eq!(
+            mapped_for_writing("7f1c2a000000-7f1c2a010000 r--s 00000000 00:1a 1234567  /x.db"),
+            None
+        );
+        assert_eq!(
+            mapped_for_writing("7f1c2a000000-7f1c2a010000 rw-p 00000000 00:1a 1234567  /x.db"),
+            None
+        );
+        assert_eq!(mapped_for_writing("garbage"), None);
     }
 }

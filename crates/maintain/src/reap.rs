@@ -61,7 +61,8 @@ use multiprom_format::{FileIdentity, FileName, MetricKind, STAGING_DIR};
 
 use crate::companion::Companion;
 
-use crate::process::{holders, last_allocated_pid, process_state, PidWindow, ProcessState};
+use crate::liveness::Liveness;
+use crate::process::{busy, last_allocated_pid, process_state, PidWindow, ProcessState};
 use crate::set_aside::{move_no_replace, set_aside, Aside};
 
 /// What a survey of a listing found.
@@ -100,6 +101,8 @@ struct FullSurvey {
 struct LastSurvey {
     listing: Arc<Vec<PathBuf>>,
     live: Arc<Vec<(usize, u32)>>,
+    /// Whether each of `live` was free of writers.
+    free: Vec<bool>,
     states: HashMap<u32, ProcessState>,
     retired: Arc<HashSet<PathBuf>>,
     next_due: Option<Instant>,
@@ -117,12 +120,15 @@ struct Waiting {
 /// What the reaper needs to know about the system; the real one reads
 /// `/proc`, tests substitute their own.
 pub(crate) trait ProcessView {
+    /// Whether the writer of the file at `path` (named after `pid`) is
+    /// gone: no process holds the file (the liveness rule).
+    fn free(&mut self, path: &Path, pid: u32) -> bool;
     /// Whether `pid` is alive.
     fn state(&mut self, pid: u32) -> ProcessState;
     /// The last pid handed out, if known.
     fn last_allocated_pid(&mut self) -> Option<u32>;
     /// Which of `files` are open or mapped by some process.
-    fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity>;
+    fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity>;
 }
 
 /// The running system, through `/proc`.
@@ -130,6 +136,11 @@ pub(crate) trait ProcessView {
 pub(crate) struct SystemProcesses;
 
 impl ProcessView for SystemProcesses {
+    fn free(&mut self, _: &Path, _: u32) -> bool {
+        // Only asked through `WithLiveness`.
+        false
+    }
+
     fn state(&mut self, pid: u32) -> ProcessState {
         process_state(pid)
     }
@@ -138,11 +149,32 @@ impl ProcessView for SystemProcesses {
         last_allocated_pid()
     }
 
-    fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity> {
+    fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
         // Removing a name never disturbs a process that has the file open
-        // or mapped; this check only keeps a file some process still uses.
-        // Processes that cannot be inspected are taken as not holding it.
-        holders(files).map(|h| h.held).unwrap_or_default()
+        // or mapped; this check keeps a file some process may still write.
+        busy(files)
+    }
+}
+
+/// The running system, with the directory's [`Liveness`] telling which
+/// files' writers are gone.
+pub(crate) struct WithLiveness<'a>(pub(crate) &'a Liveness);
+
+impl ProcessView for WithLiveness<'_> {
+    fn free(&mut self, path: &Path, _: u32) -> bool {
+        self.0.is_free_path(path)
+    }
+
+    fn state(&mut self, pid: u32) -> ProcessState {
+        process_state(pid)
+    }
+
+    fn last_allocated_pid(&mut self) -> Option<u32> {
+        last_allocated_pid()
+    }
+
+    fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
+        busy(files)
     }
 }
 
@@ -217,7 +249,12 @@ impl Reaper {
         if leftovers.is_empty() {
             return pass;
         }
-        let held = view.held(&leftovers.iter().map(|(_, _, id, _)| *id).collect());
+        let held = view.held(
+            &leftovers
+                .iter()
+                .map(|(_, _, id, hidden)| (hidden.clone(), *id))
+                .collect::<Vec<_>>(),
+        );
         for (path, pid, id, hidden) in leftovers {
             let done = if held.contains(&id) {
                 move_no_replace(&hidden, &path)
@@ -242,8 +279,9 @@ impl Reaper {
 
     /// Which files of `paths` (a listing of the directory) are retired, and
     /// which are due for removal, against the running system.
-    pub(crate) fn survey(&mut self, paths: &Arc<Vec<PathBuf>>) -> Survey {
-        self.survey_with(paths, Instant::now(), &mut SystemProcesses)
+    pub(crate) fn survey(&mut self, paths: &Arc<Vec<PathBuf>>, liveness: &Liveness) -> Survey {
+        self.last = None;
+        self.survey_with(paths, Instant::now(), &mut WithLiveness(liveness))
     }
 
     /// A survey at time `now`, with `view` telling about processes.
@@ -304,20 +342,28 @@ impl Reaper {
                 state
             });
         }
+        let free: Vec<bool> = live
+            .iter()
+            .map(|&(at, pid)| paths.get(at).is_some_and(|path| view.free(path, pid)))
+            .collect();
         if let Some(last) = same_listing.filter(|last| {
-            !reused && last.next_due.is_none_or(|due| now < due) && last.states == states
+            !reused
+                && last.next_due.is_none_or(|due| now < due)
+                && last.states == states
+                && last.free == free
         }) {
             return Survey {
                 retired: Arc::clone(&last.retired),
                 due: Vec::new(),
             };
         }
-        let survey = self.full_survey(paths, &live, &states, window, now);
+        let survey = self.full_survey(paths, &live, &free, &states, window, now);
         let retired = Arc::new(survey.retired);
         let grace = self.grace;
         self.last = Some(LastSurvey {
             listing: Arc::clone(paths),
             live,
+            free,
             states,
             retired: Arc::clone(&retired),
             next_due: self.waiting.values().map(|w| w.since + grace).min(),
@@ -338,12 +384,20 @@ impl Reaper {
     }
 
     /// [`Reaper::survey_with`] worked out in full: `live` are the live-gauge
-    /// files of `paths` (their place in it and pid), `states` their
-    /// processes' states.
+    /// files of `paths` (their place in it and pid), `free` whether each is
+    /// free of writers, `states` the states of the processes of their pids.
+    ///
+    /// A file is retired when no process holds it (the liveness rule), and
+    /// due once it has been so for the grace period with its pid *gone*:
+    /// the clock runs only then, since while a process has the pid (a
+    /// zombie whose parent has not collected it, or any process given the
+    /// pid since) an application's `mark_process_dead` for that pid may yet
+    /// run, and must not find the file removed under it.
     fn full_survey(
         &mut self,
         paths: &[PathBuf],
         live: &[(usize, u32)],
+        free: &[bool],
         states: &HashMap<u32, ProcessState>,
         window: Option<PidWindow>,
         now: Instant,
@@ -351,19 +405,20 @@ impl Reaper {
         let mut pass = FullSurvey::default();
         let due = &mut pass.due;
         let mut seen = HashSet::new();
-        for &(at, pid) in live {
+        for (&(at, pid), &free) in live.iter().zip(free) {
             let Some(path) = paths.get(at) else {
                 continue;
             };
-            let state = states.get(&pid).copied().unwrap_or(ProcessState::Alive);
-            if !state.is_dead() {
+            if !free {
                 continue;
             }
             seen.insert(path.clone());
             pass.retired.insert(path.clone());
+            let state = states.get(&pid).copied().unwrap_or(ProcessState::Alive);
             if state != ProcessState::Gone {
-                // A zombie: its parent has not collected it, so its
-                // `child_exit` hook has not run yet. The clock has not started.
+                // Some process has the pid: a zombie whose `child_exit`
+                // hook has not run yet, or a process given the pid since,
+                // whose own hook may remove the file. The clock waits.
                 self.waiting.remove(path);
                 continue;
             }
@@ -447,7 +502,12 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
     }
     let ids: Vec<Option<FileIdentity>> =
         due.iter().map(|(p, _)| FileIdentity::of(p).ok()).collect();
-    let held = view.held(&ids.iter().flatten().copied().collect());
+    let held = view.held(
+        &due.iter()
+            .zip(&ids)
+            .filter_map(|((path, _), id)| Some((path.clone(), (*id)?)))
+            .collect::<Vec<_>>(),
+    );
     let mut free = Vec::new();
     for ((path, pid), id) in due.into_iter().zip(ids) {
         match id {
@@ -458,7 +518,12 @@ fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Rem
         }
     }
     let outcome = set_aside(free, &HiddenNames, |aside| {
-        Ok(view.held(&aside.iter().map(|(_, id)| *id).collect()))
+        Ok(view.held(
+            &aside
+                .iter()
+                .map(|((path, _), id)| (hidden_name(path), *id))
+                .collect::<Vec<_>>(),
+        ))
     });
     // `held` above never fails: processes that cannot be inspected are
     // taken as not holding the file (see `SystemProcesses::held`).
@@ -675,6 +740,11 @@ mod tests {
     }
 
     impl ProcessView for Fake {
+        fn free(&mut self, _: &Path, pid: u32) -> bool {
+            // A scripted system: a file is free when its pid's process
+            // has exited (no reused pid holds it).
+            self.states.get(&pid).is_some_and(|s| s.is_dead())
+        }
         fn state(&mut self, pid: u32) -> ProcessState {
             self.asked.push(pid);
             self.states
@@ -685,7 +755,8 @@ mod tests {
         fn last_allocated_pid(&mut self) -> Option<u32> {
             self.last_pid
         }
-        fn held(&mut self, files: &HashSet<FileIdentity>) -> HashSet<FileIdentity> {
+        fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
+            let files: HashSet<FileIdentity> = files.iter().map(|(_, id)| *id).collect();
             self.looks += 1;
             let mut held: HashSet<FileIdentity> = files.intersection(&self.held).copied().collect();
             if self.looks > 1 {

@@ -160,7 +160,7 @@ fn held<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> io::Result<HashSet<Path
     let found = holders(&identities)?;
     Ok(by_identity
         .into_iter()
-        .filter(|(id, _)| found.held.contains(id))
+        .filter(|(id, _)| found.holds(id))
         .map(|(_, path)| path.clone())
         .collect())
 }

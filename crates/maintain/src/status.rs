@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::compaction::{CompactError, CompactPass};
+use crate::liveness::LivenessState;
 
 /// What a [`crate::Maintainer`] has done since it was made.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -17,6 +18,9 @@ pub struct MaintenanceStatus {
     /// Compaction's totals; `None` when compaction is off, or refused
     /// because the writers' processes cannot be seen from here.
     pub compaction: Option<CompactionStatus>,
+    /// Whether the writers of the directory's files can be told gone, and
+    /// if not, why: what every decision about exited writers rests on.
+    pub liveness: LivenessState,
 }
 
 /// Totals of the compaction passes.
@@ -90,6 +94,7 @@ impl Totals {
                     self.last_duration_nanos.load(Ordering::Relaxed),
                 ),
             }),
+            liveness: LivenessState::NotWalked,
         }
     }
 }

@@ -106,6 +106,7 @@ pub(super) fn changed_listing(
                 file.touch_if_changed(&known.path);
             }
         }
+        state.exited_live.look_at_every_file();
     } else {
         let touched = changes.touched.iter().map(|name| (name, true));
         let opened = changes.opened.iter().map(|name| (name, false));
@@ -122,6 +123,8 @@ pub(super) fn changed_listing(
                         file.opened();
                     }
                 }
+            } else {
+                state.exited_live.event(&path);
             }
         }
     }

@@ -16,9 +16,10 @@ use multiprom_format::read_map::guard_sigbus;
 
 use crate::filter::NameFilter;
 use crate::scan::scan_dir;
-use crate::writers::ExitedWriters;
+use crate::writers::{ExitedWriters, WriterLiveness};
 
 use collection::collect_paths;
+use exited::{bring_back_held, with_exited_live_gauges};
 use listing::changed_listing;
 use state::{CollectorState, Pass};
 
@@ -26,6 +27,7 @@ mod collection;
 mod exemplar_files;
 mod exemplar_series;
 mod exemplars;
+mod exited;
 mod file_entry;
 mod file_table;
 mod gather;
@@ -175,6 +177,8 @@ pub struct DirCollector {
     map_files: bool,
     map_limit: usize,
     exited: Option<ExitedWriters>,
+    /// Leave the live gauges of writers `exited` says are gone out.
+    leave_out_live: bool,
     state: Mutex<CollectorState>,
     last: Mutex<Option<LastScrape>>,
 }
@@ -212,6 +216,7 @@ impl DirCollector {
             map_files: true,
             map_limit: map_limit(),
             exited: None,
+            leave_out_live: false,
             state: Mutex::new(CollectorState::default()),
             last: Mutex::new(None),
         }
@@ -233,26 +238,36 @@ impl DirCollector {
     /// event reports, so every collection reads every value of every file:
     /// on a directory of thousands of exited workers' files, most of the
     /// work of a warm collection, done again and again for values that
-    /// cannot change. With this, a file whose writer `exited` says is gone
+    /// cannot change. With this, a file whose writer `liveness` says is gone
     /// is read once more, whole, and then settled: left out of the reading
     /// (its last values are merged as they are) until a directory event
-    /// names it: opened (a new process with the same pid, or any reader),
-    /// written, resized, replaced or removed; and every file is read again
-    /// at the periodic resync (every minute) or when events may have been
-    /// lost. Only with a directory watch and mapped files.
+    /// names it (opened, written, resized, replaced or removed) or
+    /// `liveness` takes it back (its [`WriterLiveness::generation`] moves
+    /// and it no longer says gone); and every file is read again at the
+    /// periodic resync (every minute) or when events may have been lost.
+    /// Only with a directory watch and mapped files.
     ///
-    /// `exited` must answer `true` only for a writer that can no longer
-    /// write: for a pid-named file, a pid that no process of this pid
-    /// namespace has, where the workers run in this namespace. A writer in
-    /// another pid namespace would look gone and its later writes would be
-    /// missed, so only callers that know the writers' pids are visible here
-    /// (as reaping already requires) should turn this on.
+    /// `liveness` must answer `true` only for a writer that can no longer
+    /// write: `multiprom-maintain`'s `Liveness` says so only when no process
+    /// has the file open or mapped for writing, as seen after the file's
+    /// last event, and never where the writers' processes cannot be seen.
+    /// A wrong `true` freezes a live writer's values.
+    ///
+    /// [`WriterLiveness::generation`]: crate::WriterLiveness::generation
     #[must_use]
-    pub fn settle_exited_writers(
-        mut self,
-        exited: impl Fn(&multiprom_format::FileName) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.exited = Some(ExitedWriters::new(exited));
+    pub fn settle_exited_writers(mut self, liveness: impl WriterLiveness + 'static) -> Self {
+        self.exited = Some(ExitedWriters::new(liveness));
+        self
+    }
+
+    /// Leaves the `gauge_live*` files of writers that are gone out of every
+    /// collection, as `prometheus_client.multiprocess.mark_process_dead`
+    /// would have removed them, by the rule given to
+    /// [`DirCollector::settle_exited_writers`] (nothing without one). The
+    /// files stay on disk; a file whose writer is back is merged again.
+    #[must_use]
+    pub fn leave_out_exited_live_gauges(mut self) -> Self {
+        self.leave_out_live = true;
         self
     }
 
@@ -365,7 +380,18 @@ impl DirCollector {
             })?)
         };
         let listing = Arc::clone(&paths);
+        let listed = listing.len();
+        let map = self.map_files && guard_sigbus();
+        let settle = map && state.watch.is_some();
+        let exited = self.exited.as_ref().filter(|_| settle);
+        if let Some(exited) = exited {
+            bring_back_held(&mut state, exited);
+        }
         let left_out = leave_out(&listing);
+        let left_out = match exited.filter(|_| self.leave_out_live) {
+            Some(exited) => with_exited_live_gauges(&mut state, &listing, left_out, exited),
+            None => left_out,
+        };
         if !left_out.is_empty() {
             // The same listing less the same files as last time is the
             // same listing (the same `Arc`): a collection on it need not
@@ -384,20 +410,19 @@ impl DirCollector {
             };
             state.kept = Some((listing, left_out, Arc::clone(&paths)));
         }
-        let map = self.map_files && guard_sigbus();
         state.collections += 1;
-        let settle = map && state.watch.is_some();
         let pass = Pass {
             options: self.options,
             map_limit: map.then_some(self.map_limit),
             start,
             filter,
-            exited: self.exited.as_ref().filter(|_| settle),
+            exited,
             dir: Some(&self.dir),
             natives,
         };
         let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;
+        scrape.stats.files_left_out = listed - paths.len();
         // Without maps there is no watch: every file is opened every time.
         scrape.stats.full_look = std::mem::take(&mut state.full_look) || !self.map_files;
         let scrape = Arc::new(scrape);

@@ -7,7 +7,7 @@ use multiprom_format::{FileName, ParseError, ReadError, ReadErrorKind};
 
 use crate::problem::Warning;
 use crate::tracked::{ParseContext, Prefetched, Refreshed, Settled};
-use crate::writers::ExitedWriters;
+use crate::writers::{ExitedWriters, WrittenFile};
 
 use super::file_entry::set_problem;
 use super::state::CollectorState;
@@ -60,9 +60,16 @@ pub(super) fn refresh_file(
                         state.replan = true;
                     }
                     if let Some(exited) = exited {
+                        let gone = |identity| {
+                            exited.test(&WrittenFile {
+                                name: &file.name,
+                                identity,
+                                since: file.last_event(),
+                            })
+                        };
                         if file.settled == Settled::No
                             && file.is_mapped()
-                            && exited.test(&file.name)
+                            && file.identity().is_some_and(gone)
                         {
                             file.settled = Settled::WriterGone;
                             file.writer_gone_in = collection;

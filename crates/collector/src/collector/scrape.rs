@@ -165,6 +165,11 @@ pub struct ScrapeStats {
     /// [`DirCollector::settle_exited_writers`](
     /// crate::DirCollector::settle_exited_writers)).
     pub files_settled: usize,
+    /// Files listed but left out of this collection: the caller's, and the
+    /// live gauges of writers that are gone (see
+    /// [`DirCollector::leave_out_exited_live_gauges`](
+    /// crate::DirCollector::leave_out_exited_live_gauges)).
+    pub files_left_out: usize,
 }
 
 /// The result of one collection.

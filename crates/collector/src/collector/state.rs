@@ -16,6 +16,7 @@ use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
+use super::exited::ExitedLive;
 use super::file_entry::{FileEntry, PathKey};
 use super::natives::NativeState;
 use super::quiet::Unsettled;
@@ -102,6 +103,11 @@ pub(super) struct CollectorState {
     /// `files_forgotten` and the key table's forgotten keys at the last
     /// interner sweep: when both are unchanged there is nothing to sweep.
     pub(super) swept_at: (u64, u64),
+    /// The generation of the caller's liveness last asked about settled
+    /// files.
+    pub(super) liveness_generation: Option<u64>,
+    /// The live gauges left out as their writers are gone.
+    pub(super) exited_live: ExitedLive,
 }
 
 /// How one collection runs.

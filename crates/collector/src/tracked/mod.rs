@@ -120,6 +120,10 @@ pub(crate) struct TrackedFile {
     /// companions (an event, a resync, a reset): what a companion kept open
     /// between scrapes checks before it is trusted.
     changes: u64,
+    /// When the file was first found, or last opened, changed or replaced
+    /// as far as events and looks tell: whether its writer is gone is only
+    /// answered from a look at the processes taken after this.
+    last_event: Instant,
 }
 
 /// Whether a file can still change under its map.
@@ -156,6 +160,7 @@ impl TrackedFile {
             settled: Settled::No,
             writer_gone_in: 0,
             changes: 0,
+            last_event: Instant::now(),
         }
     }
 
@@ -165,6 +170,7 @@ impl TrackedFile {
         let now = FileStamp::of(path);
         if now.is_none() || now != self.stamp {
             self.suspect = true;
+            self.last_event = Instant::now();
         }
         self.settled = Settled::No;
         self.changes += 1;
@@ -175,6 +181,7 @@ impl TrackedFile {
     /// where they were (else parses it afresh).
     pub(crate) fn touched(&mut self) {
         self.suspect = true;
+        self.last_event = Instant::now();
         self.settled = Settled::No;
         self.changes += 1;
     }
@@ -182,8 +189,25 @@ impl TrackedFile {
     /// Marks the file as opened by someone: a writer may be back (a new
     /// process with the pid of the one that wrote it), so it is read again.
     pub(crate) fn opened(&mut self) {
+        self.last_event = Instant::now();
         self.settled = Settled::No;
         self.changes += 1;
+    }
+
+    /// Lets a settled file be read again: a process holds it once more.
+    pub(crate) fn unsettle(&mut self) {
+        self.settled = Settled::No;
+        self.changes += 1;
+    }
+
+    /// The file the entries were parsed from, if it was opened.
+    pub(crate) fn identity(&self) -> Option<FileIdentity> {
+        self.identity
+    }
+
+    /// See the field: when something last happened to the file.
+    pub(crate) fn last_event(&self) -> Instant {
+        self.last_event
     }
 
     /// How many times something may have changed the file or its
@@ -345,6 +369,8 @@ impl TrackedFile {
             changed |= !self.entries.is_empty();
             self.reset(ctx.keys);
             self.identity = Some(identity);
+            // Another file under the name: another writer, perhaps.
+            self.last_event = Instant::now();
         }
         self.file_size = size;
         if size == 0 {

@@ -16,12 +16,14 @@
 //! One pass, while the caller keeps its own scrapes out
 //! (`DirCollector::while_not_collecting`):
 //!
-//! 1. **Pick** files whose name carries a decimal pid that has exited.
+//! 1. **Pick** files with a decimal id whose writer is gone: no process
+//!    held them in the last two liveness walks (`crate::liveness`).
 //! 2. **Stage**: rename each into `.multiprom-compaction/` (no writer opens
 //!    a file there, and no collector lists it), then, after a short settle,
 //!    look through `/proc/*/fd` and `/proc/*/maps` for every staged inode.
-//!    A file someone holds (a new process with the same pid that opened it
-//!    just before the rename) goes back at once.
+//!    A file someone holds for writing (a process that opened it just
+//!    before the rename) goes back at once, and so does every file when
+//!    some process cannot be inspected.
 //! 3. **Write** the new compacted file (old compacted + staged files, merged
 //!    by [`FoldRule`]) in staging, and `fsync` it.
 //! 4. **Journal** the staged names and the new file's (device, inode), and
@@ -60,10 +62,9 @@ pub(crate) mod staging;
 mod sync_dir;
 #[cfg(test)]
 mod tests;
-mod visibility;
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -76,9 +77,8 @@ use exemplars::{fold_exemplars, remove_folded_exemplars};
 use fold::{Fold, FoldRule};
 use journal::Journal;
 use staging::Staging;
-pub(crate) use visibility::check_writers_visible;
 
-use crate::process::{holders, process_state};
+use crate::process::busy;
 use crate::set_aside::{set_aside, Aside};
 
 /// Files folded per kind in one pass, so one pass holds scrapes back for a
@@ -292,10 +292,11 @@ impl Compactor {
     /// returns the error, so the directory is whole again either way.
     pub(crate) fn pass(
         &self,
+        is_free: &dyn Fn(&Path) -> bool,
         observer: &mut dyn FnMut(&Step),
     ) -> Result<CompactPass, CompactError> {
         self.recover(observer)?;
-        let result = self.pass_after_recovery(observer);
+        let result = self.pass_after_recovery(is_free, observer);
         if result.is_err() {
             // If this fails too, the next pass tries again first.
             let _ = self.recover(observer);
@@ -305,6 +306,7 @@ impl Compactor {
 
     fn pass_after_recovery(
         &self,
+        is_free: &dyn Fn(&Path) -> bool,
         observer: &mut dyn FnMut(&Step),
     ) -> Result<CompactPass, CompactError> {
         let start = Instant::now();
@@ -314,7 +316,7 @@ impl Compactor {
                 path: self.dir().to_owned(),
                 source,
             })?;
-        let candidates = pick(&listing);
+        let candidates = pick(&listing, is_free);
         if candidates.is_empty() {
             pass.duration = start.elapsed();
             return Ok(pass);
@@ -324,12 +326,16 @@ impl Compactor {
             staging: &self.staging,
             observer: RefCell::new(&mut *observer),
         };
-        let outcome = set_aside(candidates, &staging, held_or_uninspectable).map_err(|source| {
-            // Without /proc nothing can be folded safely.
-            CompactError::Io {
-                path: PathBuf::from("/proc"),
-                source,
-            }
+        let outcome = set_aside(candidates, &staging, |staged| {
+            let staged: Vec<(PathBuf, FileIdentity)> = staged
+                .iter()
+                .map(|(name, id)| (self.staging.staged(name), *id))
+                .collect();
+            Ok::<_, std::io::Error>(busy(&staged))
+        })
+        .map_err(|source| CompactError::Io {
+            path: PathBuf::from("/proc"),
+            source,
         })?;
         if let Some((name, source)) = outcome.not_put_back.into_iter().next() {
             return Err(CompactError::Io {
@@ -515,26 +521,6 @@ fn exited_writer_pid(id: &str) -> Option<u32> {
     }
 }
 
-/// Which of the staged files some process holds open or mapped, or whose
-/// pid now belongs to a process that cannot be inspected (a writer only ever
-/// opens the file named after its own pid).
-fn held_or_uninspectable(
-    staged: &[(FileName, FileIdentity)],
-) -> std::io::Result<HashSet<FileIdentity>> {
-    let wanted: HashSet<FileIdentity> = staged.iter().map(|(_, id)| *id).collect();
-    let found = holders(&wanted)?;
-    let mut busy = found.held;
-    for (name, id) in staged {
-        if name
-            .pid()
-            .is_some_and(|pid| found.uninspectable_pids.contains(&pid))
-        {
-            busy.insert(*id);
-        }
-    }
-    Ok(busy)
-}
-
 /// The staging directory as a place to set files aside, telling the
 /// observer of each file staged.
 struct ObservedStaging<'a> {
@@ -563,12 +549,13 @@ fn allocated(path: &Path) -> i64 {
     std::fs::metadata(path).map_or(0, |m| (m.blocks() * 512) as i64)
 }
 
-/// The files of `listing` that may be folded: a kind with a fold rule, and a
-/// decimal pid (exactly as `os.getpid()` writes it) whose process has exited,
-/// alone or followed by `.<n>` (a staged file put back beside a newer file
-/// of the same name, [`Staging::put_back`]). At most [`MAX_FILES_PER_FOLD`]
-/// per kind.
-fn pick(listing: &[PathBuf]) -> Vec<FileName> {
+/// The files of `listing` that may be folded: a kind with a fold rule, a
+/// decimal id (as `os.getpid()` writes it, or a worker index), alone or
+/// followed by `.<n>` (a staged file put back beside a newer file of the
+/// same name, [`Staging::put_back`]), and a writer that `is_free` says is
+/// gone (no process holds the file: the liveness rule). At most
+/// [`MAX_FILES_PER_FOLD`] per kind.
+fn pick(listing: &[PathBuf], is_free: &dyn Fn(&Path) -> bool) -> Vec<FileName> {
     let mut per_kind: BTreeMap<MetricKind, usize> = BTreeMap::new();
     let mut picked = Vec::new();
     for path in listing {
@@ -582,10 +569,7 @@ fn pick(listing: &[PathBuf]) -> Vec<FileName> {
         if FoldRule::of(name.kind()).is_none() {
             continue;
         }
-        let Some(pid) = exited_writer_pid(name.id()) else {
-            continue;
-        };
-        if !process_state(pid).is_dead() {
+        if exited_writer_pid(name.id()).is_none() || !is_free(path) {
             continue;
         }
         let count = per_kind.entry(name.kind()).or_default();

@@ -8,7 +8,7 @@
 //!
 //! 1. **Stage**: after the `*.db` files, each folded file's native file
 //!    moves into the staging directory's `native-histograms/` (set aside
-//!    and looked for holders like the `*.db` files: one a new process with
+//!    and checked for holders like the `*.db` files: one a new process with
 //!    the same pid holds goes back, its histograms stay where they are and
 //!    are not folded). No writer opens a staged file: a new process with
 //!    the pid starts a fresh one.
@@ -53,7 +53,7 @@ use super::error::CompactError;
 use super::staging::Staging;
 use super::sync_dir::sync_dir;
 use super::Step;
-use crate::process::holders;
+use crate::process::busy;
 use crate::set_aside::{move_no_replace, set_aside, Aside};
 
 /// Where, in staging, the new compacted native file is written (as the
@@ -97,8 +97,11 @@ pub(crate) fn stage_natives(
         observer: RefCell::new(observer),
     };
     let outcome = set_aside(present, &aside, |moved| {
-        let ids = moved.iter().map(|(_, id)| *id).collect();
-        holders(&ids).map(|h| h.held)
+        let staged: Vec<(PathBuf, FileIdentity)> = moved
+            .iter()
+            .map(|(name, id)| (native_histogram_path(staging.path(), name), *id))
+            .collect();
+        Ok::<_, io::Error>(busy(&staged))
     })
     .map_err(io_at(Path::new("/proc")))?;
     for (name, e) in outcome.not_moved {

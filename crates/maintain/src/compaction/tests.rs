@@ -19,6 +19,18 @@ fn dead_pid() -> u32 {
     pid
 }
 
+/// The liveness rule as these tests script it: no process holds their
+/// files, and those named after a pid that has exited (as [`dead_pid`]
+/// makes them) are free, those named after a live one are not. The real
+/// rule (`crate::liveness`) is tested on its own.
+fn by_dead_pid(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| FileName::parse(n).ok())
+        .and_then(|name| exited_writer_pid(name.id()))
+        .is_some_and(|pid| crate::process::process_state(pid).is_dead())
+}
+
 /// Writes one file of `kind` for `id` with `entries` (label value, value,
 /// timestamp).
 fn write(dir: &Path, kind: MetricKind, id: &str, entries: &[(&str, f64, f64)]) {
@@ -198,7 +210,7 @@ fn a_pass_folds_dead_writers_and_keeps_every_series() {
     );
     let (compactor, recovery) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
     assert_eq!(recovery, Recovery::default());
-    let pass = compactor.pass(&mut |_| {}).unwrap();
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 7 * 3);
     assert!(pass.held.is_empty() && pass.skipped.is_empty(), "{pass:?}");
     assert!(pass.bytes_reclaimed > 0);
@@ -222,7 +234,7 @@ fn a_pass_folds_dead_writers_and_keeps_every_series() {
     );
     let before = merged(dir.path());
     assert!(before.contains("requests_total{route=\"c\"} 1.0"));
-    let pass = compactor.pass(&mut |_| {}).unwrap();
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 2);
     assert_eq!(merged(dir.path()), before);
     assert_compacted(dir.path());
@@ -238,7 +250,7 @@ fn a_file_held_open_by_a_process_is_put_back() {
     let path = dir.path().join(format!("counter_{pid}.db"));
     let holder = crate::process::TestHolder::start(&[], &[&path]);
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
-    let pass = compactor.pass(&mut |_| {});
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {});
     drop(holder);
     let pass = pass.unwrap();
     assert_eq!(
@@ -248,7 +260,13 @@ fn a_file_held_open_by_a_process_is_put_back() {
     assert_eq!(pass.files_folded(), 0);
     assert!(path.exists());
     // Once nobody holds it, it is folded.
-    assert_eq!(compactor.pass(&mut |_| {}).unwrap().files_folded(), 1);
+    assert_eq!(
+        compactor
+            .pass(&by_dead_pid, &mut |_| {})
+            .unwrap()
+            .files_folded(),
+        1
+    );
     assert!(!path.exists());
 }
 
@@ -285,7 +303,7 @@ fn crash_child() {
         Compactor::open(Path::new(&dir), &mut observer).unwrap();
     } else {
         let (compactor, _) = Compactor::open(Path::new(&dir), &mut |_| {}).unwrap();
-        compactor.pass(&mut observer).unwrap();
+        compactor.pass(&by_dead_pid, &mut observer).unwrap();
     }
 }
 
@@ -335,7 +353,7 @@ fn a_kill_at_any_step_loses_nothing() {
         let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
         assert_eq!(merged(dir.path()), before, "after a kill at step {at}");
         assert!(staged(dir.path()).is_empty(), "after a kill at step {at}");
-        compactor.pass(&mut |_| {}).unwrap();
+        compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
         assert_eq!(
             merged(dir.path()),
             before,
@@ -364,7 +382,7 @@ fn a_name_taken_by_a_new_writer_after_a_kill_is_not_overwritten() {
     assert!(merged(dir.path()).contains(&total));
     // Once that process has exited too, both files are folded: the one put
     // back under `<pid>.1` (no writer ever opens such a name) and its own.
-    compactor.pass(&mut |_| {}).unwrap();
+    compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert!(merged(dir.path()).contains(&total));
     assert_eq!(
         names(dir.path()),
@@ -461,7 +479,7 @@ fn a_fold_keeps_the_latest_exemplar_of_each_series() {
     write_exemplars(dir.path(), counter, &me, &[("a", "live", 99.0)]);
 
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
-    let pass = compactor.pass(&mut |_| {}).unwrap();
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 2);
     let pairs = |v: &[(&str, &str)]| -> BTreeSet<(String, String)> {
         v.iter()
@@ -492,7 +510,7 @@ fn a_fold_without_exemplars_makes_no_exemplar_directory() {
     let dir = tempfile::tempdir().unwrap();
     populate(dir.path());
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
-    compactor.pass(&mut |_| {}).unwrap();
+    compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_compacted(dir.path());
     assert!(!dir.path().join("exemplars").exists());
 }
@@ -625,7 +643,7 @@ fn a_fold_keeps_the_sum_of_native_histograms() {
         .map(|path| blocks(&path))
         .sum();
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
-    let pass = compactor.pass(&mut |_| {}).unwrap();
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 3);
     assert_eq!(native_sum(dir.path()), before);
     let compacted = blocks(&dir.path().join("histogram_compacted.db"))
@@ -656,7 +674,13 @@ fn a_fold_keeps_the_sum_of_native_histograms() {
     write_natives(dir.path(), &pid, 8, &[("a", 0.5), ("c", 7.0)]);
     let before = native_sum(dir.path());
     assert_eq!(before.len(), 3);
-    assert_eq!(compactor.pass(&mut |_| {}).unwrap().files_folded(), 1);
+    assert_eq!(
+        compactor
+            .pass(&by_dead_pid, &mut |_| {})
+            .unwrap()
+            .files_folded(),
+        1
+    );
     assert_eq!(native_sum(dir.path()), before);
     assert_eq!(
         native_names(dir.path()),
@@ -694,7 +718,7 @@ fn a_kill_at_any_step_counts_native_histograms_exactly_once() {
             native_names(dir.path())
         );
         assert!(staged(dir.path()).is_empty(), "after a kill at step {at}");
-        compactor.pass(&mut |_| {}).unwrap();
+        compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
         let after = (merged(dir.path()), native_sum(dir.path()));
         assert_eq!(after, before, "after a kill at step {at} and a pass");
         assert_eq!(
@@ -719,7 +743,7 @@ fn a_damaged_native_histogram_file_does_not_stop_the_fold() {
     std::fs::rename(dir.path().join("damaged"), &damaged_path).unwrap();
 
     let (compactor, _) = Compactor::open(dir.path(), &mut |_| {}).unwrap();
-    let pass = compactor.pass(&mut |_| {}).unwrap();
+    let pass = compactor.pass(&by_dead_pid, &mut |_| {}).unwrap();
     assert_eq!(pass.files_folded(), 3, "{pass:?}");
     assert_eq!(merged(dir.path()), db_before);
     // The damaged file stays where it was, unfolded (an orphan now, for
