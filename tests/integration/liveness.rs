@@ -949,7 +949,11 @@ fn serve_elsewhere(dir: &Path, user: Option<&str>) -> Command {
         cmd.arg(setpriv)
             .arg(format!("--reuid={uid}"))
             .arg(format!("--regid={gid}"))
-            .arg("--clear-groups");
+            .arg("--clear-groups")
+            // The change of user clears the parent-death signal that
+            // `--kill-child` set: set it again, so a test that stops
+            // `unshare` (or dies) leaves no server behind.
+            .arg("--pdeathsig=KILL");
     }
     cmd.arg(env!("CARGO_BIN_EXE_multiprom"))
         .arg("serve")

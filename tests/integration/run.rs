@@ -83,7 +83,7 @@ fn forking_workers_are_merged_dead_ones_reaped_and_the_dir_removed() {
     assert_eq!(sample_value(&parsed, "busy_workers", &[]), Some(3.0));
 
     // A worker dies (and stays a zombie): its livesum share leaves the
-    // output at once, its counter stays. The file itself stays for the grace
+    // output within a second (nobody holds its file), its counter stays. The file itself stays for the grace
     // period: gunicorn's child_exit hook would remove it once the master
     // collects the zombie, and must not find it gone.
     std::fs::write(control.path().join("kill-one"), b"").unwrap();
@@ -91,7 +91,13 @@ fn forking_workers_are_merged_dead_ones_reaped_and_the_dir_removed() {
         .parse()
         .unwrap();
     assert_eq!(killed, pids[0]);
-    let parsed = scrape(addr);
+    // Within a look at the processes (every second for the files held).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut parsed = scrape(addr);
+    while sample_value(&parsed, "busy_workers", &[]) != Some(2.0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        parsed = scrape(addr);
+    }
     assert_eq!(sample_value(&parsed, "jobs_total", &[]), Some(6.0));
     assert_eq!(sample_value(&parsed, "busy_workers", &[]), Some(2.0));
     assert!(dir.join(format!("gauge_livesum_{killed}.db")).exists());

@@ -3,16 +3,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::harness::{multiprom, run_python, temp_dir};
+use crate::harness::{multiprom, python, run_python, temp_dir};
 use crate::http_client::{get, gunzip, request};
 use crate::spawned_server::{Spawned, PATIENCE};
 
@@ -499,12 +499,13 @@ fn status_page_shows_every_file_escaped() {
     assert!(bad_row.starts_with("<tr class=\"bad\">"), "{bad_row}");
     assert!(bad_row.contains("offset 0: 0-byte file"), "{bad_row}");
     let livesum_row = html.lines().find(|l| l.contains("gauge_livesum_")).unwrap();
-    // type, gauge mode, pid, process state (the fixture's workers exited).
+    // type, gauge mode, id, writer (the fixture's workers exited: nobody
+    // holds their files).
     assert!(
         livesum_row.contains("<td>gauge</td><td>livesum</td>"),
         "{livesum_row}"
     );
-    assert!(livesum_row.contains("<td>dead</td>"), "{livesum_row}");
+    assert!(livesum_row.contains("<td>gone</td>"), "{livesum_row}");
     assert!(html.contains(&format!(
         "{} files: {} ok, 1 bad",
         db_files(dir.path()).len(),
@@ -560,8 +561,21 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
         .find(|n| n.starts_with("gauge_livesum_"))
         .unwrap();
     let counter = names.iter().find(|n| n.starts_with("counter_")).unwrap();
-    // A live process and a zombie (exited, not waited for yet).
-    let mut live = Command::new("sleep").arg("120").spawn().unwrap();
+    // A live writer (it maps its files, as prometheus_client's writer
+    // does, once they are there) and a zombie (exited, not waited for yet).
+    let mut live = Command::new(python())
+        .args([
+            "-c",
+            "import mmap, os, sys\n\
+d = sys.stdin.readline().strip()\n\
+files = [open(os.path.join(d, f'{k}_{os.getpid()}.db'), 'r+b') for k in ('gauge_livesum', 'counter')]\n\
+keep = [mmap.mmap(f.fileno(), 0) for f in files]\n\
+print('ready', flush=True); sys.stdin.read()",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut zombie = Command::new("true").spawn().unwrap();
     let deadline = Instant::now() + PATIENCE;
     while zombie_state(zombie.id()) != Some('Z') {
@@ -579,6 +593,16 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
             dir.path().join(format!("counter_{pid}.db")),
         )
         .unwrap();
+    }
+    {
+        let mut stdin = live.stdin.take().unwrap();
+        writeln!(stdin, "{}", dir.path().display()).unwrap();
+        live.stdin = Some(stdin);
+        let mut ready = String::new();
+        std::io::BufReader::new(live.stdout.as_mut().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready.trim(), "ready");
     }
     let before = db_files(dir.path());
     let dead_live_gauges: Vec<String> = before
@@ -673,7 +697,7 @@ fn reap_dead_retires_dead_live_gauges_at_once_and_removes_them_after_the_grace()
     assert_eq!(workers, expected_output);
     let stderr = server.wait_for_stderr(&format!("process {} is gone", zombie.id()));
     assert!(!stderr.contains(&format!("process {} is gone", live.id())));
-    live.kill().unwrap();
+    drop(live.stdin.take());
     live.wait().unwrap();
 }
 

@@ -1,5 +1,5 @@
-//! Running the directory's maintainer beside the endpoint: recovery and a
-//! first pass before serving, then each pass when the maintainer says it is
+//! Running the directory's maintainer beside the endpoint: recovery, a
+//! warm collection and a first pass before serving, then each pass when the maintainer says it is
 //! due, on the blocking pool (its passes move files, sleep and walk
 //! `/proc`), one at a time.
 
@@ -24,8 +24,24 @@ pub(crate) async fn start(
     let first = {
         let (maintainer, endpoint) = (Arc::clone(&maintainer), endpoint.clone());
         tokio::task::spawn_blocking(move || {
-            maintainer.recover(endpoint.collector());
-            maintainer.run_due(endpoint.collector())
+            let collector = endpoint.collector();
+            maintainer.recover(collector);
+            // Two collections before the first look at the processes: the
+            // second sets the directory watch and maps the files, so the
+            // look comes after the collector has seen every file, and the
+            // first scrape can already leave out the live gauges of
+            // writers that are gone and skip their files. Each problem is
+            // reported once, by the collection that meets it: here, as the
+            // endpoint reports a scrape's. A directory that cannot be read
+            // now is reported by the scrapes.
+            for _ in 0..2 {
+                if let Ok(scrape) = collector.collect() {
+                    for warning in &scrape.warnings {
+                        tracing::warn!("{warning}");
+                    }
+                }
+            }
+            maintainer.run_due(collector)
         })
         .await
         .map_err(std::io::Error::other)?

@@ -21,16 +21,17 @@ pub(crate) struct Args {
     pub endpoint: EndpointArgs,
     #[command(flatten)]
     pub log: logging::LogArgs,
-    /// Remove the gauge_live* files of processes that no longer exist (as
-    /// prometheus_client's mark_process_dead does). Only where the workers'
-    /// pids are visible: not from another pid namespace (container).
+    /// Leave out, then remove, the gauge_live* files whose writer is gone (as
+    /// prometheus_client's mark_process_dead does): no process holds them
+    /// for writing, whatever their name. Where that cannot be seen
+    /// (liveness unknown, said in the log), nothing is left out.
     #[arg(long)]
     pub reap_dead: bool,
     /// Fold the counter, histogram, summary and gauge sum/max/min/mostrecent
     /// files of exited workers into one *_compacted.db file per kind, at
     /// start and every --compact-interval, so the directory stays small
-    /// under worker churn. Refused (with a warning) where the workers'
-    /// processes are not visible. Python's own collector reading the same
+    /// under worker churn. Nothing is folded while the writers' liveness is
+    /// unknown. Python's own collector reading the same
     /// directory may miscount during a fold: read it through multiprom.
     #[arg(long)]
     pub compact: bool,

@@ -40,6 +40,11 @@ pub trait WriterLiveness: Send + Sync {
     fn generation(&self) -> u64 {
         0
     }
+
+    /// Asks for a new look at the processes soon: a file was opened at
+    /// about the time the collector opened it itself, so the opener may be
+    /// a writer no look has seen yet. Until that look, answers stand.
+    fn look_again(&self) {}
 }
 
 impl<F> WriterLiveness for F
@@ -68,6 +73,11 @@ impl ExitedWriters {
     /// See [`WriterLiveness::generation`].
     pub(crate) fn generation(&self) -> u64 {
         self.0.generation()
+    }
+
+    /// See [`WriterLiveness::look_again`].
+    pub(crate) fn look_again(&self) {
+        self.0.look_again();
     }
 }
 

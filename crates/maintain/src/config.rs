@@ -45,14 +45,13 @@ impl MaintainConfig {
     }
 }
 
-/// Reaping: what `mark_process_dead` does, for every pid in the directory
-/// whose process has exited. Only where the workers' pids are visible (the
-/// same pid namespace).
+/// Reaping: what `mark_process_dead` does, for every live-gauge file whose
+/// writer is gone (by the maintainer's [`crate::Liveness`]).
 ///
-/// The live gauges of an exited process leave every collection that asks
-/// ([`crate::Maintainer::retired_live_gauges`]) at once; the files
-/// themselves are removed `grace` after the process is gone, by the passes
-/// made every `interval`.
+/// The live gauges of a writer that is gone leave every collection that
+/// asks (`DirCollector::leave_out_exited_live_gauges`) at once; the files
+/// themselves are removed `grace` after that, by the passes made every
+/// `interval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReapConfig {
@@ -98,8 +97,9 @@ impl ReapConfig {
 pub struct CompactConfig {
     /// How often a pass runs.
     pub interval: Duration,
-    /// Whether to check, before compacting, that the writers' processes are
-    /// visible from here (see [`CompactConfig::with_writers_visible`]).
+    /// Whether a writer must have been seen from here before files the
+    /// kernel will not answer for are taken for gone (see
+    /// [`CompactConfig::with_writers_visible`]).
     pub check_writers_visible: bool,
 }
 
@@ -121,10 +121,11 @@ impl CompactConfig {
         self
     }
 
-    /// Skips the check that the writers' processes are visible from here,
-    /// for a host that knows they are (it started them in its own pid
-    /// namespace, on a local file system). A writer in another pid
-    /// namespace would look exited, and its file would be folded under it.
+    /// Takes the writers' processes as visible from here without having
+    /// seen one, for a host that knows they are (it started them in its own
+    /// pid namespace): files the kernel will not answer for are then taken
+    /// for gone as soon as `/proc` shows no holder (see
+    /// [`crate::Liveness::assume_writers_visible`]).
     #[must_use]
     pub fn with_writers_visible(mut self) -> Self {
         self.check_writers_visible = false;

@@ -2,8 +2,8 @@
 //! settling, leaving live gauges out, reaping and compaction alike.
 //!
 //! A file's writer is gone only when **no process has the file open or
-//! mapped for writing**, in two walks in a row, both taken after anything
-//! last happened to the file (opened, written, replaced: what the caller's
+//! mapped for writing**, in a look taken after anything last happened to
+//! the file (opened, written, replaced: what the caller's
 //! directory watch saw). A walk asks the kernel first, file by file: a read
 //! lease is granted only while no open file description of the file can
 //! write ([`multiprom_format::write_lease`]), which covers every process of
@@ -81,7 +81,7 @@ pub enum LivenessState {
     Known {
         /// Files some process holds for writing.
         held: usize,
-        /// Files no process held in the last two walks.
+        /// Files no process holds (by `/proc`: in the last two walks).
         free: usize,
     },
     /// Holders cannot be seen: nothing is taken for gone.
@@ -330,7 +330,10 @@ impl Liveness {
         let listing = multiprom_collector::scan_dir(&self.dir).unwrap_or_default();
         let mut held: HashMap<FileIdentity, Option<u32>> = HashMap::new();
         let mut held_leased = Vec::new();
+        // Free by the kernel's word: at once (see the module docs).
         let mut free_now: HashMap<FileIdentity, PathBuf> = HashMap::new();
+        // Free as `/proc` shows it: once confirmed by the next look.
+        let mut free_in_proc: HashMap<FileIdentity, PathBuf> = HashMap::new();
         let mut unanswered: Vec<(PathBuf, FileIdentity)> = Vec::new();
         let mut probes = HashMap::with_capacity(listing.len());
         for path in listing {
@@ -374,24 +377,26 @@ impl Liveness {
                         held.insert(id, Some(pid));
                     }
                     None => {
-                        free_now.insert(id, path);
+                        free_in_proc.insert(id, path);
                     }
                 }
             }
         }
-        let free: HashSet<FileIdentity> = free_now
+        let confirmed: Vec<FileIdentity> = free_in_proc
             .keys()
             .filter(|id| walker.free_once.contains(id))
             .copied()
             .collect();
-        walker.unconfirmed = free_now.len() > free.len();
-        walker.free_once = free_now.keys().copied().collect();
+        walker.unconfirmed = free_in_proc.len() > confirmed.len();
+        walker.free_once = free_in_proc.keys().copied().collect();
         walker.held_leased = held_leased;
-        let free_paths = free_now
-            .into_iter()
-            .filter(|(id, _)| free.contains(id))
-            .map(|(_, path)| path)
-            .collect();
+        for id in confirmed {
+            if let Some(path) = free_in_proc.remove(&id) {
+                free_now.insert(id, path);
+            }
+        }
+        let free: HashSet<FileIdentity> = free_now.keys().copied().collect();
+        let free_paths = free_now.into_values().collect();
         Ok(View {
             started: Some(started),
             state: LivenessState::Known {
@@ -452,6 +457,10 @@ impl WriterLiveness for Liveness {
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
+
+    fn look_again(&self) {
+        self.wanted.store(true, Ordering::Release);
+    }
 }
 
 impl Liveness {
@@ -474,6 +483,10 @@ impl WriterLiveness for SharedLiveness {
 
     fn generation(&self) -> u64 {
         self.0.generation()
+    }
+
+    fn look_again(&self) {
+        self.0.look_again();
     }
 }
 
@@ -519,4 +532,74 @@ fn network_file_system(dir: &Path) -> Option<&'static str> {
         _ => return None,
     };
     Some(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::TestHolder;
+    use multiprom_format::FileName;
+
+    fn gone(liveness: &Liveness, path: &Path, since: Instant) -> bool {
+        let name = FileName::parse(path.file_name().unwrap().to_str().unwrap()).unwrap();
+        liveness.gone(&WrittenFile {
+            name: &name,
+            identity: FileIdentity::of(path).unwrap(),
+            since,
+        })
+    }
+
+    #[test]
+    fn a_file_is_gone_once_the_kernel_says_no_process_writes_it_whatever_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        // Named after this test's own live pid: the name is no evidence.
+        let named_alive = dir
+            .path()
+            .join(format!("counter_{}.db", std::process::id()));
+        let held = dir.path().join("counter_900001.db");
+        let read = dir.path().join("counter_3.db");
+        for path in [&named_alive, &held, &read] {
+            std::fs::write(path, [0u8; 4096]).unwrap();
+        }
+        let liveness = Liveness::new(dir.path());
+        let before = Instant::now();
+        // Nothing is gone before a look.
+        assert!(!gone(&liveness, &named_alive, before));
+        let writer = TestHolder::start(&[&held], &[]);
+        let reader = TestHolder::reading(&[&read], &[&read]);
+        liveness.walk_now();
+        assert!(gone(&liveness, &named_alive, before));
+        assert!(gone(&liveness, &read, before), "a reader is no writer");
+        assert!(!gone(&liveness, &held, before), "a live writer's file");
+        assert_eq!(liveness.state(), LivenessState::Known { held: 1, free: 2 });
+        // Something happened to the file after the last look began: only a
+        // later look answers for it.
+        assert!(!gone(&liveness, &named_alive, Instant::now()));
+        drop(writer);
+        drop(reader);
+        assert!(!gone(&liveness, &held, before), "no look since");
+        liveness.walk_now();
+        assert!(gone(&liveness, &held, before), "its writer exited");
+        assert!(liveness.is_free_path(&held));
+    }
+
+    #[test]
+    fn the_held_files_are_asked_about_each_tick_and_their_release_brings_a_look() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("counter_1.db");
+        std::fs::write(&held, [0u8; 4096]).unwrap();
+        let liveness = Liveness::new(dir.path());
+        let writer = TestHolder::start(&[&held], &[]);
+        liveness.run_due();
+        let generation = liveness.generation();
+        // Within the minimum gap, nothing is due.
+        liveness.run_due();
+        assert_eq!(liveness.generation(), generation);
+        std::thread::sleep(MIN_GAP);
+        liveness.run_due();
+        assert_eq!(liveness.generation(), generation, "still held: no look");
+        drop(writer);
+        liveness.run_due();
+        assert_eq!(liveness.generation(), generation + 1, "released: a look");
+    }
 }

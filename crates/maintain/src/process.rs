@@ -4,8 +4,10 @@
 //!
 //! All of it describes *this* pid namespace. A collector in another namespace
 //! (another container without `shareProcessNamespace`) sees other processes
-//! or none under the writers' pids, so nothing here may be trusted there; the
-//! callers only act where the writers' pids are visible.
+//! or none under the writers' pids: a pid number is never proof that a
+//! file's writer is gone (see `crate::liveness`, which asks the kernel
+//! first and falls back to [`holders`] only where every process can be
+//! looked at).
 
 use std::collections::{HashMap, HashSet};
 use std::io;

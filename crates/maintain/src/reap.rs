@@ -1,26 +1,29 @@
 //! Reaping: what `prometheus_client.multiprocess.mark_process_dead(pid)` does,
-//! for every pid in the directory whose process has exited, without ever
-//! racing the application's own `mark_process_dead`.
+//! for every live-gauge file whose writer is gone (the liveness rule,
+//! `crate::liveness`: no process holds it for writing), without ever racing
+//! the application's own `mark_process_dead`.
 //!
 //! `mark_process_dead` deletes `gauge_live*_<pid>.db` and nothing else:
 //! counters, histograms, summaries and non-live gauges of dead processes are
 //! kept, so totals never go backwards. Python relies on the application
 //! calling it (gunicorn's `child_exit` hook); a crashed worker is never
-//! marked. Here the pid in the file name is checked instead.
+//! marked. Here the file's holders are looked at instead.
 //!
 //! The hook lists the files with `glob` and then calls `os.remove` on each:
 //! if anyone else removes one of them in between, the hook raises
 //! `FileNotFoundError`, and in gunicorn that exception kills the master and
 //! with it the whole application. So the [`Reaper`] splits reaping in two:
 //!
-//! 1. **Retire at once.** A live-gauge file whose process has exited (gone or
-//!    a zombie) is left out of the merge from the first scrape that sees it
-//!    dead. The output is exactly what Python serves after the hook ran.
-//! 2. **Remove much later.** The file itself is removed only after its
-//!    process has been *gone* (not a zombie: gunicorn runs `child_exit` right
-//!    after collecting the worker's exit status, so a zombie's hook is still
-//!    to come) for a grace period (five minutes by default), and only if no
-//!    process holds it open or mapped. A hook runs within milliseconds of its
+//! 1. **Retire at once.** A live-gauge file whose writer is gone is left out
+//!    of the merge by the collector from the first scrape after the liveness
+//!    look that found it so (`DirCollector::leave_out_exited_live_gauges`).
+//!    The output is exactly what Python serves after the hook ran.
+//! 2. **Remove much later.** The file itself is removed only after no
+//!    process has held it, and no process has had the pid in its name (not
+//!    even a zombie: gunicorn runs `child_exit` right after collecting the
+//!    worker's exit status, so a zombie's hook is still to come), for a
+//!    grace period (five minutes by default), and only if no process holds
+//!    it for writing then. A hook runs within milliseconds of its
 //!    worker being collected, so by then it has long finished. The file is
 //!    first renamed to a hidden name (out of the `*.db` namespace) and
 //!    checked for holders again before it is deleted, so a new process that
@@ -34,11 +37,9 @@
 //! (`PidWindow`). A file is therefore removed only when
 //! no process with its pid can have existed for the whole grace period.
 //!
-//! Retiring is cheap (a `kill(pid, 0)` per pid not known gone, nothing when
-//! nothing changed) and runs on every scrape ([`Reaper::survey`]); removing
-//! (moving aside, the settle, the walks of every process's open files and
-//! maps) runs only in the maintainer's own passes ([`remove_due`]), never
-//! inside a scrape.
+//! Surveys ([`Reaper::survey`]) and removing (moving aside, the settle, the
+//! looks at holders) run only in the maintainer's own passes
+//! ([`remove_due`]), never inside a scrape.
 //!
 //! A reaper killed between moving a file aside and removing it (a 20 ms
 //! window) leaves the hidden `.<name>.reaping` behind, which no scan lists
@@ -47,9 +48,10 @@
 //! (a younger one may be another reaper's, mid-pass), is removed, or put
 //! back under its name if some process holds it.
 //!
-//! Ids that are not plain decimal pids (a custom `process_identifier`) are
-//! never reaped. None of this is valid across pid namespaces: reap only where
-//! the workers' pids are visible (`docs/operations.md`).
+//! Ids that are not plain decimal numbers (a custom `process_identifier`)
+//! are never removed (their live gauges are still left out while their
+//! writer is gone). Where the liveness is unknown (holders cannot be seen)
+//! nothing is retired or removed.
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;

@@ -41,6 +41,8 @@ pub(super) fn changed_listing(
             ..Changes::default()
         },
     };
+    // Opens this collector made since the last take are among `opened`.
+    let last_take = state.events_taken_at.replace(now);
     if changes.everything {
         // Events were lost or the directory went away: start a new watch
         // (before listing, so nothing between the two is missed).
@@ -119,6 +121,10 @@ pub(super) fn changed_listing(
                 {
                     if touched {
                         file.touched();
+                    } else if last_take.is_some_and(|at| file.opened_by_us_since(at)) {
+                        // Ours, perhaps with another: a new look tells.
+                        file.opened_perhaps_by_us();
+                        state.look_again = true;
                     } else {
                         file.opened();
                     }

@@ -385,6 +385,9 @@ impl DirCollector {
         let settle = map && state.watch.is_some();
         let exited = self.exited.as_ref().filter(|_| settle);
         if let Some(exited) = exited {
+            if std::mem::take(&mut state.look_again) {
+                exited.look_again();
+            }
             bring_back_held(&mut state, exited);
         }
         let left_out = leave_out(&listing);

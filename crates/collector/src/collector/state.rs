@@ -108,6 +108,11 @@ pub(super) struct CollectorState {
     pub(super) liveness_generation: Option<u64>,
     /// The live gauges left out as their writers are gone.
     pub(super) exited_live: ExitedLive,
+    /// When the watch's events were last taken.
+    pub(super) events_taken_at: Option<Instant>,
+    /// Ask the caller's liveness for a new look at the processes: a file
+    /// was opened while this collector opened it too.
+    pub(super) look_again: bool,
 }
 
 /// How one collection runs.

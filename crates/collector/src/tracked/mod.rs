@@ -124,6 +124,9 @@ pub(crate) struct TrackedFile {
     /// as far as events and looks tell: whether its writer is gone is only
     /// answered from a look at the processes taken after this.
     last_event: Instant,
+    /// When this collector last opened the file itself: the watch reports
+    /// its own opens too, and those are no writer's.
+    own_open_at: Option<Instant>,
 }
 
 /// Whether a file can still change under its map.
@@ -161,6 +164,7 @@ impl TrackedFile {
             writer_gone_in: 0,
             changes: 0,
             last_event: Instant::now(),
+            own_open_at: None,
         }
     }
 
@@ -190,6 +194,19 @@ impl TrackedFile {
     /// process with the pid of the one that wrote it), so it is read again.
     pub(crate) fn opened(&mut self) {
         self.last_event = Instant::now();
+        self.settled = Settled::No;
+        self.changes += 1;
+    }
+
+    /// Whether this collector opened the file itself at or after `at`.
+    pub(crate) fn opened_by_us_since(&self, at: Instant) -> bool {
+        self.own_open_at.is_some_and(|own| own >= at)
+    }
+
+    /// Marks the file as opened, by this collector perhaps: it is read
+    /// again, but what is known of its writer stands (the caller asks for a
+    /// new look at the processes, in case someone else opened it too).
+    pub(crate) fn opened_perhaps_by_us(&mut self) {
         self.settled = Settled::No;
         self.changes += 1;
     }
@@ -353,6 +370,7 @@ impl TrackedFile {
         ctx: &mut ParseContext<'_>,
         prefetched: Option<Prefetched>,
     ) -> Result<Option<Refreshed>, ParseError> {
+        self.own_open_at = Some(Instant::now());
         let (file, meta, head) = match prefetched {
             Some(Prefetched { file, meta, head }) => (file, meta, Some(head)),
             None => {
