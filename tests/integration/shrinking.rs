@@ -57,6 +57,12 @@ fn a_file_truncated_behind_the_watch_is_reported_not_a_crash() {
     std::fs::hard_link(dir.path().join("counter_2.db"), &link).unwrap();
     assert!(std::fs::metadata(&link).unwrap().len() > 16_384);
 
+    // A writer holds the file (as a worker would), so every scrape reads
+    // it through its map rather than leaving it settled.
+    let _writer = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.path().join("counter_2.db"))
+        .unwrap();
     let (mut server, addr) = serve(dir.path());
     // The first scrape reads the files; the second sets the watch and maps
     // them.

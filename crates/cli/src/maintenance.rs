@@ -26,21 +26,9 @@ pub(crate) async fn start(
         tokio::task::spawn_blocking(move || {
             let collector = endpoint.collector();
             maintainer.recover(collector);
-            // Two collections before the first look at the processes: the
-            // second sets the directory watch and maps the files, so the
-            // look comes after the collector has seen every file, and the
-            // first scrape can already leave out the live gauges of
-            // writers that are gone and skip their files. Each problem is
-            // reported once, by the collection that meets it: here, as the
-            // endpoint reports a scrape's. A directory that cannot be read
-            // now is reported by the scrapes.
-            for _ in 0..2 {
-                if let Ok(scrape) = collector.collect() {
-                    for warning in &scrape.warnings {
-                        tracing::warn!("{warning}");
-                    }
-                }
-            }
+            // The first look at the processes after the collector has seen
+            // every file, so the first scrape already answers by it.
+            endpoint.warm_up();
             maintainer.run_due(collector)
         })
         .await

@@ -144,6 +144,9 @@ struct ServedDir {
     before_collect: Option<BeforeCollect>,
     /// The last collection whose warnings were logged.
     logged_collection: AtomicU64,
+    /// The collections made before the first request (`Endpoint::warm_up`):
+    /// the log counts scrapes from the first one after them.
+    warm_collections: AtomicU64,
     /// Self-metric names already reported as shadowed by worker families.
     shadowed_reported: Mutex<HashSet<String>>,
     /// Whether the directory could be listed, for logging changes once.
@@ -224,6 +227,7 @@ impl Endpoint {
                 #[cfg(test)]
                 before_collect: None,
                 logged_collection: AtomicU64::new(0),
+                warm_collections: AtomicU64::new(0),
                 shadowed_reported: Mutex::new(HashSet::new()),
                 listability: Listability::default(),
                 history: Mutex::new(std::collections::VecDeque::with_capacity(HISTORY)),
@@ -248,6 +252,31 @@ impl Endpoint {
             served.before_collect = Some(before_collect);
         }
         endpoint
+    }
+
+    /// Collects the directory twice before the first request, blocking (run
+    /// it off the async runtime's workers): the second collection sets the
+    /// directory watch and maps the files, so the first request is a warm
+    /// one, and a maintainer's first look at the processes after this
+    /// answers for every file the collector has seen (its first scrape
+    /// then already settles files and leaves live gauges out). Problems are
+    /// logged as a scrape's are, once. A directory that cannot be read now
+    /// is left for the scrapes to report.
+    pub fn warm_up(&self) {
+        for _ in 0..2 {
+            if let Ok(scrape) = self.served.collector.collect() {
+                for warning in &scrape.warnings {
+                    tracing::warn!("{warning}");
+                }
+                let collection = scrape.stats.collection;
+                self.served
+                    .warm_collections
+                    .store(collection, Ordering::Relaxed);
+                self.served
+                    .logged_collection
+                    .fetch_max(collection, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The same endpoint with the metrics at `path` (Prometheus calls it the
@@ -509,7 +538,9 @@ impl Endpoint {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
-                crate::scrape_log::log_scrape(served.collector.dir(), &scrape);
+                let number =
+                    collection.saturating_sub(served.warm_collections.load(Ordering::Relaxed));
+                crate::scrape_log::log_scrape(served.collector.dir(), &scrape, number);
                 served.remember(&scrape);
             }
             Ok::<T, CollectError>(finish(&served, &scrape))

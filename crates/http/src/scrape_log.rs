@@ -6,7 +6,8 @@ use multiprom_collector::{FileState, Scrape};
 
 /// Logs `scrape` of `dir` at debug (summary and every skipped file) and
 /// trace (every file) level. Cheap when those levels are off.
-pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape) {
+/// `number` counts the endpoint's collections from 1.
+pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape, number: u64) {
     if !tracing::enabled!(tracing::Level::DEBUG) {
         return;
     }
@@ -14,7 +15,7 @@ pub(crate) fn log_scrape(dir: &std::path::Path, scrape: &Scrape) {
     let left_out = stats.files_left_out;
     tracing::debug!(
         "scrape {}: listed {} *.db files in {} ({left_out} left out as exited processes' live gauges); read {} ok{}, skipped {} bad and {} vanished; {} bytes read, {} samples, {:.1} ms; {}; {}",
-        stats.collection,
+        number,
         scrape.files.len() + left_out,
         dir.display(),
         stats.files_ok,
