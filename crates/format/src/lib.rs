@@ -116,3 +116,12 @@ pub use read::{
     read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,
 };
 pub use writer::FileWriter;
+
+/// The system's memory page size (4 KiB on most hosts, 16 or 64 KiB on some
+/// aarch64 ones): what maps are rounded to, what a store through a map
+/// faults in, and what the SIGBUS guard replaces. Read from the system,
+/// never assumed.
+#[must_use]
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}
