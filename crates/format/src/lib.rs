@@ -125,3 +125,18 @@ pub use writer::FileWriter;
 pub fn page_size() -> usize {
     rustix::param::page_size()
 }
+
+#[cfg(test)]
+mod page_tests {
+    /// The page size is the system's. `MULTIPROM_EXPECT_PAGE_SIZE` names the
+    /// one a run must see (`just dist-check` runs these tests for aarch64
+    /// under qemu-user with 64 KiB pages, and checks that they had them).
+    #[test]
+    fn page_size_is_the_systems() {
+        let page = super::page_size();
+        assert!(page.is_power_of_two() && page >= 4096, "{page}");
+        if let Ok(expected) = std::env::var("MULTIPROM_EXPECT_PAGE_SIZE") {
+            assert_eq!(page.to_string(), expected);
+        }
+    }
+}

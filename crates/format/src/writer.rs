@@ -573,6 +573,16 @@ mod tests {
     }
 
     #[test]
+    fn a_new_file_has_blocks_for_a_whole_system_page() {
+        let page = crate::page_size() as u64;
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "10").unwrap();
+        let writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert_eq!(writer.page, page);
+        assert!(first_hole(writer.path()) >= page.min(INITIAL_CAPACITY));
+    }
+
+    #[test]
     fn allocation_ends_on_a_page_boundary() {
         for page in PAGES {
             assert_eq!(allocation_end(1, 1 << 20, page), page);
