@@ -139,7 +139,8 @@ pack() {
     # time stamp; the archive depends only on what is in it.
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' \
         -C "$out" -cf - "$name" | gzip -9 -n > "$out/$name.tar.gz"
-    rm -rf "$stage"
+    # The unpacked directory stays beside the tarball: the Dockerfile's
+    # build stage copies the binary from it.
     echo "tarball: $out/$name.tar.gz ($(needs "$out/$name.tar.gz" "$binary"))"
 }
 
