@@ -182,7 +182,9 @@ def check_run(multiprom, work, port):
         [multiprom, "run", "--listen", "127.0.0.1:%d" % port, "--", sys.executable, script, str(port)],
         env=env_with(),
     )
-    if code != 0:
+    # The app prints what run's endpoint served: both workers' samples.
+    served = ['forked_jobs_total{worker="0"} 10.0', 'forked_jobs_total{worker="1"} 11.0']
+    if code != 0 or not all(line in out.splitlines() for line in served):
         fail("run", "exit %d\n%s\n%s" % (code, out, err))
     print("ok   run: the forked workers' metrics served while they ran")
 
