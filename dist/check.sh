@@ -61,19 +61,28 @@ artefact() {
 tools() {
     local missing=()
     command -v debootstrap > /dev/null || missing+=(debootstrap)
-    command -v qemu-aarch64-static > /dev/null || missing+=(qemu-user-static binfmt-support)
     command -v readelf > /dev/null || missing+=(binutils)
+    # qemu-user only for the parts that run aarch64 programs.
+    local aarch64=""
+    case " $parts " in
+        *" glibc-aarch64 "* | *" musl "* | *" pages-64k "*) aarch64=yes ;;
+    esac
+    if [ -n "$aarch64" ]; then
+        command -v qemu-aarch64-static > /dev/null || missing+=(qemu-user-static binfmt-support)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" > /dev/null
     fi
-    # aarch64 programs (the arm64 root, the static binary) run through
-    # binfmt_misc and qemu-user.
-    [ -e /proc/sys/fs/binfmt_misc/register ] \
-        || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-    update-binfmts --enable qemu-aarch64 2> /dev/null || true
-    [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] \
-        || { echo "qemu-aarch64 is not registered with binfmt_misc" >&2; exit 1; }
+    if [ -n "$aarch64" ]; then
+        # aarch64 programs (the arm64 root, the static binary, the tests)
+        # run through binfmt_misc and qemu-user.
+        [ -e /proc/sys/fs/binfmt_misc/register ] \
+            || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+        update-binfmts --enable qemu-aarch64 2> /dev/null || true
+        [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] \
+            || { echo "qemu-aarch64 is not registered with binfmt_misc" >&2; exit 1; }
+    fi
     # prometheus_client, downloaded once here and installed from this
     # folder in the roots (which have no CA certificates of this machine).
     if ! ls "$work"/wheelhouse/prometheus_client-*.whl > /dev/null 2>&1; then
