@@ -15,10 +15,19 @@ lint:
 test:
     cargo test --workspace
 
-# Release artefacts from this checkout (docs/release.md): the binary tarball
-# (with completions and man pages), the Python wheel and SHA256SUMS, in `out`.
+# Release artefacts from this checkout (docs/release.md), in `out`: wheels
+# (manylinux_2_17 and musllinux_1_2, x86_64 and aarch64), the sdist, binary
+# tarballs for the same four targets (with completions and man pages; the
+# musl ones static) and SHA256SUMS. Cross builds link with zig from PyPI.
 dist out="target/dist":
     bash dist/build.sh all {{out}}
+
+# Checks every artefact of `just dist` where it would run (docs/release.md):
+# in a Debian 11 root, in an arm64 Debian 12 root under qemu-user, the static
+# binaries here and under qemu-aarch64, the sdist built in a fresh venv.
+# Needs root. Run before every release.
+dist-check out="target/dist":
+    bash dist/check.sh {{out}}
 
 # Benchmarks (criterion); see docs/benchmarks.md for recorded figures.
 bench:

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # The release artefacts, built from this checkout (docs/release.md):
 #
-#   binary  multiprom-VERSION-TARGET.tar.gz: the binary, its shell
-#           completions (bash, zsh, fish), its man pages, README and CHANGELOG
-#   wheel   the Python package's wheel (abi3: CPython 3.9 and later), whose
-#           `multiprom` command is the same CLI
-#   all     both, and SHA256SUMS over them
+#   all       everything below for the four targets, and SHA256SUMS
+#   wheels    the Python package's wheels (abi3: CPython 3.9 and later):
+#             manylinux_2_17 for the glibc targets, musllinux_1_2 for the
+#             musl ones; their `multiprom` command is the same CLI
+#   sdist     the Python package's source distribution (needs cargo to
+#             install)
+#   tarballs  multiprom-VERSION-TARGET.tar.gz: the binary, its shell
+#             completions (bash, zsh, fish), its man pages, README, CHANGELOG
+#             and the licences; the musl binaries are static
+#   binary    one tarball for this machine, built with its own C library and
+#             no zig: what the Dockerfile's build stage runs
 #
-# Usage: dist/build.sh [binary|wheel|all] [OUT_DIR]   (default: all target/dist)
-# The Dockerfile's build stage runs `dist/build.sh binary`, so the image
-# holds this recipe's binary.
+# Usage: dist/build.sh [all|wheels|sdist|tarballs|binary|tools] [OUT_DIR]
+# (default: all target/dist; `tools` only installs the build tools). DIST_TARGETS="TRIPLE ..." builds the wheels
+# and tarballs of some targets only.
+#
+# Cross builds link with zig, from PyPI (the ziglang package) like maturin
+# and cargo-zigbuild: no system zig, no container. The glibc targets are
+# linked against glibc 2.17's symbols, so they run on any glibc from 2.17.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,69 +29,216 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)
-target=$(rustc -vV | sed -n 's/^host: //p')
-# The maturin the wheel is built with (tests/integration/python_package.rs
-# builds it with the same one).
+all_targets="x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl"
+targets=${DIST_TARGETS:-$all_targets}
+# The build tools, pinned (tests/integration/python_package.rs builds the
+# wheel with the same maturin).
 maturin_version=1.16.0
+zig_version=0.17.1
+zigbuild_version=0.24.0
+# The oldest glibc the glibc targets are linked for (manylinux2014).
+glibc_floor=2.17
+# Cross builds of every target share one target directory (cargo keeps
+# each triple apart); the host's own builds stay in target/release.
+build=target/dist-build
 
-binary() {
+timings=()
+timed() {
+    local label=$1
+    shift
+    local start=$SECONDS
+    "$@"
+    timings+=("$((SECONDS - start)) s  $label")
+}
+
+tools() {
+    local venv=target/dist-venv-maturin-$maturin_version-zig-$zig_version
+    if [ ! -x "$venv/bin/cargo-zigbuild" ]; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check \
+            "maturin==$maturin_version" "ziglang==$zig_version" "cargo-zigbuild==$zigbuild_version"
+    fi
+    # maturin and cargo-zigbuild run zig as `python3 -m ziglang`: the venv's
+    # python3 comes first.
+    PATH="$PWD/$venv/bin:$PATH"
+    export PATH
+    if command -v rustup > /dev/null; then
+        # shellcheck disable=SC2086
+        rustup target add $targets > /dev/null
+    fi
+}
+
+wheel() {
+    local target=$1 compatibility
+    case "$target" in
+        *-linux-gnu) compatibility=manylinux2014 ;;
+        *-linux-musl) compatibility=musllinux_1_2 ;;
+    esac
+    # maturin checks the extension's symbols and libraries against the
+    # policy of the tag (its built-in auditwheel) and refuses a mismatch.
+    CARGO_TARGET_DIR=$build maturin build --release --locked --zig \
+        --compatibility "$compatibility" --target "$target" \
+        --manifest-path crates/python/Cargo.toml --out "$out"
+}
+
+wheels() {
+    rm -f "$out"/multiprom-*.whl
+    for target in $targets; do
+        timed "wheel $target" wheel "$target"
+    done
+}
+
+sdist() {
+    rm -f "$out/multiprom-$version.tar.gz"
+    maturin sdist --manifest-path crates/python/Cargo.toml --out "$out"
+    # What pip would need and not find: the data directory at the path
+    # pyproject.toml gives, the licences, the README.
+    local listing
+    listing=$(tar -tzf "$out/multiprom-$version.tar.gz")
+    for file in multiprom.data/purelib/multiprom.pth LICENSE-MIT LICENSE-APACHE README.md pyproject.toml Cargo.lock; do
+        grep -qx "multiprom-$version/$file" <<< "$listing" \
+            || { echo "sdist: $file missing" >&2; exit 1; }
+    done
+}
+
+# The binary of `target`, built with zig (glibc targets against glibc 2.17).
+cross_binary() {
+    local target=$1 zig_target=$1
+    case "$target" in
+        *-linux-gnu) zig_target=$target.$glibc_floor ;;
+    esac
     # Shipped without debug information: line tables are for profiling a
     # local build, not worth their size in every download.
-    CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked -p multiprom
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo zigbuild --release --locked -p multiprom \
+        --target "$zig_target" --target-dir "$build"
+}
+
+# The completions and man pages, generated by a binary that runs here (they
+# are the same for every target: the same sources).
+generate_docs() {
+    local binary=$1 stage=$2
+    mkdir -p "$stage/completions" "$stage/man"
+    "$binary" completions bash > "$stage/completions/multiprom.bash"
+    "$binary" completions zsh > "$stage/completions/_multiprom"
+    "$binary" completions fish > "$stage/completions/multiprom.fish"
+    "$binary" man --dir "$stage/man"
+}
+
+# Packs `binary` as multiprom-VERSION-`target`.tar.gz.
+pack() {
+    local binary=$1 target=$2 docs=$3
     local name="multiprom-$version-$target"
     local stage="$out/$name"
     rm -rf "$stage"
-    mkdir -p "$stage/completions" "$stage/man"
-    install -m 0755 target/release/multiprom "$stage/multiprom"
-    # Generated by the binary itself, as `multiprom completions` and
-    # `multiprom man` print them for any install.
-    "$stage/multiprom" completions bash > "$stage/completions/multiprom.bash"
-    "$stage/multiprom" completions zsh > "$stage/completions/_multiprom"
-    "$stage/multiprom" completions fish > "$stage/completions/multiprom.fish"
-    "$stage/multiprom" man --dir "$stage/man"
-    cp README.md CHANGELOG.md "$stage/"
-    for license in LICENSE*; do
-        [ -e "$license" ] && cp "$license" "$stage/"
-    done
+    mkdir -p "$stage"
+    install -m 0755 "$binary" "$stage/multiprom"
+    cp -r "$docs/completions" "$docs/man" "$stage/"
+    cp README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE "$stage/"
     # Fixed archive metadata: names sorted, owner and times fixed, no gzip
     # time stamp; the archive depends only on what is in it.
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='@0' \
         -C "$out" -cf - "$name" | gzip -9 -n > "$out/$name.tar.gz"
-    echo "binary: $out/$name.tar.gz (glibc $(glibc_needed "$stage/multiprom") or later)"
+    # The unpacked directory stays beside the tarball: the Dockerfile's
+    # build stage copies the binary from it.
+    echo "tarball: $out/$name.tar.gz ($(needs "$out/$name.tar.gz" "$binary"))"
 }
 
-wheel() {
-    local venv=target/dist-venv-maturin-$maturin_version
-    if [ ! -x "$venv/bin/maturin" ]; then
-        python3 -m venv "$venv"
-        "$venv/bin/pip" install --quiet --disable-pip-version-check "maturin==$maturin_version"
+# What a binary needs of the system: the newest glibc symbol version it
+# links against, or that it is static.
+needs() {
+    if readelf -d "$2" 2> /dev/null | grep -q '(NEEDED)'; then
+        echo "glibc $(objdump -T "$2" | sed -n 's/.*GLIBC_\([0-9][0-9.]*\).*/\1/p' | sort -V | tail -n 1) or later"
+    else
+        echo "static"
     fi
-    rm -f "$out"/multiprom-*.whl
-    # maturin tags the wheel with the oldest manylinux its symbols allow
-    # (its built-in auditwheel check), so the tag states the glibc it needs.
-    CARGO_TARGET_DIR=target/python-wheel "$venv/bin/maturin" build --release --locked \
-        --manifest-path crates/python/Cargo.toml --out "$out"
-    echo "wheel: $(ls "$out"/multiprom-*.whl)"
 }
 
-# The newest GLIBC_x.y symbol version a binary links against.
-glibc_needed() {
-    objdump -T "$1" | sed -n 's/.*GLIBC_\([0-9][0-9.]*\).*/\1/p' | sort -V | tail -n 1
+tarballs() {
+    local docs="$out/.docs"
+    rm -rf "$docs"
+    rm -f "$out"/multiprom-*-linux-*.tar.gz
+    # Targets that run on this machine first: one of them makes the docs.
+    local ordered host_arch
+    host_arch=$(uname -m)
+    ordered="$(tr ' ' '\n' <<< "$targets" | grep "^$host_arch-") $(tr ' ' '\n' <<< "$targets" | grep -v "^$host_arch-")"
+    for target in $ordered; do
+        timed "binary $target" cross_binary "$target"
+        local binary="$build/$target/release/multiprom"
+        if [ ! -d "$docs" ]; then
+            "$binary" --version > /dev/null 2>&1 \
+                || { echo "no binary of $targets runs here to write the man pages" >&2; exit 1; }
+            generate_docs "$binary" "$docs"
+        fi
+        case "$target" in
+            *-linux-musl)
+                if readelf -d "$binary" | grep -q '(NEEDED)'; then
+                    echo "$binary: not static" >&2
+                    exit 1
+                fi
+                ;;
+        esac
+        pack "$binary" "$target" "$docs"
+    done
+    rm -rf "$docs"
+}
+
+# The host's own binary, with the host's C library, as before cross builds:
+# the Dockerfile's build stage (a Rust image without Python) runs this.
+binary() {
+    CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked -p multiprom
+    local target docs="$out/.docs"
+    target=$(rustc -vV | sed -n 's/^host: //p')
+    rm -rf "$docs"
+    generate_docs target/release/multiprom "$docs"
+    pack target/release/multiprom "$target" "$docs"
+    rm -rf "$docs"
+}
+
+sums() {
+    (cd "$out" && sha256sum multiprom-*.tar.gz multiprom-*.whl > SHA256SUMS)
+    echo "sizes:"
+    (cd "$out" && ls -l multiprom-*.tar.gz multiprom-*.whl | awk '{ print "  " $5 " bytes  " $9 }')
+    echo "verify: (cd $out && sha256sum -c SHA256SUMS)"
+}
+
+report_times() {
+    echo "build times:"
+    printf '  %s\n' "${timings[@]}"
 }
 
 case "$what" in
+    # The build tools alone; prints the directory of the venv's programs.
+    tools)
+        tools
+        dirname "$(command -v cargo-zigbuild)"
+        ;;
     binary) binary ;;
-    wheel) wheel ;;
+    wheels | wheel)
+        tools
+        wheels
+        report_times
+        ;;
+    sdist)
+        tools
+        sdist
+        ;;
+    tarballs)
+        tools
+        tarballs
+        report_times
+        ;;
     all)
-        binary
-        wheel
-        (cd "$out" && sha256sum multiprom-*.tar.gz multiprom-*.whl > SHA256SUMS)
-        echo "sizes:"
-        (cd "$out" && ls -l multiprom-*.tar.gz multiprom-*.whl | awk '{ print "  " $5 " bytes  " $9 }')
-        echo "verify: (cd $out && sha256sum -c SHA256SUMS)"
+        start=$SECONDS
+        tools
+        wheels
+        timed sdist sdist
+        tarballs
+        sums
+        timings+=("$((SECONDS - start)) s  all")
+        report_times
         ;;
     *)
-        echo "usage: dist/build.sh [binary|wheel|all] [OUT_DIR]" >&2
+        echo "usage: dist/build.sh [all|wheels|sdist|tarballs|binary|tools] [OUT_DIR]" >&2
         exit 2
         ;;
 esac

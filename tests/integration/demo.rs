@@ -190,6 +190,56 @@ fn demo_and_run_refuse_bad_arguments_with_exit_2() {
     }
 }
 
+/// A `--dir` the user cannot write to is refused before any worker starts
+/// (each would die of a permission error), exit 2, one line.
+#[test]
+fn demo_and_run_refuse_a_dir_they_cannot_write_with_exit_2() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = temp_dir();
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = tmp.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    // Root writes anywhere: as root, run the binary as nobody (setpriv),
+    // from a copy that user can reach.
+    let root = rustix::process::geteuid().is_root();
+    let setpriv = Path::new("/usr/bin/setpriv");
+    assert!(
+        !root || setpriv.exists(),
+        "running privileged without /usr/bin/setpriv (util-linux): cannot test an unwritable directory"
+    );
+    let bin =
+        crate::harness::executable_copy(Path::new(env!("CARGO_BIN_EXE_multiprom")), tmp.path());
+    for command in ["demo", "run"] {
+        let mut cmd = if root {
+            let mut cmd = std::process::Command::new(setpriv);
+            cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(&bin);
+            cmd
+        } else {
+            std::process::Command::new(&bin)
+        };
+        cmd.args([command, "--listen", "127.0.0.1:0", "--dir"])
+            .arg(&locked)
+            .env_remove("PROMETHEUS_MULTIPROC_DIR")
+            .stdout(Stdio::null());
+        if command == "run" {
+            cmd.args(["--", "true"]);
+        }
+        // Spawned: one that wrongly starts ends the test, not hangs it.
+        let (status, stderr) = Spawned::start(cmd).wait();
+        assert_eq!(status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "multiprom {command}: {}: workers cannot write here: ",
+                locked.display()
+            )) && stderr.contains("Permission denied")
+                && stderr.lines().count() == 1,
+            "{command}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn demo_refuses_a_dir_holding_db_files_unless_clean() {
     let tmp = temp_dir();

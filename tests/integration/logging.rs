@@ -89,6 +89,9 @@ fn logfmt_and_the_flag_wins_over_rust_log() {
         "{log}"
     );
     assert!(log.contains("counter_999999.db"), "{log}");
+    // logfmt has no escaped apostrophe.
+    let log = server.wait_for_stderr("left out as exited processes");
+    assert!(log.contains("processes' live gauges"), "{log}");
 
     // --log.level warn: no info lines (so no start line; the address is
     // not needed here).

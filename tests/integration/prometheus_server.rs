@@ -59,7 +59,8 @@ pub(crate) fn start_prometheus_jobs(
 }
 
 /// Prometheus 3: Debian's unstable package (stable Debian has 2.x),
-/// fetched from Debian's archive and unpacked under `target/` once.
+/// fetched from the Debian archive this machine's apt uses
+/// (`dist/debian-mirror.sh`) and unpacked under `target/` once.
 pub(crate) fn prometheus_3() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
@@ -67,7 +68,7 @@ pub(crate) fn prometheus_3() -> &'static Path {
         made_once(&dir, |tmp| {
             std::fs::create_dir_all(tmp).unwrap();
             let script = "set -eu\n\
-                archive=http://deb.debian.org/debian\n\
+                archive=$(sh \"$1\")\n\
                 arch=$(dpkg --print-architecture)\n\
                 file=$(curl -fsS --max-time 120 \"$archive/dists/sid/main/binary-$arch/Packages.xz\" \\\n\
                   | xz -d | awk '/^Package: prometheus$/ {p=1} p && /^Filename:/ {print $2; exit}')\n\
@@ -75,8 +76,12 @@ pub(crate) fn prometheus_3() -> &'static Path {
                 curl -fsS --max-time 300 -o prometheus.deb \"$archive/$file\"\n\
                 dpkg-deb -x prometheus.deb unpacked\n\
                 rm prometheus.deb\n";
+            let mirror = crate::harness::workspace_root().join("dist/debian-mirror.sh");
             run_checked(
-                Command::new("sh").args(["-c", script]).current_dir(tmp),
+                Command::new("sh")
+                    .args(["-c", script, "sh"])
+                    .arg(mirror)
+                    .current_dir(tmp),
                 "fetch and unpack Debian unstable's prometheus package (needs curl, xz, dpkg-deb)",
                 PATIENCE * 10,
             );
@@ -90,6 +95,52 @@ pub(crate) fn prometheus_3() -> &'static Path {
         );
         binary
     })
+}
+
+/// The archive Debian's packages are fetched from is the one apt uses here,
+/// whichever mirror that is, in either format of apt's sources.
+#[test]
+fn the_debian_archive_is_the_one_apt_uses() {
+    let script = crate::harness::workspace_root().join("dist/debian-mirror.sh");
+    let mirror = |apt: &Path| {
+        let out = Command::new("sh").arg(&script).arg(apt).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let tmp = temp_dir();
+    let deb822 = tmp.path().join("deb822");
+    std::fs::create_dir_all(deb822.join("sources.list.d")).unwrap();
+    std::fs::write(
+        deb822.join("sources.list.d/debian.sources"),
+        "Types: deb\nURIs: http://security.example.org/debian-security\nSuites: trixie-security\n\n\
+         Types: deb-src\nURIs: http://src.example.org/debian\nSuites: trixie\n\n\
+         Types: deb\nURIs: http://mirror.example.org/debian/ http://other.example.org/debian\nSuites: trixie trixie-updates\nComponents: main\n",
+    )
+    .unwrap();
+    assert_eq!(
+        mirror(&deb822),
+        (Some(0), "http://mirror.example.org/debian\n".into())
+    );
+    let one_line = tmp.path().join("one-line");
+    std::fs::create_dir_all(&one_line).unwrap();
+    std::fs::write(
+        one_line.join("sources.list"),
+        "# a comment\ndeb http://security.example.org/debian-security bookworm-security main\n\
+         deb [arch=amd64 signed-by=/k.gpg] http://ftp.example.org/debian bookworm main\n",
+    )
+    .unwrap();
+    assert_eq!(
+        mirror(&one_line),
+        (Some(0), "http://ftp.example.org/debian\n".into())
+    );
+    let (code, printed) = mirror(&tmp.path().join("none"));
+    assert_ne!(code, Some(0), "{printed}");
+    // This machine's own.
+    let (code, printed) = mirror(Path::new("/etc/apt"));
+    assert_eq!(code, Some(0));
+    assert!(printed.starts_with("http"), "{printed}");
 }
 
 #[test]

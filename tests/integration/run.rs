@@ -373,6 +373,49 @@ fn stale_files_go_and_files_in_use_stay() {
     assert!(stderr.contains("kept 1 file in"), "{stderr}");
 }
 
+/// An option `run` does not know, before `--`, is an error (exit 2), not
+/// the command to run; and so is an interval of 0, which would spin.
+#[test]
+fn unknown_options_and_a_zero_interval_exit_2_without_starting_anything() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", "--no-such-flag", "--", "true"],
+            "unexpected argument '--no-such-flag'",
+        ),
+        (&["run", "-x", "--", "true"], "unexpected argument '-x'"),
+        (
+            &["run", "--compact-interval", "0s", "--", "true"],
+            "\"0s\" is no interval: it must be more than 0",
+        ),
+        (
+            &[
+                "serve",
+                "--dir",
+                ".",
+                "--compact",
+                "--compact-interval",
+                "0ms",
+            ],
+            "\"0ms\" is no interval: it must be more than 0",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut cmd = multiprom();
+        cmd.args(args).stdout(std::process::Stdio::null());
+        // Spawned: a command that wrongly starts ends the test, not hangs it.
+        let (status, stderr) = Spawned::start(cmd).wait();
+        assert_eq!(status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!stderr.contains("command not found"), "{args:?}: {stderr}");
+    }
+    // A command's own options after its name still reach it.
+    let out = multiprom()
+        .args(["run", "--listen", "127.0.0.1:0", "sh", "-c", "exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+}
+
 #[test]
 fn busy_port_exits_2_without_starting_the_command() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -504,6 +547,10 @@ fn exported_dir_is_compacted_only_when_asked(dir: &Path) {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!worker_file.exists(), "{stderr}");
     assert!(compacted.exists(), "{stderr}");
+    assert!(
+        stderr.contains("compacted 1 file of exited workers into "),
+        "{stderr}"
+    );
 }
 
 #[test]

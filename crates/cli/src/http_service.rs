@@ -63,7 +63,7 @@ pub(crate) struct EndpointArgs {
     pub reap_interval: Duration,
     /// With compaction on: how often exited workers' files are folded
     /// (e.g. 30s, 5m).
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_nonzero_duration)]
     pub compact_interval: Duration,
     /// Also serve CPU, resident memory and start time of every live process
     /// writing to the directory (multiprom_worker_process_*{pid}, read from
@@ -91,6 +91,15 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
         _ => return Err(err()),
     };
     Duration::try_from_secs_f64(seconds).map_err(|_| err())
+}
+
+/// [`parse_duration`], refusing zero: an interval of 0 would run its task
+/// in a loop.
+fn parse_nonzero_duration(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err(format!("{text:?} is no interval: it must be more than 0")),
+        duration => Ok(duration),
+    }
 }
 
 /// The endpoint for `dir` as the flags say, with its maintainer (recovered

@@ -110,6 +110,13 @@ impl MetricsDir {
         let dir = std::path::absolute(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("{}: cannot create: {e}", dir.display()))?;
+        // Every worker would die writing its first metric file: say so
+        // once, before any starts. A real file, not access(2), which
+        // passes for root on a read-only file system.
+        tempfile::Builder::new()
+            .prefix(".multiprom-write-check")
+            .tempfile_in(&dir)
+            .map_err(|e| format!("{}: workers cannot write here: {e}", dir.display()))?;
         match existing {
             ExistingFiles::Remove => remove_stale_files(&dir)?,
             ExistingFiles::Keep => {}

@@ -92,9 +92,45 @@ pub(crate) fn init(args: &LogArgs) {
             .with_target(false)
             .subscriber_builder()
             .with_env_filter(filter)
-            .with_writer(std::io::stderr)
+            .with_writer(|| Apostrophes(std::io::stderr()))
             .try_init(),
     };
+}
+
+/// A logfmt log's writer: tracing-logfmt quotes a value with Rust's
+/// `escape_debug`, which also escapes `'` (`workers\' files`), an escape
+/// logfmt does not have; this writes those apostrophes as they are. Other
+/// escapes (`\"`, `\\`, `\n`) are logfmt's and stay.
+struct Apostrophes<W>(W);
+
+impl<W: Write> Write for Apostrophes<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !buf.windows(2).any(|pair| pair == b"\\'") {
+            self.0.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut line = Vec::with_capacity(buf.len());
+        let mut bytes = buf.iter().copied();
+        while let Some(byte) = bytes.next() {
+            if byte != b'\\' {
+                line.push(byte);
+                continue;
+            }
+            // An escape: the backslash and what it escapes, as a pair, so
+            // an escaped backslash before an apostrophe stays one.
+            match bytes.next() {
+                Some(b'\'') => line.push(b'\''),
+                Some(next) => line.extend_from_slice(&[byte, next]),
+                None => line.push(byte),
+            }
+        }
+        self.0.write_all(&line)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// A text log's writer: each event is one line, a line break inside it (a
@@ -141,6 +177,20 @@ mod tests {
         assert_eq!(
             String::from_utf8(out.0).unwrap(),
             "skipped counter_9\\n2026-01-01T00:00:00Z  INFO forged.db\\r: bad\nplain\n"
+        );
+    }
+
+    #[test]
+    fn logfmt_apostrophes_are_not_escaped() {
+        let mut out = Apostrophes(Vec::new());
+        out.write_all(b"level=info message=\"compacting exited workers\\' files\"\n")
+            .unwrap();
+        // An escaped backslash before an apostrophe, and other escapes, stay.
+        out.write_all(b"message=\"a\\\\\\'b \\\"c\\\" d\\ne\"\n")
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out.0).unwrap(),
+            "level=info message=\"compacting exited workers' files\"\nmessage=\"a\\\\'b \\\"c\\\" d\\ne\"\n"
         );
     }
 }

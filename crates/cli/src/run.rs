@@ -73,7 +73,6 @@ pub(crate) struct Args {
         value_name = "COMMAND",
         required = true,
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         num_args = 1..
     )]
     pub command: Vec<OsString>,

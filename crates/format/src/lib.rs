@@ -121,3 +121,27 @@ pub use read::{
 };
 pub use write_lease::{write_lease, LeaseProbe, WriteLease};
 pub use writer::FileWriter;
+
+/// The system's memory page size (4 KiB on most hosts, 16 or 64 KiB on some
+/// aarch64 ones): what maps are rounded to, what a store through a map
+/// faults in, and what the SIGBUS guard replaces. Read from the system,
+/// never assumed.
+#[must_use]
+pub fn page_size() -> usize {
+    rustix::param::page_size()
+}
+
+#[cfg(test)]
+mod page_tests {
+    /// The page size is the system's. `MULTIPROM_EXPECT_PAGE_SIZE` names the
+    /// one a run must see (`just dist-check` runs these tests for aarch64
+    /// under qemu-user with 64 KiB pages, and checks that they had them).
+    #[test]
+    fn page_size_is_the_systems() {
+        let page = super::page_size();
+        assert!(page.is_power_of_two() && page >= 4096, "{page}");
+        if let Ok(expected) = std::env::var("MULTIPROM_EXPECT_PAGE_SIZE") {
+            assert_eq!(page.to_string(), expected);
+        }
+    }
+}

@@ -127,11 +127,7 @@ pub fn guard_sigbus() -> bool {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if PAGE_SIZE.load(Ordering::Relaxed) == 0 {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let Ok(page) = usize::try_from(page) else {
-            return false;
-        };
+        let page = crate::page_size();
         if !page.is_power_of_two() {
             return false;
         }
@@ -458,36 +454,40 @@ mod tests {
     #[test]
     fn reads_and_survives_a_file_shrinking_under_the_map() {
         assert!(guard_sigbus());
+        // Three of the system's pages (4 KiB or 64 KiB): after the cut the
+        // third is wholly past the end of the file, which is what faults.
+        let page = crate::page_size();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("counter_1.db");
         let mut file = File::create(&path).unwrap();
-        let mut bytes = vec![0u8; 3 * 4096];
+        let mut bytes = vec![0u8; 3 * page];
         bytes[..4].copy_from_slice(&24u32.to_le_bytes());
-        bytes[8192..8200].copy_from_slice(&2.5f64.to_bits().to_le_bytes());
+        let at = 2 * page;
+        bytes[at..at + 8].copy_from_slice(&2.5f64.to_bits().to_le_bytes());
         file.write_all(&bytes).unwrap();
         let map = ReadMap::new(&File::open(&path).unwrap(), bytes.len()).unwrap();
         let read = map
             .read(|view| {
                 (
                     view.u32_acquire(0),
-                    view.f64_at(8192),
-                    view.f64_at(8191),
-                    view.u64_at(8192),
-                    view.u64_at(3 * 4096 - 4),
+                    view.f64_at(at),
+                    view.f64_at(at - 1),
+                    view.u64_at(at),
+                    view.u64_at(3 * page - 4),
                 )
             })
             .unwrap();
         let bits = 2.5f64.to_bits();
         assert_eq!(read, (Some(24), Some(2.5), None, Some(bits), None));
 
-        // Someone truncates the file: the page at 8192 is past the end now.
+        // Someone truncates the file: the page at `at` is past the end now.
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
             .unwrap()
             .set_len(100)
             .unwrap();
-        assert_eq!(map.read(|view| view.f64_at(8192)), Err(Shrunk));
+        assert_eq!(map.read(|view| view.f64_at(at)), Err(Shrunk));
         // Poisoned for good, even for pages still backed.
         assert_eq!(map.read(|view| view.u32_acquire(0)), Err(Shrunk));
 

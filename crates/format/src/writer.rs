@@ -42,31 +42,39 @@ pub struct FileWriter {
     /// Bytes from the start that have real blocks (at least `used`): what
     /// stores through the mapping may reach.
     allocated: u64,
+    /// What is given real blocks at a time: the system's page, as a store
+    /// through a map faults in (and needs blocks for) a whole page; 4 KiB on
+    /// most hosts, 64 KiB on some aarch64 ones.
+    page: u64,
     slots: HashMap<Box<str>, ValueSlot>,
 }
 
-/// What is given real blocks at a time: a page, as stores through a map
-/// fault them in.
-const ALLOCATION_UNIT: u64 = 4096;
-
-/// `at` rounded up to a whole number of allocation units, at most `capacity`.
-fn allocation_end(at: u64, capacity: u64) -> u64 {
-    at.div_ceil(ALLOCATION_UNIT)
-        .saturating_mul(ALLOCATION_UNIT)
-        .min(capacity)
+/// `at` rounded up to a whole number of pages, at most `capacity`.
+fn allocation_end(at: u64, capacity: u64, page: u64) -> u64 {
+    at.div_ceil(page).saturating_mul(page).min(capacity)
 }
 
 impl FileWriter {
     /// Opens `dir/name`, creating it atomically if it does not exist. An
     /// existing file (a reused pid) is continued from its entries.
     pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
-        let path = dir.join(name.to_string());
-        let header = (HEADER_LEN as i32).to_ne_bytes();
-        let file = open_or_create(dir, &path, INITIAL_CAPACITY, ALLOCATION_UNIT, &header)?;
-        FileWriter::from_existing(path, file)
+        FileWriter::open_with_page(dir, name, crate::page_size() as u64)
     }
 
-    fn from_existing(path: PathBuf, file: File) -> Result<FileWriter, WriteError> {
+    /// [`FileWriter::open`] giving blocks `page` bytes at a time: tests run
+    /// the writer with another page size than the host's.
+    pub(crate) fn open_with_page(
+        dir: &Path,
+        name: &FileName,
+        page: u64,
+    ) -> Result<FileWriter, WriteError> {
+        let path = dir.join(name.to_string());
+        let header = (HEADER_LEN as i32).to_ne_bytes();
+        let file = open_or_create(dir, &path, INITIAL_CAPACITY, page, &header)?;
+        FileWriter::from_existing(path, file, page)
+    }
+
+    fn from_existing(path: PathBuf, file: File, page: u64) -> Result<FileWriter, WriteError> {
         let meta = file.metadata().map_err(|e| WriteError::io(&path, e))?;
         // A FIFO, device (a symlink to /dev/zero) or socket named like our
         // file would swallow every value written through a map of it.
@@ -95,6 +103,7 @@ impl FileWriter {
             used: HEADER_LEN,
             capacity,
             allocated: 0,
+            page,
             slots: HashMap::new(),
         };
         let meta = writer
@@ -105,7 +114,7 @@ impl FileWriter {
             // Sized but never initialised (a new file, or one whose Python
             // writer died before its header): nothing is in it. Python
             // sets the header to 8 here.
-            writer.allocate(ALLOCATION_UNIT)?;
+            writer.allocate(page)?;
             writer.mapping.publish_used(HEADER_LEN as u32);
             return Ok(writer);
         }
@@ -146,7 +155,7 @@ impl FileWriter {
     /// writing zeros from `allocated`: past `used`, where nothing is read
     /// and this process is the only writer.
     fn allocate(&mut self, end: u64) -> Result<(), WriteError> {
-        let end = allocation_end(end, self.capacity);
+        let end = allocation_end(end, self.capacity, self.page);
         if end > self.allocated {
             extend_with_zeros(&self.file, &self.path, self.allocated, end)?;
             self.allocated = end;
@@ -488,55 +497,100 @@ mod tests {
         std::fs::metadata(path).unwrap().blocks() * 512
     }
 
+    /// The page sizes the writer is run with: the common 4 KiB and the
+    /// 64 KiB of some aarch64 hosts, whatever this host's is.
+    const PAGES: [u64; 2] = [4096, 65536];
+
     #[test]
     fn files_are_sparse_taking_the_pages_their_entries_fill() {
-        let dir = tempfile::tempdir().unwrap();
-        let name = FileName::new(MetricKind::Counter, "9").unwrap();
-        let path = dir.path().join(name.to_string());
-        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
-        assert!(first_hole(&path) >= ALLOCATION_UNIT);
-        assert!(
-            allocated(&path) <= 2 * ALLOCATION_UNIT,
-            "a new file takes its first page, not its capacity"
-        );
-        // Entries up to past the first growth: every byte up to `used`
-        // has its blocks after each append, the rest of the file is a hole.
-        for i in 0..400 {
-            let path_label = "p".repeat(200) + &i.to_string();
-            let key = encode_key("c", "c_total", [("path", path_label.as_str())], "h");
-            writer.slot(&key).unwrap().set(f64::from(i));
-            assert!(first_hole(&path) >= writer.used as u64, "entry {i}");
+        for page in PAGES {
+            let dir = tempfile::tempdir().unwrap();
+            let name = FileName::new(MetricKind::Counter, "9").unwrap();
+            let path = dir.path().join(name.to_string());
+            let mut writer = FileWriter::open_with_page(dir.path(), &name, page).unwrap();
+            assert!(first_hole(&path) >= page, "{page}");
+            assert!(
+                allocated(&path) <= 2 * page,
+                "{page}: a new file takes its first page, not its capacity"
+            );
+            // Entries up to past the second growth: every byte up to `used`
+            // has its blocks after each append, the rest of the file is a
+            // hole (with 64 KiB pages, the first growth fills a page).
+            for i in 0..600 {
+                let path_label = "p".repeat(200) + &i.to_string();
+                let key = encode_key("c", "c_total", [("path", path_label.as_str())], "h");
+                writer.slot(&key).unwrap().set(f64::from(i));
+                assert!(first_hole(&path) >= writer.used as u64, "{page}: entry {i}");
+            }
+            assert_eq!(writer.capacity, 4 * INITIAL_CAPACITY, "{page}");
+            assert!(
+                allocated(&path) < writer.capacity,
+                "{page}: the tail stays a hole"
+            );
+            assert!(allocated(&path) <= writer.used as u64 + 2 * page, "{page}");
+            assert!(
+                allocated(&path).is_multiple_of(page) || allocated(&path) == writer.capacity,
+                "{page}: blocks are given a whole page at a time"
+            );
+            assert_eq!(read_file(&path).unwrap().entries.len(), 600);
         }
-        assert_eq!(writer.capacity, 2 * INITIAL_CAPACITY);
-        assert!(allocated(&path) < writer.capacity, "the tail stays a hole");
-        assert!(allocated(&path) <= writer.used as u64 + 2 * ALLOCATION_UNIT);
-        assert_eq!(read_file(&path).unwrap().entries.len(), 400);
     }
 
     #[test]
     fn adopting_a_file_with_holes_gives_its_last_page_blocks() {
+        for page in PAGES {
+            let dir = tempfile::tempdir().unwrap();
+            let name = FileName::new(MetricKind::Counter, "8").unwrap();
+            let path = dir.path().join(name.to_string());
+            // As prometheus_client leaves a file: one entry, then a hole up
+            // to the 1 MiB capacity (ftruncate).
+            let key = encode_key("c", "c_total", [], "h");
+            let image = layout::file_image([(key.as_bytes(), 5.0, 0.0)], 4096);
+            std::fs::write(&path, &image).unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_len(1 << 20).unwrap();
+            assert_eq!(
+                first_hole(&path),
+                4096,
+                "the test needs a file system with holes"
+            );
+            let mut writer = FileWriter::open_with_page(dir.path(), &name, page).unwrap();
+            assert_eq!(
+                first_hole(&path),
+                page,
+                "adopting gives the rest of the last page its blocks"
+            );
+            assert_eq!(writer.slot(&key).unwrap().get(), 5.0);
+            let other = encode_key("d", "d_total", [("path", "p".repeat(5000).as_str())], "h");
+            writer.slot(&other).unwrap().set(1.0);
+            assert!(first_hole(&path) >= writer.used as u64, "{page}");
+            assert!(
+                allocated(&path) < 1 << 19,
+                "{page}: the adopted file stays sparse"
+            );
+            assert_eq!(read_file(&path).unwrap().entries.len(), 2);
+        }
+    }
+
+    #[test]
+    fn a_new_file_has_blocks_for_a_whole_system_page() {
+        let page = crate::page_size() as u64;
         let dir = tempfile::tempdir().unwrap();
-        let name = FileName::new(MetricKind::Counter, "8").unwrap();
-        let path = dir.path().join(name.to_string());
-        // As prometheus_client leaves a file: one entry, then a hole up to
-        // the 1 MiB capacity (ftruncate).
-        let key = encode_key("c", "c_total", [], "h");
-        let image = layout::file_image([(key.as_bytes(), 5.0, 0.0)], 4096);
-        std::fs::write(&path, &image).unwrap();
-        let file = std::fs::File::options().write(true).open(&path).unwrap();
-        file.set_len(1 << 20).unwrap();
-        assert_eq!(
-            first_hole(&path),
-            4096,
-            "the test needs a file system with holes"
-        );
-        let mut writer = FileWriter::open(dir.path(), &name).unwrap();
-        assert_eq!(writer.slot(&key).unwrap().get(), 5.0);
-        let other = encode_key("d", "d_total", [("path", "p".repeat(5000).as_str())], "h");
-        writer.slot(&other).unwrap().set(1.0);
-        assert!(first_hole(&path) >= writer.used as u64);
-        assert!(allocated(&path) < 1 << 19, "the adopted file stays sparse");
-        assert_eq!(read_file(&path).unwrap().entries.len(), 2);
+        let name = FileName::new(MetricKind::Counter, "10").unwrap();
+        let writer = FileWriter::open(dir.path(), &name).unwrap();
+        assert_eq!(writer.page, page);
+        assert!(first_hole(writer.path()) >= page.min(INITIAL_CAPACITY));
+    }
+
+    #[test]
+    fn allocation_ends_on_a_page_boundary() {
+        for page in PAGES {
+            assert_eq!(allocation_end(1, 1 << 20, page), page);
+            assert_eq!(allocation_end(page, 1 << 20, page), page);
+            assert_eq!(allocation_end(page + 1, 1 << 20, page), 2 * page);
+            // Never past the file's end.
+            assert_eq!(allocation_end(page + 1, page + 8, page), page + 8);
+        }
     }
 
     #[test]

@@ -346,8 +346,9 @@ fn log_compaction(dir: &Path, result: &Result<CompactPass, CompactError>) {
         Ok(pass) => {
             for (target, files) in &pass.folded {
                 tracing::info!(
-                    "compacted {} files of exited workers into {}/{target} (pass took {:.1} ms)",
+                    "compacted {} file{} of exited workers into {}/{target} (pass took {:.1} ms)",
                     files.len(),
+                    if files.len() == 1 { "" } else { "s" },
                     dir.display(),
                     pass.duration.as_secs_f64() * 1000.0
                 );

@@ -298,7 +298,11 @@ fn dir_from_env() -> (Option<&'static str>, Option<OsString>) {
     }
 }
 
-#[pymodule]
+// Declared as needing the GIL: the module has not been run on a free-threaded
+// interpreter, so one that loads it (a build from source on 3.14t; the abi3
+// wheel is not offered to it) turns the GIL back on, with its warning,
+// rather than letting threads race through code never tested without it.
+#[pymodule(gil_used = true)]
 #[pyo3(name = "_native")]
 fn native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<NativeDirCollector>()?;

@@ -164,18 +164,43 @@ fn parse_mapped(
 /// (fault-around), and a map of the whole file would show as that much RSS.
 /// A file that grows past its map is mapped again.
 pub(super) fn map_len(file: &File, size: u64) -> usize {
-    const PAGE: u64 = 4096;
     let mut header = [0u8; 4];
     let used = match read_fully(file, &mut header, 0) {
         Ok(4) => u64::try_from(i32::from_le_bytes(header)).unwrap_or(0),
         _ => 0,
     };
+    map_len_of(used, size, multiprom_format::page_size() as u64)
+}
+
+/// [`map_len`] for `used` bytes of `size`, in pages of `page` bytes (the
+/// system's: 4 KiB on most hosts, 64 KiB on some aarch64 ones).
+fn map_len_of(used: u64, size: u64, page: u64) -> usize {
     let len = if used == 0 || used > size {
         // Being created, or damaged: the checks that follow say which.
         size
     } else {
-        (used.div_ceil(PAGE) + 1) * PAGE
+        (used.div_ceil(page) + 1) * page
     };
     // `size` was checked against MAX_FILE_SIZE (4 GiB), which fits.
     usize::try_from(len.min(size)).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_len_of;
+
+    #[test]
+    fn maps_whole_pages_of_the_used_bytes_and_one_more() {
+        let mib = 1 << 20;
+        for page in [4096, 65536] {
+            assert_eq!(map_len_of(8, mib, page), 2 * page as usize);
+            assert_eq!(map_len_of(page, mib, page), 2 * page as usize);
+            assert_eq!(map_len_of(page + 1, mib, page), 3 * page as usize);
+            // Never past the end of the file, and all of it while the
+            // header says nothing sensible.
+            assert_eq!(map_len_of(8, page, page), page as usize);
+            assert_eq!(map_len_of(0, mib, page), mib as usize);
+            assert_eq!(map_len_of(mib + 1, mib, page), mib as usize);
+        }
+    }
 }
