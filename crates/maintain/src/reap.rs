@@ -133,14 +133,15 @@ pub(crate) trait ProcessView {
     fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity>;
 }
 
-/// The running system, through `/proc`.
+/// The running system, through `/proc` and the kernel's leases, with the
+/// directory's [`Liveness`] telling which files' writers are gone (none
+/// without one: only surveys ask).
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct SystemProcesses;
+pub(crate) struct SystemProcesses<'a>(pub(crate) Option<&'a Liveness>);
 
-impl ProcessView for SystemProcesses {
-    fn free(&mut self, _: &Path, _: u32) -> bool {
-        // Only asked through `WithLiveness`.
-        false
+impl ProcessView for SystemProcesses<'_> {
+    fn free(&mut self, path: &Path, _: u32) -> bool {
+        self.0.is_some_and(|liveness| liveness.is_free_path(path))
     }
 
     fn state(&mut self, pid: u32) -> ProcessState {
@@ -154,28 +155,6 @@ impl ProcessView for SystemProcesses {
     fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
         // Removing a name never disturbs a process that has the file open
         // or mapped; this check keeps a file some process may still write.
-        busy(files)
-    }
-}
-
-/// The running system, with the directory's [`Liveness`] telling which
-/// files' writers are gone.
-pub(crate) struct WithLiveness<'a>(pub(crate) &'a Liveness);
-
-impl ProcessView for WithLiveness<'_> {
-    fn free(&mut self, path: &Path, _: u32) -> bool {
-        self.0.is_free_path(path)
-    }
-
-    fn state(&mut self, pid: u32) -> ProcessState {
-        process_state(pid)
-    }
-
-    fn last_allocated_pid(&mut self) -> Option<u32> {
-        last_allocated_pid()
-    }
-
-    fn held(&mut self, files: &[(PathBuf, FileIdentity)]) -> HashSet<FileIdentity> {
         busy(files)
     }
 }
@@ -217,7 +196,7 @@ impl Reaper {
     /// minute, is removed, or moved back to `<name>` if a process holds it.
     /// Later calls do nothing.
     pub(crate) fn recover_leftovers(&mut self, dir: &Path) -> Removal {
-        self.recover_leftovers_with(dir, SystemTime::now(), &mut SystemProcesses)
+        self.recover_leftovers_with(dir, SystemTime::now(), &mut SystemProcesses::default())
     }
 
     /// [`Reaper::recover_leftovers`] at time `now`, with `view` telling
@@ -283,7 +262,7 @@ impl Reaper {
     /// which are due for removal, against the running system.
     pub(crate) fn survey(&mut self, paths: &Arc<Vec<PathBuf>>, liveness: &Liveness) -> Survey {
         self.last = None;
-        self.survey_with(paths, Instant::now(), &mut WithLiveness(liveness))
+        self.survey_with(paths, Instant::now(), &mut SystemProcesses(Some(liveness)))
     }
 
     /// A survey at time `now`, with `view` telling about processes.
@@ -494,7 +473,7 @@ fn leftovers_in(
 /// opened the file just before the move is found now, and the file goes
 /// back. Nothing can open it after the move.
 pub(crate) fn remove_due(due: Vec<(PathBuf, u32)>) -> Removal {
-    remove_due_with(due, &mut SystemProcesses)
+    remove_due_with(due, &mut SystemProcesses::default())
 }
 
 fn remove_due_with(due: Vec<(PathBuf, u32)>, view: &mut impl ProcessView) -> Removal {
@@ -617,9 +596,9 @@ pub(crate) fn orphan_companion_files(
 pub(crate) fn remove_orphan_companions(dir: &Path) -> Removal {
     let orphans = Companion::ALL
         .into_iter()
-        .flat_map(|kind| orphan_companion_files(dir, kind, &mut SystemProcesses))
+        .flat_map(|kind| orphan_companion_files(dir, kind, &mut SystemProcesses::default()))
         .collect();
-    remove_due_with(orphans, &mut SystemProcesses)
+    remove_due_with(orphans, &mut SystemProcesses::default())
 }
 
 /// Live-gauge files set aside under `.<name>.reaping`, beside their name.
