@@ -92,7 +92,7 @@ pub(crate) fn python() -> &'static Path {
     })
 }
 
-fn run_checked(cmd: &mut Command, what: &str) -> Output {
+pub(crate) fn run_checked(cmd: &mut Command, what: &str) -> Output {
     let out = cmd.output().unwrap_or_else(|e| {
         panic!("cannot {what}: {e} (is python3 installed? set MULTIPROM_TEST_PYTHON)")
     });

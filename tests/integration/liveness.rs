@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::compaction::dead_pid;
-use crate::harness::{ensure_tool, python, python_script, temp_dir};
+use crate::harness::{ensure_tool, python, python_script, run_checked, temp_dir};
 use crate::http_client::get;
 use crate::run::run_cmd;
 use crate::serve::{partition_self, serve, split_families};
@@ -788,6 +788,15 @@ fn serves_live_gauges_of(text: &str, label: &str) -> bool {
         || !text.contains("\nlv_peak 1.0\n")
 }
 
+/// Runs `cmd`, which must succeed and print a pid.
+fn printed_pid(cmd: &mut Command, what: &str) -> u32 {
+    let out = run_checked(cmd, what);
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{what}: no pid printed: {e}"))
+}
+
 /// A worker exits; its pid is then given to an unrelated process. The
 /// worker's live gauges, gone from the output once it exited, stay gone:
 /// the new process with that pid does not hold its files. Its counter
@@ -821,23 +830,14 @@ fn a_dead_workers_pid_given_to_another_process_does_not_bring_its_live_gauges_ba
         live.labels[0]
     );
 
-    let out = namespace
-        .enter()
-        .arg(python())
-        .args(["-c", SHORT_LIVED_WORKER])
-        .env("PROMETHEUS_MULTIPROC_DIR", dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dead = printed_pid(
+        namespace
+            .enter()
+            .arg(python())
+            .args(["-c", SHORT_LIVED_WORKER])
+            .env("PROMETHEUS_MULTIPROC_DIR", dir.path()),
+        "run a short-lived worker",
     );
-    let dead: u32 = String::from_utf8(out.stdout)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let label = dead.to_string();
     let retired: Vec<String> = ["livesum", "livemax"]
         .iter()
@@ -870,27 +870,16 @@ fn a_dead_workers_pid_given_to_another_process_does_not_bring_its_live_gauges_ba
     // The next process in the namespace gets the dead worker's pid.
     let mut reused = None;
     for _ in 0..10 {
-        let out = namespace
-            .enter()
-            .args([
+        let pid = printed_pid(
+            namespace.enter().args([
                 "sh",
                 "-c",
                 "echo $(($1 - 1)) > /proc/sys/kernel/ns_last_pid || exit 3; sleep 600 </dev/null >/dev/null 2>&1 & echo $!",
                 "sh",
                 &label,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "cannot set ns_last_pid: {}",
-            String::from_utf8_lossy(&out.stderr)
+            ]),
+            "set ns_last_pid and start a process",
         );
-        let pid: u32 = String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
         if pid == dead {
             reused = Some(pid);
             break;
