@@ -46,19 +46,24 @@ bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7":
     [ -d {{base}}/realistic ] || MULTIPROM_BENCH_DIR={{base}} cargo bench -p multiprom-collector --bench scrape -- --list > /dev/null
     target/py-venv-bench/bin/python tests/python/bench_scrape.py --multiprom target/release/multiprom --base {{base}} --workers {{workers}} --dir {{base}}/realistic --repeat {{repeat}}
 
-# docs/benchmarks.md, "Polling": `multiprom serve` on 4,000 files written
-# by real prometheus_client workers, while 8 prometheus_client processes
-# keep updating them, polled by 4 clients at 20 Hz for 10 s, unfiltered and
-# with name[] of 5 sample names; serve's processor time, latency and
-# failures, and Python's processor time per generate_latest beside them.
-# The directory is made afresh under `base` (tmpfs) and removed after;
-# every process started is stopped, also on Ctrl-C.
-# Polling cost: serve polled as LLM routers poll it, in one run.
-bench-poll base="/dev/shm/multiprom-bench":
+# docs/benchmarks.md, "Polling": `multiprom serve` polled as LLM routers
+# poll it, in one run, on three directories of about 4,000 files written by
+# real prometheus_client processes (`bench`: a counter, gauges and a
+# histogram per worker; `vllm`: a vLLM API server's families; `exemplars`:
+# `bench` with exemplars, written by multiprom's Python writer, built from
+# this checkout), while 8 of them keep writing: 4 clients at 20 Hz, each
+# poll in text, OpenMetrics, protobuf and gzip, unfiltered and with name[];
+# serve's processor time, latency and failures, Python's generate_latest
+# beside them. `compare`: a second multiprom binary (the build before a
+# change) polled in turn with this one on the same directories. Directories
+# are made afresh under `base` (tmpfs) and removed after; every process
+# started is stopped, also on Ctrl-C.
+bench-poll base="/dev/shm/multiprom-bench" compare="":
     cargo build --release -p multiprom
     python3 -m venv target/py-venv-bench
-    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0
-    target/py-venv-bench/bin/python tests/python/bench_poll.py --multiprom target/release/multiprom --base {{base}}
+    target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0 maturin==1.16.0
+    PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
+    target/py-venv-bench/bin/python tests/python/bench_poll.py --multiprom target/release/multiprom --base {{base}} {{ if compare != "" { "--compare " + compare } else { "" } }}
 
 # The Python package's in-process scrape benchmark (docs/benchmarks.md,
 # "Python package"): prometheus_client, prometheus_client_python_speedups and

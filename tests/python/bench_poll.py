@@ -2,18 +2,23 @@
 several clients each GET /metrics many times a second, and read a few
 families. Measured in one run:
 
-* a directory of WORKERS x 4 files made by the real prometheus_client
-  (bench_make_dir.py, made afresh for each run and removed after it);
+* per directory shape (bench_shapes.py: `bench`, `vllm`, `exemplars`), a
+  directory of about FILES files made by the real prometheus_client
+  (bench_make_dir.py: exited workers' files; made afresh for each run and
+  removed after it);
 * WRITERS processes of the real prometheus_client in multiprocess mode
   (bench_poll_writer.py) updating the same metrics in that directory the
-  whole time;
-* `multiprom serve --dir DIR --listen 127.0.0.1:PORT`, polled by CLIENTS
-  threads, each on one kept-alive connection, HZ times a second for
-  SECONDS, asking for Prometheus text; once unfiltered, once with
-  `name[]=` of a few sample names;
+  whole time, WRITER_REQUESTS requests a second each;
+* `multiprom serve --dir DIR --listen 127.0.0.1:PORT` (and, with
+  --compare, a second binary serving the same directory), polled by
+  CLIENTS threads, each on one kept-alive connection, HZ times a second
+  for SECONDS, in each format (text, OpenMetrics, protobuf, gzipped text),
+  once unfiltered and once with `name[]=` of the shape's few sample names;
+  ROUNDS times, the binaries and scenarios taking turns;
 * per scenario: serve's processor time (user + system, /proc/PID/stat,
   over the polling window) per wall second (cores) and per scrape, the
-  clients' latency (p50, p99, max), failed requests and scrapes done;
+  clients' latency (p50, p99, max), failed requests and scrapes done; the
+  round with the median processor time is shown, with the range;
 * beside it: Python's processor time for one `generate_latest` of the same
   directory (MultiProcessCollector on a fresh CollectorRegistry, a fresh
   process per run, median of --python-repeat) and what it would cost at
@@ -23,9 +28,10 @@ Everything runs on loopback; every process it starts is stopped when it
 ends, also on an error, Ctrl-C or SIGTERM (and, if this process is killed,
 by the kernel: they get SIGTERM when it dies).
 
-Usage: bench_poll.py --multiprom BIN [--base DIR] [--workers N] [--writers N]
-                     [--writer-rate OPS] [--clients N] [--hz N] [--seconds S]
-                     [--names a,b,...] [--python-repeat N] [--gzip]
+Usage: bench_poll.py --multiprom BIN [--base DIR] [--shapes bench,vllm] [--files N]
+                     [--writers N] [--writer-requests N] [--clients N] [--hz N]
+                     [--seconds S] [--formats text,openmetrics,protobuf,gzip]
+                     [--python-repeat N] [--serve-arg ARG]
 """
 
 import argparse
@@ -46,26 +52,46 @@ import time
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_NAMES = ("bench_requests_total,bench_running,bench_latency_seconds_bucket,"
-                 "bench_latency_seconds_sum,bench_latency_seconds_count")
+sys.path.insert(0, HERE)
+from bench_shapes import SHAPES  # noqa: E402
 
 # What a router's poll should cost (docs/benchmarks.md, "Polling").
 TARGET_CORES_UNFILTERED = 0.10
 TARGET_CORES_FILTERED = 0.03
 TARGET_P99_MS = 50.0
+# Another shape of the same poll: within this factor of the text poll's cost.
+TARGET_OTHER_FORMAT = 1.5
+
+TEXT = "text/plain;version=0.0.4"
+OPENMETRICS = "application/openmetrics-text;version=1.0.0"
+PROTOBUF = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--multiprom", required=True, help="the multiprom binary (a release build)")
-parser.add_argument("--base", default="/dev/shm/multiprom-bench", help="where the run's directory is made")
-parser.add_argument("--workers", type=int, default=1000, help="workers of the made directory (4 files each)")
+parser.add_argument("--base", default="/dev/shm/multiprom-bench", help="where the run's directories are made")
+parser.add_argument("--shapes", default="bench,vllm,exemplars",
+                    help="directory shapes to poll, in order (bench_shapes.py: bench, vllm, exemplars; "
+                         "exemplars needs multiprom's Python package in this interpreter)")
+parser.add_argument("--files", type=int, default=4000, help="files of each made directory (exited workers')")
 parser.add_argument("--writers", type=int, default=8, help="prometheus_client processes updating it meanwhile")
-parser.add_argument("--writer-rate", type=float, default=2000, help="operations per second per writer")
+parser.add_argument("--writer-requests", type=float, default=500,
+                    help="requests per second per writer (bench: 4 operations each, vllm: 13)")
 parser.add_argument("--clients", type=int, default=4, help="polling clients, one connection each")
 parser.add_argument("--hz", type=float, default=20, help="polls per second per client")
-parser.add_argument("--seconds", type=float, default=10, help="polling time per scenario")
-parser.add_argument("--names", default=DEFAULT_NAMES, help="sample names of the filtered scenario")
+parser.add_argument("--seconds", type=float, default=5, help="polling time per scenario and round")
+parser.add_argument("--rounds", type=int, default=3,
+                    help="times each scenario is polled (the serves and scenarios taking turns); the run "
+                         "with the median processor time is shown")
+parser.add_argument("--formats", default="text,openmetrics,protobuf,gzip",
+                    help="what each poll asks for: text, openmetrics, protobuf, gzip (text gzipped); "
+                         "each unfiltered and filtered")
 parser.add_argument("--python-repeat", type=int, default=3, help="Python generate_latest runs (median)")
-parser.add_argument("--gzip", action="store_true", help="ask for gzip, as Go's HTTP client does by default")
+parser.add_argument("--compare", metavar="BIN",
+                    help="a second multiprom binary (the build before a change), serving the same directory "
+                         "at the same time and polled right after the first in each scenario")
+parser.add_argument("--floor", metavar="BIN",
+                    help="the fixed_answer example (crates/http/examples): polled with each scenario's "
+                         "answer, as the floor of the HTTP side")
 parser.add_argument("--serve-arg", action="append", default=[],
                     help="one more argument for `multiprom serve` (e.g. --serve-arg=--reap-dead); repeatable")
 args = parser.parse_args()
@@ -81,7 +107,12 @@ output = generate_latest(registry)
 print(time.process_time() - start, len(output))
 """
 
-HEADERS = {"Accept": "text/plain;version=0.0.4", "Accept-Encoding": "gzip" if args.gzip else "identity"}
+FORMATS = {
+    "text": {"Accept": TEXT, "Accept-Encoding": "identity"},
+    "openmetrics": {"Accept": OPENMETRICS, "Accept-Encoding": "identity"},
+    "protobuf": {"Accept": PROTOBUF, "Accept-Encoding": "identity"},
+    "gzip": {"Accept": TEXT, "Accept-Encoding": "gzip"},
+}
 REQUEST_TIMEOUT = 10.0
 SCRAPES_PER_SECOND = args.clients * args.hz
 
@@ -130,9 +161,10 @@ class Poller(threading.Thread):
     from start until end; a poll that falls behind skips the missed ticks
     (as a ticker does) instead of bursting."""
 
-    def __init__(self, port, path, start, end, offset):
+    def __init__(self, port, path, headers, start, end, offset):
         super().__init__(daemon=True)
-        self.port, self.path, self.start_at, self.end, self.offset = port, path, start, end, offset
+        self.port, self.path, self.headers = port, path, headers
+        self.start_at, self.end, self.offset = start, end, offset
         self.latencies, self.sizes = [], []
         self.failed, self.connections = 0, 0
 
@@ -149,7 +181,7 @@ class Poller(threading.Thread):
                 if connection is None:
                     connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
                     self.connections += 1
-                connection.request("GET", self.path, headers=HEADERS)
+                connection.request("GET", self.path, headers=self.headers)
                 response = connection.getresponse()
                 body = response.read()
                 if response.status == 200:
@@ -179,13 +211,17 @@ def percentile(values, p):
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
-def get(port, path):
-    """One GET on a new connection: (status, body decompressed)."""
+def get(port, path, headers=FORMATS["text"], raw=None):
+    """One GET on a new connection: (status, body decompressed). With
+    `raw` (a dict), also the body as sent and its content headers in it."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
     try:
-        connection.request("GET", path, headers=HEADERS)
+        connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         body = response.read()
+        if raw is not None:
+            raw.update(body=body, content_type=response.getheader("Content-Type", ""),
+                       content_encoding=response.getheader("Content-Encoding", ""))
         if response.getheader("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
         return response.status, body
@@ -193,7 +229,7 @@ def get(port, path):
         connection.close()
 
 
-def wait_ready(port, serve):
+def wait_ready(port, serve, serve_log):
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -209,12 +245,12 @@ def wait_ready(port, serve):
         time.sleep(0.05)
 
 
-def poll_scenario(port, serve, path):
+def poll_scenario(port, serve, path, headers):
     """Polls for args.seconds; returns the scenario's figures."""
     start = time.monotonic() + 0.1
     end = start + args.seconds
     period = 1.0 / args.hz
-    pollers = [Poller(port, path, start, end, i * period / args.clients) for i in range(args.clients)]
+    pollers = [Poller(port, path, headers, start, end, i * period / args.clients) for i in range(args.clients)]
     own_before = os.times()
     serve_before = processor_seconds(serve.pid)
     wall_before = time.monotonic()
@@ -254,116 +290,193 @@ def terminate_on_sigterm(_signum, _frame):
     sys.exit(128 + signal.SIGTERM)
 
 
+def poll_shape(shape_name):
+    """Makes SHAPE's directory, starts its writers and `serve`, polls every
+    scenario; returns (summary, [(label, target, figures)], python runs)."""
+    shape = SHAPES[shape_name]
+    workers = -(-args.files // shape.FILES_PER_WORKER)
+    names = shape.NAMES
+    filtered_path = "/metrics?" + "&".join("name[]=" + urllib.parse.quote(n, safe="") for n in names)
+    scenarios = []
+    for fmt in [f for f in args.formats.split(",") if f]:
+        headers = FORMATS[fmt]
+        scenarios.append((f"{fmt} unfiltered", "/metrics", headers, TARGET_CORES_UNFILTERED))
+        scenarios.append((f"{fmt} name[] x{len(names)}", filtered_path, headers, TARGET_CORES_FILTERED))
+    directory = os.path.join(args.base, f"poll-{shape_name}-{workers}")
+    serve_log = os.path.join(args.base, f"poll-{shape_name}-serve.log")
+    writers, serves = [], []
+    results = []
+    try:
+        if os.path.exists(directory):
+            shutil.rmtree(directory)
+        print(f"making {directory} ({workers} workers x {shape.FILES_PER_WORKER} files) ...",
+              file=sys.stderr, flush=True)
+        env = dict(os.environ)
+        if shape.NEEDS_WRITER:
+            env["MULTIPROM_INSTALL"] = "writer"
+        subprocess.run([sys.executable, os.path.join(HERE, "bench_make_dir.py"), directory, str(workers),
+                        "--shape", shape_name], check=True, stdout=subprocess.DEVNULL, timeout=600, env=env)
+
+        # Writers outlive the polling only if this process hangs; they are stopped below.
+        writer_seconds = 2 * args.rounds * len(scenarios) * (args.seconds + 2 * REQUEST_TIMEOUT) + 120
+        ops_per_second = args.writer_requests * shape.OPS_PER_ROUND
+        for i in range(args.writers):
+            writers.append(subprocess.Popen(
+                [sys.executable, os.path.join(HERE, "bench_poll_writer.py"), directory, str(writer_seconds),
+                 str(ops_per_second), str(i), shape_name],
+                stdout=subprocess.PIPE, text=True, env=env, preexec_fn=stopped_with_this_process))
+        deadline = time.monotonic() + 60
+        for writer in writers:
+            ready, _, _ = select.select([writer.stdout], [], [], max(0, deadline - time.monotonic()))
+            if not ready or writer.stdout.readline().strip() != "ready":
+                sys.exit("a writer did not start")
+        writing_since = time.monotonic()
+
+        binaries = [("", args.multiprom)] + ([(" (compared)", args.compare)] if args.compare else [])
+        for suffix, binary in binaries:
+            port = free_port()
+            log_path = serve_log + (".compared" if suffix else "")
+            with open(log_path, "wb") as log:
+                serve = subprocess.Popen([binary, "serve", "--dir", directory, "--listen",
+                                          f"127.0.0.1:{port}", *args.serve_arg],
+                                         stdout=subprocess.DEVNULL, stderr=log,
+                                         preexec_fn=stopped_with_this_process)
+            serves.append((suffix, port, serve, log_path))
+            wait_ready(port, serve, log_path)
+        files = db_files(directory)
+
+        # Warm up (the first collection reads every file; the second maps
+        # them), and see that each scenario answers and the filter filters.
+        filtering = "yes"
+        answers = {}
+        for label, path, headers, _ in scenarios:
+            for _, port, _, _ in serves:
+                for _ in range(3):
+                    answers[label] = {}
+                    status, body = get(port, path, headers, answers[label])
+                    if status != 200:
+                        sys.exit(f"GET {path} ({label}) answered {status}")
+                unasked = shape.UNASKED.encode()
+                if path == "/metrics" and unasked not in body:
+                    sys.exit(f"the unfiltered body ({label}) lacks {shape.UNASKED}")
+                if path != "/metrics" and unasked in body:
+                    filtering = "no"
+
+        runs = {}
+        for round_number in range(args.rounds):
+            for label, path, headers, target in scenarios:
+                for suffix, port, serve, log_path in serves:
+                    print(f"polling {shape_name}: {label}{suffix}, round {round_number + 1} ...",
+                          file=sys.stderr, flush=True)
+                    runs.setdefault((label + suffix, target), []).append(
+                        poll_scenario(port, serve, path, headers))
+                    if serve.poll() is not None:
+                        sys.exit(f"multiprom serve exited with {serve.returncode} while polled "
+                                 f"(log: {log_path})")
+                    time.sleep(0.5)
+        for (label, target), figures in runs.items():
+            ordered = sorted(figures, key=lambda r: r["cores"])
+            median = dict(ordered[len(ordered) // 2])
+            median["spread"] = (ordered[0]["cores"], ordered[-1]["cores"])
+            median["scrapes"] = sum(r["scrapes"] for r in figures)
+            median["failed"] = sum(r["failed"] for r in figures)
+            median["p99"] = max(r["p99"] for r in figures)
+            median["max"] = max(r["max"] for r in figures)
+            results.append((label, target, median))
+
+        for _, _, serve, _ in serves:
+            stop(serve)
+        serves = []
+
+        if args.floor:
+            for label, path, headers, target in scenarios:
+                answer = answers[label]
+                body_path = os.path.join(args.base, "poll-floor-answer")
+                with open(body_path, "wb") as f:
+                    f.write(answer["body"])
+                port = free_port()
+                floor = subprocess.Popen([args.floor, f"127.0.0.1:{port}", body_path, answer["content_type"],
+                                          answer["content_encoding"]],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         preexec_fn=stopped_with_this_process)
+                serves.append(("", port, floor, body_path))
+                wait_ready(port, floor, "(the floor server's stderr)")
+                print(f"polling {shape_name}: {label} (floor) ...", file=sys.stderr, flush=True)
+                figures = poll_scenario(port, floor, "/metrics", headers)
+                figures["spread"] = (figures["cores"], figures["cores"])
+                results.append((label + " (floor: fixed answer)", target, figures))
+                stop(floor)
+                serves = []
+        writer_ops = 0
+        for writer in writers:
+            out = stop(writer)
+            writer_ops += sum(int(line.split()[1]) for line in out.splitlines() if line.startswith("ops "))
+        writers = []
+        writer_rate = writer_ops / (time.monotonic() - writing_since) / max(1, args.writers)
+
+        print(f"Python generate_latest x {args.python_repeat} ...", file=sys.stderr, flush=True)
+        python_runs = [python_scrape_cpu(directory) for _ in range(args.python_repeat)]
+    finally:
+        for _, _, serve, _ in serves:
+            stop(serve)
+        for writer in writers:
+            stop(writer)
+        if os.path.exists(directory):
+            shutil.rmtree(directory, ignore_errors=True)
+    summary = (f"`{shape_name}`: {files:,} files ({workers} exited workers x {shape.FILES_PER_WORKER} + "
+               f"{args.writers} writers' own), {args.writers} writers asked for {ops_per_second:,.0f} ops/s "
+               f"each, did {writer_rate:,.0f}; filtered by the server: {filtering}")
+    return summary, results, python_runs
+
+
+def print_shape(shape_name, summary, results, python_runs):
+    python_ms = statistics.median(t for t, _ in python_runs) * 1e3
+    python_cores = python_ms * SCRAPES_PER_SECOND / 1e3
+    print()
+    print(summary)
+    print()
+    print(f"| scenario | scrapes | failed | `serve` cores (median of {args.rounds}; range) | target | "
+          "processor time per scrape | latency p50 | p99 | max | response |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    def suffix(label):
+        return label[label.find(" ("):] if " (" in label else ""
+
+    text = {(target, suffix(label)): r for label, target, r in results if label.startswith("text ")}
+    verdicts = []
+    for label, target, r in results:
+        limit = target
+        key = (target, suffix(label))
+        if not label.startswith("text ") and key in text:
+            limit = max(target, TARGET_OTHER_FORMAT * text[key]["cores"])
+        low, high = r["spread"]
+        print(f"| {label} | {r['scrapes']} | {r['failed']} | {r['cores']:.3f} ({low:.3f}-{high:.3f}) | "
+              f"<= {limit:.3f} | "
+              f"{r['ms_per_scrape']:.2f} ms | {r['p50']:.2f} ms | {r['p99']:.2f} ms | {r['max']:.2f} ms | "
+              f"{r['bytes'] / 1e3:,.0f} kB |")  # as sent (gzipped for gzip)
+        met = r["cores"] <= limit and r["p99"] <= TARGET_P99_MS and r["failed"] == 0
+        verdicts.append(f"{shape_name} {label}: {'met' if met else 'NOT met'} (cores {r['cores']:.3f}, "
+                        f"p99 {r['p99']:.1f} ms, failed {r['failed']}); {r['connections']} connections; "
+                        f"clients used {r['client_cores']:.3f} cores")
+    print(f"| Python `generate_latest` (median of {args.python_repeat}: "
+          f"{', '.join(f'{t * 1e3:.0f}' for t, _ in python_runs)} ms) | | | {python_cores:.2f} (at "
+          f"{SCRAPES_PER_SECOND:g}/s) | | {python_ms:.1f} ms | | | | {python_runs[0][1] / 1e3:,.0f} kB |")
+    print()
+    for line in verdicts:
+        print(line)
+
+
 signal.signal(signal.SIGTERM, terminate_on_sigterm)
-
-names = [n for n in args.names.split(",") if n]
-filtered_path = "/metrics?" + "&".join("name[]=" + urllib.parse.quote(n, safe="") for n in names)
-scenarios = [("unfiltered", "/metrics", TARGET_CORES_UNFILTERED),
-             (f"name[] of {len(names)} sample names", filtered_path, TARGET_CORES_FILTERED)]
 os.makedirs(args.base, exist_ok=True)
-directory = os.path.join(args.base, f"poll-workers-{args.workers}")
-serve_log = os.path.join(args.base, "poll-serve.log")
 load_before = os.getloadavg()
-writers, serve = [], None
-results = []
+shapes = []
 try:
-    if os.path.exists(directory):
-        shutil.rmtree(directory)
-    print(f"making {directory} ({args.workers} workers x 4 files) ...", file=sys.stderr, flush=True)
-    subprocess.run([sys.executable, os.path.join(HERE, "bench_make_dir.py"), directory, str(args.workers)],
-                   check=True, stdout=subprocess.DEVNULL, timeout=600)
-
-    # Writers outlive the polling only if this process hangs; they are stopped below.
-    writer_seconds = 2 * len(scenarios) * (args.seconds + 2 * REQUEST_TIMEOUT) + 120
-    for i in range(args.writers):
-        writers.append(subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "bench_poll_writer.py"), directory, str(writer_seconds),
-             str(args.writer_rate), str(i)],
-            stdout=subprocess.PIPE, text=True, preexec_fn=stopped_with_this_process))
-    deadline = time.monotonic() + 60
-    for writer in writers:
-        ready, _, _ = select.select([writer.stdout], [], [], max(0, deadline - time.monotonic()))
-        if not ready or writer.stdout.readline().strip() != "ready":
-            sys.exit("a writer did not start")
-    writing_since = time.monotonic()
-
-    port = free_port()
-    with open(serve_log, "wb") as log:
-        serve = subprocess.Popen([args.multiprom, "serve", "--dir", directory, "--listen", f"127.0.0.1:{port}",
-                                  *args.serve_arg],
-                                 stdout=subprocess.DEVNULL, stderr=log, preexec_fn=stopped_with_this_process)
-    wait_ready(port, serve)
-    files = db_files(directory)
-
-    # Warm up (the first collection reads every file; the second maps
-    # them), and see what each scenario answers.
-    bodies = {}
-    for _, path, _ in scenarios:
-        for _ in range(3):
-            status, body = get(port, path)
-            if status != 200:
-                sys.exit(f"GET {path} answered {status}")
-        bodies[path] = body
-    if b"\nbench_requests_total{" not in bodies["/metrics"]:
-        sys.exit("the unfiltered body lacks bench_requests_total")
-    # bench_busy_ratio is the family none of the default names asks for.
-    filtering = "no" if b"\nbench_busy_ratio{" in bodies[filtered_path] else "yes"
-
-    for label, path, target in scenarios:
-        print(f"polling: {label} ...", file=sys.stderr, flush=True)
-        results.append((label, target, poll_scenario(port, serve, path)))
-        if serve.poll() is not None:
-            sys.exit(f"multiprom serve exited with {serve.returncode} while polled (log: {serve_log})")
-        time.sleep(1)
-
-    stop(serve)
-    serve = None
-    writer_ops = 0
-    for writer in writers:
-        out = stop(writer)
-        writer_ops += sum(int(line.split()[1]) for line in out.splitlines() if line.startswith("ops "))
-    writers = []
-    writer_rate = writer_ops / (time.monotonic() - writing_since) / max(1, args.writers)
-
-    print(f"Python generate_latest x {args.python_repeat} ...", file=sys.stderr, flush=True)
-    python_runs = [python_scrape_cpu(directory) for _ in range(args.python_repeat)]
+    for shape_name in [s for s in args.shapes.split(",") if s]:
+        shapes.append((shape_name, *poll_shape(shape_name)))
 except KeyboardInterrupt:
     sys.exit(128 + signal.SIGINT)
-finally:
-    if serve is not None:
-        stop(serve)
-    for writer in writers:
-        stop(writer)
-    if os.path.exists(directory):
-        shutil.rmtree(directory, ignore_errors=True)
-
 load_after = os.getloadavg()
-python_ms = statistics.median(t for t, _ in python_runs) * 1e3
-python_cores = python_ms * SCRAPES_PER_SECOND / 1e3
-
 print()
-print(f"{files:,} files ({args.workers} workers x 4 + {args.writers} writers' own), {args.writers} writers "
-      f"asked for {args.writer_rate:,.0f} ops/s each, did {writer_rate:,.0f}, {args.clients} clients x "
-      f"{args.hz:g} Hz for {args.seconds:g} s each ({SCRAPES_PER_SECOND:g} scrapes/s), "
-      f"Accept-Encoding {HEADERS['Accept-Encoding']}; load average {load_before[0]:.2f} before, "
-      f"{load_after[0]:.2f} after; filtered by the server: {filtering}")
-print()
-print("| scenario | scrapes | failed | `serve` cores | target | processor time per scrape | "
-      "latency p50 | p99 | max | response |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for label, target, r in results:
-    print(f"| {label} | {r['scrapes']} | {r['failed']} | {r['cores']:.3f} | <= {target:.2f} | "
-          f"{r['ms_per_scrape']:.2f} ms | {r['p50']:.2f} ms | {r['p99']:.2f} ms | {r['max']:.2f} ms | "
-          f"{r['bytes'] / 1e3:,.0f} kB |")  # as sent (gzipped with --gzip)
-print(f"| Python `generate_latest` (median of {args.python_repeat}: "
-      f"{', '.join(f'{t * 1e3:.0f}' for t, _ in python_runs)} ms) | | | {python_cores:.2f} (at "
-      f"{SCRAPES_PER_SECOND:g}/s) | | {python_ms:.1f} ms | | | | {python_runs[0][1] / 1e3:,.0f} kB |")
-print()
-for label, target, r in results:
-    verdict = []
-    verdict.append(f"cores {r['cores']:.3f} {'<=' if r['cores'] <= target else '>'} {target:.2f}")
-    verdict.append(f"p99 {r['p99']:.1f} ms {'<=' if r['p99'] <= TARGET_P99_MS else '>'} {TARGET_P99_MS:g} ms")
-    verdict.append(f"failed {r['failed']}")
-    met = r["cores"] <= target and r["p99"] <= TARGET_P99_MS and r["failed"] == 0
-    print(f"{label}: {'met' if met else 'NOT met'} ({'; '.join(verdict)}); "
-          f"{r['connections']} connections; clients used {r['client_cores']:.3f} cores")
+print(f"{args.clients} clients x {args.hz:g} Hz for {args.seconds:g} s each ({SCRAPES_PER_SECOND:g} scrapes/s); "
+      f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+for shape in shapes:
+    print_shape(*shape)
