@@ -1,11 +1,11 @@
 //! A collector's first collection reads the files and leaves nothing behind
-//! it: no memory map and no directory watch (its sentinel directory under
-//! the temp dir). From the second collection on, the files are mapped and
-//! the watch is set, so that later collections read values with plain
-//! loads and only look at files an event named.
+//! it: no memory map and no directory watch (an inotify descriptor). From
+//! the second collection on, the files are mapped and the watch is set, so
+//! that later collections read values with plain loads and only look at
+//! files an event named.
 //!
-//! Alone in its test binary: it points `TMPDIR` at a private directory to
-//! see the watch's sentinel, and reads this process's memory maps.
+//! Alone in its test binary: it counts this process's inotify descriptors
+//! and reads its memory maps.
 
 #![allow(clippy::unwrap_used)]
 
@@ -19,9 +19,17 @@ use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
 #[test]
 fn files_are_mapped_and_watched_from_the_second_collection() {
     let dir = tempfile::tempdir().unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    std::env::set_var("TMPDIR", temp.path());
-    let sentinels = || std::fs::read_dir(temp.path()).unwrap().count();
+    // The inotify descriptors this process has open.
+    let watches = || {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|target| target.as_os_str() == "anon_inode:inotify")
+            })
+            .count()
+    };
     for pid in 1..=3 {
         let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
         let mut writer = FileWriter::open(dir.path(), &name).unwrap();
@@ -37,7 +45,7 @@ fn files_are_mapped_and_watched_from_the_second_collection() {
     let collector = DirCollector::new(dir.path());
     assert_eq!(total(&collector), 6.0);
     assert_eq!(maps_of(dir.path()), 0, "the first collection mapped files");
-    assert_eq!(sentinels(), 0, "the first collection set a watch");
+    assert_eq!(watches(), 0, "the first collection set a watch");
 
     assert_eq!(total(&collector), 6.0);
     assert_eq!(
@@ -45,7 +53,7 @@ fn files_are_mapped_and_watched_from_the_second_collection() {
         3,
         "the second collection maps every file"
     );
-    assert_eq!(sentinels(), 1, "the second collection sets the watch");
+    assert_eq!(watches(), 1, "the second collection sets the watch");
 
     // A value written through the writer's map, with no event: the next
     // collection reads it from its own map, without looking at the file.
@@ -72,5 +80,5 @@ fn files_are_mapped_and_watched_from_the_second_collection() {
 
     drop(collector);
     assert_eq!(maps_of(dir.path()), 0, "maps outlived their collector");
-    assert_eq!(sentinels(), 0, "the watch outlived its collector");
+    assert_eq!(watches(), 0, "the watch outlived its collector");
 }

@@ -127,8 +127,7 @@ pub fn run_in_forked_child(child: impl FnOnce() -> i32) -> io::Result<ForkedChil
 /// a lock is never seen half-updated). The allocator's locks are safe: the C
 /// library's `fork` takes them before and releases them after. This is for
 /// testing code that is forked beside threads of its own, as a collector
-/// with a directory watch (whose event thread is `notify`'s) is in a
-/// pre-fork server; the harness's threads are kept out by running the test
+/// is in a pre-fork server whose master runs other threads; the harness's threads are kept out by running the test
 /// from a `main` of its own (`harness = false`).
 ///
 /// ```

@@ -23,18 +23,15 @@ pub(super) fn changed_listing(
     now: Instant,
 ) -> Result<Arc<Vec<PathBuf>>, CollectError> {
     // A watch set before a fork (a collector made in a pre-fork
-    // server's master) has no event thread in the child, and shares its
-    // inotify descriptor with the parent: set a new one.
-    // The old one is leaked, not dropped: its drop would stop the
-    // parent's event thread and remove the parent's sentinel file.
+    // server's master) shares its inotify descriptor with the parent:
+    // reading it would take the parent's events. Set a new one; dropping
+    // the inherited one closes only this process's descriptor.
     let pid = std::process::id();
     if state.watch_pid != pid {
-        if let Some(inherited) = state.watch.take() {
-            std::mem::forget(inherited);
-        }
+        state.watch = None;
         state.watch_pid = pid;
     }
-    let changes = match &state.watch {
+    let changes = match &mut state.watch {
         Some(watch) => watch.take(),
         None => Changes {
             everything: true,
