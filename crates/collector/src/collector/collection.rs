@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
-use super::exemplars::attach_exemplars;
+use super::exemplars::{attach_exemplars, ExemplarSettling};
 use super::file_table::index_paths;
 use super::merge::merge_order;
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
@@ -71,6 +71,10 @@ pub(super) fn collect_paths(
                 &state.known,
                 &order,
                 pass.dir.map(|dir| (dir, Some(state.listings))),
+                pass.exited.map(|_| ExemplarSettling {
+                    generation: state.plan_generation,
+                    full_look: state.full_look,
+                }),
                 &mut families,
                 &mut state.exemplars,
                 &mut warnings,

@@ -6,15 +6,15 @@
 //! into a series, the exemplar with the latest timestamp is kept (on a tie,
 //! the first in merge order); a histogram's stays on the bucket it was
 //! recorded on. Exemplar files are looked for only in the `exemplars`
-//! subdirectory, listed once per collection: a directory without one costs
-//! one failed `open`.
+//! subdirectory: a directory without one costs one failed `stat`. A settled
+//! file's exemplar file (its writer is gone) is read once and its records
+//! kept, so a warm scrape reads only the live workers' exemplar files.
 //!
 //! What each entry's key names is worked out once (see `exemplar_series`
 //! and `exemplar_files`): a warm scrape reads the records and compares
 //! timestamps, and decodes no key.
 
-use std::collections::{BTreeMap, HashSet};
-use std::ffi::OsString;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ use multiprom_format::{read_exemplar_records, Exemplar, ReadError};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::problem::Warning;
 
-use super::exemplar_files::ExemplarFiles;
+use super::exemplar_files::{ExemplarFiles, KeptRecords};
 use super::exemplar_series::{SeriesId, SeriesTable};
 use super::file_entry::{path_bytes, FileEntry};
 
@@ -70,16 +70,28 @@ fn may_carry(family_type: FamilyType, sample: &MergedSample) -> bool {
     }
 }
 
+/// How the files of a collection are settled (see
+/// `DirCollector::settle_exited_writers`), for exemplar files to be kept.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ExemplarSettling {
+    /// The merge plan's generation: a file settled for it is.
+    pub(super) generation: u64,
+    /// This collection looks at every file: nothing kept is trusted.
+    pub(super) full_look: bool,
+}
+
 /// Reads the exemplar files of the good files of `order` (in `known`) and
 /// attaches the latest exemplar of each series to its sample in `families`.
 /// A bad exemplar file is skipped and reported in `warnings` once. `dir`:
 /// the directory all the files are in, if they are in one, and which
 /// listing of it this is (see `CollectorState::listings`; `None`: not
-/// known).
+/// known). With `settling`, a settled file's exemplar file is read once
+/// and kept (a missing one too) until the file stops being settled.
 pub(super) fn attach_exemplars(
     known: &[Option<FileEntry>],
     order: &[usize],
     dir: Option<(&Path, Option<u64>)>,
+    settling: Option<ExemplarSettling>,
     families: &mut [MergedFamily],
     state: &mut ExemplarState,
     warnings: &mut Vec<Warning>,
@@ -93,28 +105,27 @@ pub(super) fn attach_exemplars(
     if !wanted {
         return;
     }
-    // Each directory's exemplar files, listed once: a listing's files share
-    // one directory, so this is looked up by a byte comparison per file.
-    let mut listed: Vec<(&Path, Option<HashSet<OsString>>)> = Vec::new();
+    // Whether each directory has an exemplar subdirectory, looked at once:
+    // a listing's files share one directory, so this is looked up by a
+    // byte comparison per file.
+    let mut looked: Vec<(&Path, bool)> = Vec::new();
     if let Some((dir, listing)) = dir {
         // One look: most directories have no exemplars, and their
         // collections should not pay a step per file for them; nor even
         // that look while the directory's listing is the one it found no
         // subdirectory in (the watch saw no name come or go since, the
-        // subdirectory's included). A subdirectory that exists is listed
-        // every time: what comes and goes inside it is not watched.
+        // subdirectory's included).
         if listing.is_some() && state.absent_in == listing {
             return;
         }
-        let names = list_exemplar_dir(dir);
-        if names.is_none() {
+        if !has_exemplar_dir(dir) {
             state.reported.clear();
             state.resolved = Resolved::default();
             state.absent_in = listing;
             return;
         }
         state.absent_in = None;
-        listed.push((dir, names));
+        looked.push((dir, true));
     }
     let dir = dir.map(|(dir, _)| dir);
     state.want_samples(families);
@@ -131,24 +142,31 @@ pub(super) fn attach_exemplars(
             Some(dir) => dir,
             None => entry.path.parent().unwrap_or(Path::new("")),
         };
-        let at = match listed
+        let has = match looked
             .iter()
-            .rposition(|(seen, _)| path_bytes(seen) == path_bytes(dir))
+            .rfind(|(seen, _)| path_bytes(seen) == path_bytes(dir))
         {
-            Some(at) => at,
+            Some(&(_, has)) => has,
             None => {
-                listed.push((dir, list_exemplar_dir(dir)));
-                listed.len() - 1
+                let has = has_exemplar_dir(dir);
+                looked.push((dir, has));
+                has
             }
         };
-        let Some(names) = &listed[at].1 else {
-            continue;
-        };
-        let path = exemplar_path(dir, &file.name);
-        if !path.file_name().is_some_and(|name| names.contains(name)) {
+        if !has {
             continue;
         }
-        if let Err(error) = state.offer(path.clone()) {
+        let path = exemplar_path(dir, &file.name);
+        let settled = settling
+            .filter(|s| !s.full_look && file.is_settled(s.generation))
+            .map(|_| (file.writer_gone_in, file.changes()));
+        if let Some(settled) = settled {
+            if state.offer_kept(&path, settled) {
+                continue;
+            }
+        }
+        // A file with no exemplars has no exemplar file: not a problem.
+        if let Err(error) = state.offer(path.clone(), settled) {
             if !error.is_vanished() {
                 problems.insert(path, error);
             }
@@ -194,15 +212,23 @@ impl ExemplarState {
 
     /// Offers the exemplars of the exemplar file at `path`: each replaces
     /// the latest of its series when strictly later (on a tie, or a NaN,
-    /// the first kept stays). Only a winner's labels are decoded.
-    fn offer(&mut self, path: PathBuf) -> Result<(), ReadError> {
+    /// the first kept stays). Only a winner's labels are decoded, unless
+    /// the file's `*.db` file is `settled`: then every record's are, and
+    /// kept for the next scrapes (none when the file is missing).
+    fn offer(&mut self, path: PathBuf, settled: Option<(u64, u64)>) -> Result<(), ReadError> {
         let Resolved { series, files, .. } = &mut self.resolved;
         let (wanted, latest) = (&self.wanted, &mut self.latest);
+        let mut records = Vec::new();
         let mut cursor = files.file(path.clone());
-        read_exemplar_records(&path, &mut self.buf, |record| {
+        let read = read_exemplar_records(&path, &mut self.buf, |record| {
             let Some(id) = cursor.series(record.offset, record.raw_key, series) else {
                 return;
             };
+            if settled.is_some() {
+                if let Some(exemplar) = record.exemplar() {
+                    records.push((id, exemplar));
+                }
+            }
             // A series numbered in this scrape has no sample in it.
             if !wanted.get(id).copied().unwrap_or(false) {
                 return;
@@ -216,8 +242,37 @@ impl ExemplarState {
                     *kept = Some(exemplar);
                 }
             }
-        })
-        .map(|_| ())
+        });
+        let keep = match &read {
+            Ok(_) => true,
+            Err(error) => error.is_vanished(),
+        };
+        if let Some(settled) = settled.filter(|_| keep) {
+            files.keep(path, KeptRecords { settled, records });
+        }
+        read.map(|_| ())
+    }
+
+    /// Offers the records kept for the exemplar file at `path` when they
+    /// were read with its `*.db` file settled as `settled` is now, in file
+    /// order as [`ExemplarState::offer`] does; false when none are kept.
+    fn offer_kept(&mut self, path: &Path, settled: (u64, u64)) -> bool {
+        let Some(kept) = self.resolved.files.kept(path_bytes(path), settled) else {
+            return false;
+        };
+        for (id, exemplar) in &kept.records {
+            if !self.wanted.get(*id).copied().unwrap_or(false) {
+                continue;
+            }
+            let latest = &mut self.latest[*id];
+            if latest
+                .as_ref()
+                .is_none_or(|latest| exemplar.timestamp > latest.timestamp)
+            {
+                *latest = Some(exemplar.clone());
+            }
+        }
+        true
     }
 
     /// Attaches the latest exemplar of each carrying sample's series.
@@ -247,14 +302,8 @@ impl ExemplarState {
     }
 }
 
-/// The names in `dir/exemplars`, or `None` when there is no such directory
-/// (or it cannot be listed: exemplars are then left out, never the samples).
-fn list_exemplar_dir(dir: &Path) -> Option<HashSet<OsString>> {
-    let entries = std::fs::read_dir(dir.join(EXEMPLAR_DIR)).ok()?;
-    Some(
-        entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.file_name())
-            .collect(),
-    )
+/// Whether `dir` has an exemplar subdirectory (one that cannot be looked
+/// at counts as none: exemplars are then left out, never the samples).
+fn has_exemplar_dir(dir: &Path) -> bool {
+    std::fs::metadata(dir.join(EXEMPLAR_DIR)).is_ok_and(|m| m.is_dir())
 }

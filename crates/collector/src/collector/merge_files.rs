@@ -113,6 +113,7 @@ pub(super) fn merge_with_duplicates(
             &state.known,
             &order,
             None,
+            None,
             &mut scrape.families,
             &mut state.exemplars,
             &mut Vec::new(),

@@ -1,0 +1,112 @@
+//! A settled file's exemplar file (its writer is gone) is read once and
+//! kept: a warm collection reads only the live writers' exemplar files, and
+//! reads a settled one again as soon as something opens its `*.db` file (a
+//! new process taking the identifier over must, before it writes an
+//! exemplar).
+
+#![allow(clippy::unwrap_used)]
+
+use std::fs::File;
+use std::path::Path;
+
+use multiprom_collector::{DirCollector, Format};
+use multiprom_format::{encode_key, ExemplarWriter, FileName, FileWriter, MetricKind};
+
+fn requests(code: &str) -> String {
+    encode_key("requests", "requests_total", [("code", code)], "Requests.")
+}
+
+/// Stores an exemplar with `trace` at `timestamp` on `key` in the exemplar
+/// file of `pid`'s counter file.
+fn store(dir: &Path, pid: &str, key: &str, trace: &str, timestamp: f64) {
+    let name = FileName::new(MetricKind::Counter, pid).unwrap();
+    ExemplarWriter::open(dir, &name)
+        .unwrap()
+        .slot(key)
+        .unwrap()
+        .store([("trace_id", trace)], 1.0, timestamp)
+        .unwrap();
+}
+
+fn line<'a>(text: &'a str, start: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no {start:?} in\n{text}"))
+}
+
+#[test]
+fn a_settled_file_s_exemplars_are_kept_until_its_file_is_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, failed) = (requests("200"), requests("500"));
+    for pid in ["1", "2"] {
+        let name = FileName::new(MetricKind::Counter, pid).unwrap();
+        let mut file = FileWriter::open(dir.path(), &name).unwrap();
+        file.slot(&ok).unwrap().add(1.0);
+        file.slot(&failed).unwrap().add(1.0);
+    }
+    // "1" is gone: its exemplar is the later one of `code="200"`.
+    store(dir.path(), "1", &ok, "gone", 20.0);
+    store(dir.path(), "2", &ok, "live", 10.0);
+    store(dir.path(), "2", &failed, "live", 10.0);
+    let collector =
+        DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
+    // As in the settled files' tests: from the fifth collection on, "1" is
+    // settled.
+    for _ in 0..5 {
+        collector.collect().unwrap();
+    }
+    let exemplars = dir.path().join("exemplars");
+    let text = collector.collect().unwrap().encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
+        "{text}"
+    );
+
+    // The settled file's exemplar file is not read again: replaced by
+    // bytes that are no exemplar file, nothing changes and nothing is
+    // reported. (Nothing but a writer of its `*.db` file writes it.)
+    let kept = std::fs::read(exemplars.join("counter_1.exemplars")).unwrap();
+    std::fs::write(
+        exemplars.join("counter_1.exemplars"),
+        b"not an exemplar file",
+    )
+    .unwrap();
+    let scrape = collector.collect().unwrap();
+    assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
+    let text = scrape.encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
+        "{text}"
+    );
+    std::fs::write(exemplars.join("counter_1.exemplars"), kept).unwrap();
+    // The live writer's file is read every time.
+    store(dir.path(), "2", &failed, "live-later", 30.0);
+    let text = collector.collect().unwrap().encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"500\"}").contains("trace_id=\"live-later\""),
+        "{text}"
+    );
+
+    // A new process with the identifier opens the `*.db` file, then
+    // records a later exemplar: it is read.
+    drop(File::open(dir.path().join("counter_1.db")).unwrap());
+    store(dir.path(), "1", &ok, "back", 40.0);
+    let text = collector.collect().unwrap().encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"back\""),
+        "{text}"
+    );
+    // And kept again once settled anew, equal to what a fresh collector
+    // shows.
+    for _ in 0..5 {
+        collector.collect().unwrap();
+    }
+    let fresh = DirCollector::new(dir.path())
+        .collect()
+        .unwrap()
+        .encode(Format::OpenMetrics);
+    assert_eq!(
+        collector.collect().unwrap().encode(Format::OpenMetrics),
+        fresh
+    );
+}
