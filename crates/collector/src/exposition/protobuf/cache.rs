@@ -15,6 +15,12 @@
 //! change), and the cache holds on to the families it last encoded, so an
 //! address it compares with is still theirs.
 //!
+//! A counter or gauge family is kept per metric too: a family of one series
+//! per worker (a gauge in mode `all`) in which a few live workers' values
+//! moved copies the other metrics' bytes and encodes only the moved ones.
+//! Its message is put together as prost writes it (its name, help and
+//! type, then each metric as field 4, the whole length-delimited).
+//!
 //! A histogram family's messages carry its series' native histograms too:
 //! they are reused only while the collection's native histograms are equal
 //! to the last ones (a value comparison: they are few, one per series, not
@@ -23,6 +29,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use prost::Message;
+
+use super::family::SingleValues;
 use crate::exposition::names::Escaping;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
@@ -66,6 +75,11 @@ pub struct ProtobufCache {
     encoded: Vec<EncodedFamily>,
     /// The samples of every family, in order.
     samples: Vec<SampleMark>,
+    /// Where each sample's metric is in `bytes`, in order with `samples`
+    /// (empty for a sample of a family encoded whole).
+    metrics: Vec<Range<usize>>,
+    /// The metrics of this encoding not taken from the last one.
+    scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for ProtobufCache {
@@ -141,6 +155,7 @@ impl ProtobufCache {
         let base = out.len();
         let mut encoded = Vec::with_capacity(self.encoded.len());
         let mut samples = Vec::with_capacity(self.samples.len());
+        let mut metrics = Vec::with_capacity(self.metrics.len());
         for (at, family) in (*families).as_ref().iter().enumerate() {
             let start = out.len();
             let first_sample = samples.len();
@@ -149,15 +164,36 @@ impl ProtobufCache {
             let name = family.name.as_ptr() as usize;
             let help = family.help.as_ptr() as usize;
             let old = self.encoded.get(at).filter(|old| {
-                old.name == name
-                    && old.help == help
-                    && old.family_type == family.family_type
-                    && (same_natives || family.family_type != FamilyType::Histogram)
+                old.name == name && old.help == help && old.family_type == family.family_type
+            });
+            let whole = old.filter(|old| {
+                (same_natives || family.family_type != FamilyType::Histogram)
                     && self.samples.get(old.samples.clone()) == Some(marks)
             });
-            match old.and_then(|old| self.bytes.get(old.bytes.clone())) {
-                Some(bytes) => out.extend_from_slice(bytes),
-                None => super::encode_family(family, natives, escaping, out),
+            match whole.and_then(|old| Some((old, self.bytes.get(old.bytes.clone())?))) {
+                Some((old, bytes)) => {
+                    out.extend_from_slice(bytes);
+                    // The same metrics, moved with the family.
+                    let shift = |r: &Range<usize>| {
+                        if r.is_empty() {
+                            0..0
+                        } else {
+                            r.start - old.bytes.start + (start - base)
+                                ..r.end - old.bytes.start + (start - base)
+                        }
+                    };
+                    metrics.extend(self.metrics[old.samples.clone()].iter().map(shift));
+                }
+                None => match SingleValues::of(family, escaping) {
+                    Some(parts) => {
+                        let kept = old.map_or(0..0, |old| old.samples.clone());
+                        self.encode_metrics(family, &parts, kept, marks, base, out, &mut metrics);
+                    }
+                    None => {
+                        super::encode_family(family, natives, escaping, out);
+                        metrics.extend(family.samples.iter().map(|_| 0..0));
+                    }
+                },
             }
             encoded.push(EncodedFamily {
                 name,
@@ -167,6 +203,7 @@ impl ProtobufCache {
                 bytes: start - base..out.len() - base,
             });
         }
+        self.metrics = metrics;
         self.encoded = encoded;
         self.samples = samples;
         // Kept after the comparisons: the last families stay alive until
@@ -177,6 +214,59 @@ impl ProtobufCache {
         }
         self.bytes.clear();
         self.bytes.extend_from_slice(&out[base..]);
+    }
+}
+
+impl ProtobufCache {
+    /// Appends the one message of a counter or gauge `family` (see
+    /// [`SingleValues`]), copying from the last encoding the metric of each
+    /// sample whose mark is the one at the same place among `kept` (the
+    /// last encoding's samples of the family at this place), encoding the
+    /// others; records where each metric went in `metrics`.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_metrics(
+        &mut self,
+        family: &MergedFamily,
+        parts: &SingleValues,
+        kept: Range<usize>,
+        marks: &[SampleMark],
+        base: usize,
+        out: &mut Vec<u8>,
+        metrics: &mut Vec<Range<usize>>,
+    ) {
+        let old_marks = self.samples.get(kept.clone()).unwrap_or(&[]);
+        let old_metrics = self.metrics.get(kept).unwrap_or(&[]);
+        // Each sample's metric: in the last encoding's bytes, or in scratch.
+        let mut placed: Vec<(bool, Range<usize>)> = Vec::with_capacity(marks.len());
+        self.scratch.clear();
+        let mut length = parts.header.encoded_len();
+        for (i, (sample, mark)) in family.samples.iter().zip(marks).enumerate() {
+            let reuse = old_marks
+                .get(i)
+                .zip(old_metrics.get(i))
+                .filter(|(old, range)| *old == mark && !range.is_empty())
+                .and_then(|(_, range)| self.bytes.get(range.clone()).map(|_| range.clone()));
+            let range = match reuse {
+                Some(range) => (true, range),
+                None => {
+                    let from = self.scratch.len();
+                    prost::encoding::message::encode(4, &parts.metric(sample), &mut self.scratch);
+                    (false, from..self.scratch.len())
+                }
+            };
+            length += range.1.len();
+            placed.push(range);
+        }
+        prost::encoding::encode_varint(length as u64, out);
+        // Cannot fail: prost fails only for a buffer without room left,
+        // and a Vec grows.
+        let _ = parts.header.encode(out);
+        for (old, range) in placed {
+            let from = if old { &self.bytes } else { &self.scratch };
+            let at = out.len() - base;
+            out.extend_from_slice(&from[range.clone()]);
+            metrics.push(at..at + range.len());
+        }
     }
 }
 

@@ -99,6 +99,85 @@ pub(super) fn messages(
     messages
 }
 
+/// A counter or gauge family whose every sample fits its one message (no
+/// `_created` or other misfit): its message without metrics, and each
+/// sample's `Metric`, for an encoder that keeps each metric's bytes. `None`
+/// for any other family: [`messages`] encodes it whole.
+pub(super) struct SingleValues {
+    pub(super) header: MetricFamily,
+    family_type: FamilyType,
+    names: Names,
+}
+
+impl SingleValues {
+    pub(super) fn of(family: &MergedFamily, escaping: Escaping) -> Option<SingleValues> {
+        let suffix = match family.family_type {
+            FamilyType::Counter => "_total",
+            FamilyType::Gauge => "",
+            FamilyType::Summary | FamilyType::Histogram => return None,
+        };
+        // A merge hands a family's samples one shared name: compared once,
+        // then known by its address (a family can have tens of thousands).
+        let mut known: Option<*const u8> = None;
+        let fits = |sample: &MergedSample| {
+            if known == Some(sample.name.as_ptr()) {
+                return true;
+            }
+            let fits = sample
+                .name
+                .strip_prefix(&*family.name)
+                .is_some_and(|rest| rest == suffix);
+            if fits {
+                known = Some(sample.name.as_ptr());
+            }
+            fits
+        };
+        if family.samples.is_empty() || !family.samples.iter().all(fits) {
+            return None;
+        }
+        let names = Names(escaping);
+        let metric_type = if family.family_type == FamilyType::Counter {
+            MetricType::Counter
+        } else {
+            MetricType::Gauge
+        };
+        Some(SingleValues {
+            header: names.header(
+                &format!("{}{suffix}", family.name),
+                &family.help,
+                metric_type,
+            ),
+            family_type: family.family_type,
+            names,
+        })
+    }
+
+    /// The metric of `sample`, as [`messages`] makes it.
+    pub(super) fn metric(&self, sample: &MergedSample) -> Metric {
+        let value = if self.family_type == FamilyType::Counter {
+            Metric {
+                counter: Some(Counter {
+                    value: Some(sample.value),
+                    exemplar: sample.exemplar.as_deref().map(exemplar),
+                    created_timestamp: None,
+                }),
+                ..Metric::default()
+            }
+        } else {
+            Metric {
+                gauge: Some(Gauge {
+                    value: Some(sample.value),
+                }),
+                ..Metric::default()
+            }
+        };
+        Metric {
+            label: self.names.label_pairs(&sample.labels),
+            ..value
+        }
+    }
+}
+
 /// Samples that do not fit their family's message, by name, names in order
 /// of appearance.
 #[derive(Default)]
