@@ -12,8 +12,6 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use multiprom_format::Exemplar;
-
 use super::exemplar_series::{SeriesId, SeriesTable};
 
 /// The resolved entries of the exemplar files read, by path.
@@ -30,23 +28,6 @@ struct ResolvedFile {
     entries: Vec<ResolvedEntry>,
     /// The scrape that last read it.
     read_in: u64,
-    /// What it held when its `*.db` file was settled, kept so that it is
-    /// not read again while that file stays so.
-    kept: Option<KeptRecords>,
-}
-
-/// A settled file's exemplars: its writer is gone, so they stay as read
-/// until something opens or touches its `*.db` file (which a writer taking
-/// the identifier over does before writing any exemplar, and a compaction
-/// or a removal does to the `*.db` file too).
-#[derive(Debug)]
-pub(super) struct KeptRecords {
-    /// What the `*.db` file's settling looked like when read: the
-    /// collection its writer was seen gone in and its change count.
-    pub(super) settled: (u64, u64),
-    /// The records that name a series and hold an exemplar, in file order
-    /// (none when the file does not exist).
-    pub(super) records: Vec<(SeriesId, Exemplar)>,
 }
 
 #[derive(Debug)]
@@ -74,26 +55,6 @@ impl ExemplarFiles {
             .or_default();
         file.read_in = self.scrape;
         FileCursor { file, at: 0 }
-    }
-
-    /// The records kept for the exemplar file at `path` when they were read
-    /// with its `*.db` file settled as `settled` is now; marks it read in
-    /// this scrape.
-    pub(super) fn kept(&mut self, path: &[u8], settled: (u64, u64)) -> Option<&KeptRecords> {
-        let file = self.files.get_mut(path)?;
-        let kept = file.kept.as_ref().filter(|kept| kept.settled == settled)?;
-        file.read_in = self.scrape;
-        Some(kept)
-    }
-
-    /// Keeps `kept` for the exemplar file at `path`, read in this scrape.
-    pub(super) fn keep(&mut self, path: PathBuf, kept: KeptRecords) {
-        let file = self
-            .files
-            .entry(path.into_os_string().into_vec())
-            .or_default();
-        file.read_in = self.scrape;
-        file.kept = Some(kept);
     }
 
     /// Ends a scrape: forgets the files it did not read (gone, bad, or of

@@ -24,7 +24,7 @@ use multiprom_format::{read_exemplar_records, Exemplar, ReadError};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::problem::Warning;
 
-use super::exemplar_files::{ExemplarFiles, KeptRecords};
+use super::exemplar_files::ExemplarFiles;
 use super::exemplar_series::{SeriesId, SeriesTable};
 use super::file_entry::{path_bytes, FileEntry};
 
@@ -38,7 +38,7 @@ pub(super) struct ExemplarState {
     /// Whether each series has a carrying sample in this scrape.
     wanted: Vec<bool>,
     /// The latest exemplar of each series read in this scrape.
-    latest: Vec<Option<Exemplar>>,
+    latest: Vec<Option<Arc<Exemplar>>>,
     /// The series of each carrying sample of this scrape, in order.
     sample_series: Vec<SeriesId>,
     /// The bytes of the exemplar file being read, kept for the next one.
@@ -57,6 +57,26 @@ struct Resolved {
     /// The exemplar each series last got: an unchanged one stays the same
     /// `Arc`, so an encoding's line cache copies its line.
     attached: Vec<Option<Arc<Exemplar>>>,
+    /// What the exemplar file of each settled file held, by the file's
+    /// index in the file table.
+    settled: Vec<Option<KeptRecords>>,
+}
+
+/// A settled file's exemplars: its writer is gone, so they stay as read
+/// until something opens or touches its `*.db` file (which a writer taking
+/// the identifier over does before writing any exemplar, and a compaction
+/// or a removal does to the `*.db` file too).
+#[derive(Debug)]
+struct KeptRecords {
+    /// The `*.db` file's path (the file table's own, compared by address:
+    /// a table slot taken by another file is told apart).
+    path: Arc<Path>,
+    /// What its settling looked like when read: the collection its writer
+    /// was seen gone in and its change count.
+    settled: (u64, u64),
+    /// The records that name a series and hold an exemplar, in file order
+    /// (none when the exemplar file does not exist).
+    records: Vec<(SeriesId, Arc<Exemplar>)>,
 }
 
 /// Whether OpenMetrics allows an exemplar on `sample` of a family of
@@ -156,17 +176,18 @@ pub(super) fn attach_exemplars(
         if !has {
             continue;
         }
-        let path = exemplar_path(dir, &file.name);
         let settled = settling
             .filter(|s| !s.full_look && file.is_settled(s.generation))
             .map(|_| (file.writer_gone_in, file.changes()));
         if let Some(settled) = settled {
-            if state.offer_kept(&path, settled) {
+            if state.offer_kept(index, &entry.path, settled) {
                 continue;
             }
         }
+        let path = exemplar_path(dir, &file.name);
+        let keep = settled.map(|settled| (index, &entry.path, settled));
         // A file with no exemplars has no exemplar file: not a problem.
-        if let Err(error) = state.offer(path.clone(), settled) {
+        if let Err(error) = state.offer(path.clone(), keep) {
             if !error.is_vanished() {
                 problems.insert(path, error);
             }
@@ -213,10 +234,20 @@ impl ExemplarState {
     /// Offers the exemplars of the exemplar file at `path`: each replaces
     /// the latest of its series when strictly later (on a tie, or a NaN,
     /// the first kept stays). Only a winner's labels are decoded, unless
-    /// the file's `*.db` file is `settled`: then every record's are, and
+    /// the file is to be kept (`keep`: its index in the file table, its
+    /// `*.db` path and how it is settled): then every record's are, and
     /// kept for the next scrapes (none when the file is missing).
-    fn offer(&mut self, path: PathBuf, settled: Option<(u64, u64)>) -> Result<(), ReadError> {
-        let Resolved { series, files, .. } = &mut self.resolved;
+    fn offer(
+        &mut self,
+        path: PathBuf,
+        keep: Option<(usize, &Arc<Path>, (u64, u64))>,
+    ) -> Result<(), ReadError> {
+        let Resolved {
+            series,
+            files,
+            settled,
+            ..
+        } = &mut self.resolved;
         let (wanted, latest) = (&self.wanted, &mut self.latest);
         let mut records = Vec::new();
         let mut cursor = files.file(path.clone());
@@ -224,40 +255,54 @@ impl ExemplarState {
             let Some(id) = cursor.series(record.offset, record.raw_key, series) else {
                 return;
             };
-            if settled.is_some() {
+            let wins = wanted.get(id).copied().unwrap_or(false)
+                && latest[id]
+                    .as_ref()
+                    .is_none_or(|kept| record.timestamp > kept.timestamp);
+            if keep.is_some() {
                 if let Some(exemplar) = record.exemplar() {
+                    let exemplar = Arc::new(exemplar);
+                    if wins {
+                        latest[id] = Some(Arc::clone(&exemplar));
+                    }
                     records.push((id, exemplar));
                 }
-            }
-            // A series numbered in this scrape has no sample in it.
-            if !wanted.get(id).copied().unwrap_or(false) {
-                return;
-            }
-            let kept = &mut latest[id];
-            if kept
-                .as_ref()
-                .is_none_or(|kept| record.timestamp > kept.timestamp)
-            {
+            } else if wins {
+                // A series numbered in this scrape has no sample in it.
                 if let Some(exemplar) = record.exemplar() {
-                    *kept = Some(exemplar);
+                    latest[id] = Some(Arc::new(exemplar));
                 }
             }
         });
-        let keep = match &read {
+        let whole = match &read {
             Ok(_) => true,
             Err(error) => error.is_vanished(),
         };
-        if let Some(settled) = settled.filter(|_| keep) {
-            files.keep(path, KeptRecords { settled, records });
+        if let Some((index, db_path, how)) = keep.filter(|_| whole) {
+            if settled.len() <= index {
+                settled.resize_with(index + 1, || None);
+            }
+            settled[index] = Some(KeptRecords {
+                path: Arc::clone(db_path),
+                settled: how,
+                records,
+            });
         }
         read.map(|_| ())
     }
 
-    /// Offers the records kept for the exemplar file at `path` when they
-    /// were read with its `*.db` file settled as `settled` is now, in file
-    /// order as [`ExemplarState::offer`] does; false when none are kept.
-    fn offer_kept(&mut self, path: &Path, settled: (u64, u64)) -> bool {
-        let Some(kept) = self.resolved.files.kept(path_bytes(path), settled) else {
+    /// Offers the records kept for the settled file at `index` of the file
+    /// table (with `db_path`) when they were read with it settled as
+    /// `settled` is now, in file order as [`ExemplarState::offer`] does;
+    /// false when none are kept.
+    fn offer_kept(&mut self, index: usize, db_path: &Arc<Path>, settled: (u64, u64)) -> bool {
+        let Some(kept) = self
+            .resolved
+            .settled
+            .get(index)
+            .and_then(Option::as_ref)
+            .filter(|kept| Arc::ptr_eq(&kept.path, db_path) && kept.settled == settled)
+        else {
             return false;
         };
         for (id, exemplar) in &kept.records {
@@ -269,7 +314,7 @@ impl ExemplarState {
                 .as_ref()
                 .is_none_or(|latest| exemplar.timestamp > latest.timestamp)
             {
-                *latest = Some(exemplar.clone());
+                *latest = Some(Arc::clone(exemplar));
             }
         }
         true
@@ -285,7 +330,7 @@ impl ExemplarState {
                 continue;
             }
             attached[id] = match self.latest[id].take() {
-                Some(latest) if attached[id].as_deref() != Some(&latest) => Some(Arc::new(latest)),
+                Some(latest) if attached[id].as_deref() != Some(&*latest) => Some(latest),
                 Some(_) => attached[id].take(),
                 None => None,
             };
