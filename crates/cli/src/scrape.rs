@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use multiprom_collector::{
-    CollectOptions, DirCollector, Escaping, FileState, Format, Natives, Warning,
+    CollectOptions, DirCollector, Escaping, Exemplars, FileState, Format, Natives, Warning,
 };
 
 use crate::dir_resolution;
@@ -107,7 +107,12 @@ pub(crate) fn main(args: Args) -> ExitCode {
         FormatArg::Protobuf => Natives::Merge,
         FormatArg::Prometheus | FormatArg::Openmetrics => Natives::Skip,
     };
-    let scrape = match collector.collect_with(|_| Arc::default(), None, natives) {
+    // Exemplars by OpenMetrics and protobuf only.
+    let exemplars = match args.format {
+        FormatArg::Prometheus => Exemplars::Skip,
+        FormatArg::Protobuf | FormatArg::Openmetrics => Exemplars::Attach,
+    };
+    let scrape = match collector.collect_for(|_| Arc::default(), None, natives, exemplars) {
         Ok(scrape) => scrape,
         Err(err) => {
             // Listed as a directory a moment ago, now unreadable or gone.

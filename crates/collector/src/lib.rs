@@ -39,8 +39,8 @@ mod watch;
 mod writers;
 
 pub use collector::{
-    merge_files, CollectError, CollectOptions, DirCollector, FileReport, FileState, Natives,
-    Scrape, ScrapeStats,
+    merge_files, CollectError, CollectOptions, DirCollector, Exemplars, FileReport, FileState,
+    Natives, Scrape, ScrapeStats,
 };
 pub use exposition::{
     encode_openmetrics, encode_openmetrics_with, encode_prometheus, encode_prometheus_with,

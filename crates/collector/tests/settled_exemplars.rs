@@ -110,3 +110,35 @@ fn a_settled_file_s_exemplars_are_kept_until_its_file_is_opened() {
         fresh
     );
 }
+
+#[test]
+fn a_collection_for_text_attaches_no_exemplar_and_reads_no_exemplar_file() {
+    use multiprom_collector::{Exemplars, Natives};
+    let dir = tempfile::tempdir().unwrap();
+    let ok = requests("200");
+    let name = FileName::new(MetricKind::Counter, "1").unwrap();
+    FileWriter::open(dir.path(), &name)
+        .unwrap()
+        .slot(&ok)
+        .unwrap()
+        .add(1.0);
+    store(dir.path(), "1", &ok, "t", 10.0);
+    let collector = DirCollector::new(dir.path());
+    let for_text = || {
+        collector
+            .collect_for(|_| Default::default(), None, Natives::Skip, Exemplars::Skip)
+            .unwrap()
+    };
+    let scrape = for_text();
+    assert!(scrape.families[0].samples[0].exemplar.is_none());
+    // A damaged exemplar file is not even read.
+    std::fs::write(
+        dir.path().join("exemplars/counter_1.exemplars"),
+        b"not an exemplar file",
+    )
+    .unwrap();
+    assert!(for_text().warnings.is_empty());
+    // A collection that attaches them reads it, and reports it.
+    let scrape = collector.collect().unwrap();
+    assert_eq!(scrape.warnings.len(), 1, "{:?}", scrape.warnings);
+}

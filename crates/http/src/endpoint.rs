@@ -28,7 +28,8 @@ use multiprom_collector::exposition::{
     encode_protobuf_all, Body as ExpositionBody, LineCache, ProtobufCache, PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
-    CollectError, DirCollector, Escaping, Format, MergedFamily, NameFilter, Natives, Scrape,
+    CollectError, DirCollector, Escaping, Exemplars, Format, MergedFamily, NameFilter, Natives,
+    Scrape,
 };
 use tokio::sync::Semaphore;
 
@@ -376,9 +377,14 @@ impl Endpoint {
         let Text {
             format, escaping, ..
         } = text;
+        // Only OpenMetrics shows exemplars.
+        let exemplars = match format {
+            Format::OpenMetrics => Exemplars::Attach,
+            Format::Prometheus => Exemplars::Skip,
+        };
         self.rendered(
             filter,
-            Natives::Skip,
+            (Natives::Skip, exemplars),
             move |served, scrape, filter| match scrape {
                 Some(scrape) => served.render_metrics(scrape, format, escaping, filter),
                 None => {
@@ -401,22 +407,28 @@ impl Endpoint {
     ) -> Result<Vec<u8>, ScrapeFailure> {
         // The only format that shows native histograms: the only one that
         // reads their files.
-        self.rendered(filter, Natives::Merge, move |served, scrape, filter| {
-            let mut out = Vec::new();
-            match scrape {
-                Some(scrape) => {
-                    out.reserve(64 * scrape.stats.series + 4096);
-                    let own = served.own_families(scrape, filter);
-                    // With the scrape's native histograms.
-                    served.encode_protobuf(scrape, escaping, filter, &mut out);
-                    encode_protobuf_all(&[own], escaping, &mut out);
+        self.rendered(
+            filter,
+            (Natives::Merge, Exemplars::Attach),
+            move |served, scrape, filter| {
+                let mut out = Vec::new();
+                match scrape {
+                    Some(scrape) => {
+                        out.reserve(64 * scrape.stats.series + 4096);
+                        let own = served.own_families(scrape, filter);
+                        // With the scrape's native histograms.
+                        served.encode_protobuf(scrape, escaping, filter, &mut out);
+                        encode_protobuf_all(&[own], escaping, &mut out);
+                    }
+                    None => encode_protobuf_all(
+                        &[served.unlistable_families(filter)],
+                        escaping,
+                        &mut out,
+                    ),
                 }
-                None => {
-                    encode_protobuf_all(&[served.unlistable_families(filter)], escaping, &mut out)
-                }
-            }
-            out
-        })
+                out
+            },
+        )
         .await
     }
 
@@ -425,7 +437,7 @@ impl Endpoint {
     async fn rendered<T, R>(
         &self,
         filter: Option<NameFilter>,
-        natives: Natives,
+        shown: (Natives, Exemplars),
         render: R,
     ) -> Result<T, ScrapeFailure>
     where
@@ -435,7 +447,7 @@ impl Endpoint {
         let render = Arc::new(render);
         let (kept, render_listed) = (filter.clone(), Arc::clone(&render));
         let result = self
-            .bounded(filter.clone(), natives, move |served, scrape| {
+            .bounded(filter.clone(), shown, move |served, scrape| {
                 served.listability.listed(served.collector.dir());
                 render_listed(served, Some(scrape), kept.as_ref())
             })
@@ -461,30 +473,35 @@ impl Endpoint {
     pub async fn status_page(&self, page: usize) -> Result<String, ScrapeFailure> {
         let metrics_path = self.metrics_path.clone();
         let result = self
-            .bounded(None, Natives::Skip, move |served, scrape| {
-                let history = served.history_snapshot();
-                let maintenance = served.config.maintainer.as_ref().map(|m| m.status());
-                let view = StatusView {
-                    metrics_path: &metrics_path,
-                    page,
-                    history: &history,
-                    maintenance: maintenance.as_ref(),
-                };
-                let liveness = served.config.maintainer.as_ref().map(|m| m.liveness());
-                render_status_page(served.collector.dir(), scrape, view, |path| {
-                    let Some(liveness) = liveness else {
-                        return Writer::Unknown;
+            // Its table shows each family's latest exemplar.
+            .bounded(
+                None,
+                (Natives::Skip, Exemplars::Attach),
+                move |served, scrape| {
+                    let history = served.history_snapshot();
+                    let maintenance = served.config.maintainer.as_ref().map(|m| m.status());
+                    let view = StatusView {
+                        metrics_path: &metrics_path,
+                        page,
+                        history: &history,
+                        maintenance: maintenance.as_ref(),
                     };
-                    let held = multiprom_format::FileIdentity::of(path)
-                        .ok()
-                        .and_then(|id| liveness.holder(&id));
-                    match held {
-                        Some(pid) => Writer::Held(pid),
-                        None if liveness.is_free_path(path) => Writer::Gone,
-                        None => Writer::Unknown,
-                    }
-                })
-            })
+                    let liveness = served.config.maintainer.as_ref().map(|m| m.liveness());
+                    render_status_page(served.collector.dir(), scrape, view, |path| {
+                        let Some(liveness) = liveness else {
+                            return Writer::Unknown;
+                        };
+                        let held = multiprom_format::FileIdentity::of(path)
+                            .ok()
+                            .and_then(|id| liveness.holder(&id));
+                        match held {
+                            Some(pid) => Writer::Held(pid),
+                            None if liveness.is_free_path(path) => Writer::Gone,
+                            None => Writer::Unknown,
+                        }
+                    })
+                },
+            )
             .await;
         match result {
             Err(ScrapeFailure::Collect(err)) => {
@@ -503,7 +520,7 @@ impl Endpoint {
     async fn bounded<T: Send + 'static>(
         &self,
         filter: Option<NameFilter>,
-        natives: Natives,
+        (natives, exemplars): (Natives, Exemplars),
         finish: impl FnOnce(&ServedDir, &Arc<Scrape>) -> T + Send + 'static,
     ) -> Result<T, ScrapeFailure> {
         let served = self.served.clone();
@@ -524,10 +541,12 @@ impl Endpoint {
             if let Some(hook) = &served.before_collect {
                 hook();
             }
-            let scrape =
-                served
-                    .collector
-                    .collect_with(|_| Arc::default(), filter.as_ref(), natives)?;
+            let scrape = served.collector.collect_for(
+                |_| Arc::default(),
+                filter.as_ref(),
+                natives,
+                exemplars,
+            )?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if served

@@ -13,7 +13,7 @@ use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh_files::refresh_files;
 use super::reports::file_reports;
-use super::scrape::{Natives, Scrape, ScrapeStats};
+use super::scrape::{Exemplars, Natives, Scrape, ScrapeStats};
 use super::settle::keep_unsettled;
 use super::state::{CollectorState, Pass};
 
@@ -67,18 +67,20 @@ pub(super) fn collect_paths(
                 &mut warnings,
             );
             report_new_conflicts(state, &mut warnings);
-            attach_exemplars(
-                &state.known,
-                &order,
-                pass.dir.map(|dir| (dir, Some(state.listings))),
-                pass.exited.map(|_| ExemplarSettling {
-                    generation: state.plan_generation,
-                    full_look: state.full_look,
-                }),
-                &mut families,
-                &mut state.exemplars,
-                &mut warnings,
-            );
+            if pass.exemplars == Exemplars::Attach {
+                attach_exemplars(
+                    &state.known,
+                    &order,
+                    pass.dir.map(|dir| (dir, Some(state.listings))),
+                    pass.exited.map(|_| ExemplarSettling {
+                        generation: state.plan_generation,
+                        full_look: state.full_look,
+                    }),
+                    &mut families,
+                    &mut state.exemplars,
+                    &mut warnings,
+                );
+            }
             families
         });
     state.natives = native_state;

@@ -49,7 +49,7 @@ mod threads;
 
 pub use merge_files::merge_files;
 pub use scrape::{
-    CollectError, CollectOptions, FileReport, FileState, Natives, Scrape, ScrapeStats,
+    CollectError, CollectOptions, Exemplars, FileReport, FileState, Natives, Scrape, ScrapeStats,
 };
 
 /// The last collection, shared with callers that arrived while it ran.
@@ -61,6 +61,9 @@ struct LastScrape {
     /// Whether its native histograms were read: a scrape without them
     /// serves no caller that asked for them.
     natives: Natives,
+    /// Whether exemplars were attached: a scrape without them serves no
+    /// caller that asked for them.
+    exemplars: Exemplars,
     scrape: Arc<Scrape>,
 }
 
@@ -349,6 +352,19 @@ impl DirCollector {
         filter: Option<&NameFilter>,
         natives: Natives,
     ) -> Result<Arc<Scrape>, CollectError> {
+        self.collect_for(leave_out, filter, natives, Exemplars::Attach)
+    }
+
+    /// [`DirCollector::collect_with`], attaching exemplars only when
+    /// `exemplars` says so (see [`Exemplars`]). A call that asks for them is
+    /// never given a concurrent collection that did not attach them.
+    pub fn collect_for(
+        &self,
+        leave_out: impl FnOnce(&Arc<Vec<PathBuf>>) -> Arc<HashSet<PathBuf>>,
+        filter: Option<&NameFilter>,
+        natives: Natives,
+        exemplars: Exemplars,
+    ) -> Result<Arc<Scrape>, CollectError> {
         let arrived = Instant::now();
         // A panic elsewhere while holding a lock leaves state that is still
         // consistent enough to go on from; never poison scrapes.
@@ -365,6 +381,7 @@ impl DirCollector {
                 last.at >= arrived
                     && last.filter.as_ref() == filter
                     && (natives == Natives::Skip || last.natives == Natives::Merge)
+                    && (exemplars == Exemplars::Skip || last.exemplars == Exemplars::Attach)
             }) {
                 return Ok(Arc::clone(&last.scrape));
             }
@@ -422,6 +439,7 @@ impl DirCollector {
             exited,
             dir: Some(&self.dir),
             natives,
+            exemplars,
         };
         let mut scrape = collect_paths(&mut state, &paths, pass);
         scrape.stats.collection = state.collections;
@@ -436,6 +454,7 @@ impl DirCollector {
             at: Instant::now(),
             filter: filter.cloned(),
             natives,
+            exemplars,
             scrape: Arc::clone(&scrape),
         });
         Ok(scrape)

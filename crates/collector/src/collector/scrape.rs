@@ -65,6 +65,29 @@ pub enum Natives {
     Merge,
 }
 
+/// Whether a collection attaches exemplars to its samples. The Prometheus
+/// text format shows none, so a collection only for it need not read the
+/// exemplar files (a directory of exited workers with exemplars has one per
+/// file).
+///
+/// ```
+/// use multiprom_collector::{DirCollector, Exemplars, Natives};
+/// let dir = tempfile::tempdir()?;
+/// let collector = DirCollector::new(dir.path());
+/// let for_text = collector.collect_for(|_| Default::default(), None, Natives::Skip, Exemplars::Skip)?;
+/// assert!(for_text.families.is_empty()); // nothing written here
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Exemplars {
+    /// Each counter sample and histogram bucket carries the latest
+    /// exemplar of its series, if there is one.
+    #[default]
+    Attach,
+    /// No sample carries one; no exemplar file is read.
+    Skip,
+}
+
 /// The directory could not be listed at all (files within it never fail a
 /// collection).
 #[derive(Debug, thiserror::Error)]

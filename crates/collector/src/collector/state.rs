@@ -21,7 +21,7 @@ use super::file_entry::{FileEntry, PathKey};
 use super::natives::NativeState;
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
-use super::scrape::{CollectOptions, FileReport, Natives};
+use super::scrape::{CollectOptions, Exemplars, FileReport, Natives};
 
 /// A listing, the files left out of it, and the rest.
 pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
@@ -132,6 +132,8 @@ pub(super) struct Pass<'a> {
     pub(super) dir: Option<&'a Path>,
     /// Whether the native histogram files are read.
     pub(super) natives: Natives,
+    /// Whether exemplars are attached.
+    pub(super) exemplars: Exemplars,
 }
 
 impl Pass<'_> {
@@ -145,6 +147,7 @@ impl Pass<'_> {
             exited: None,
             dir: None,
             natives: Natives::Merge,
+            exemplars: Exemplars::Attach,
         }
     }
 }
