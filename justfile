@@ -37,14 +37,15 @@ bench:
 # generate_latest, `multiprom scrape` and a warm `multiprom serve` GET, with
 # peak RSS, on directories of 400, 4,000 and 16,000 files written by real
 # prometheus_client workers, and the vLLM-like `realistic` set. Directories
-# are made once under `base` (tmpfs) and kept.
-bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7":
+# are made once under `base` (tmpfs) and kept. `compare`: a second multiprom
+# binary (the build before a change) measured in turn on the same files.
+bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7" compare="":
     cargo build --release -p multiprom
     python3 -m venv target/py-venv-bench
     target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0
     mkdir -p {{base}}
     [ -d {{base}}/realistic ] || MULTIPROM_BENCH_DIR={{base}} cargo bench -p multiprom-collector --bench scrape -- --list > /dev/null
-    target/py-venv-bench/bin/python tests/python/bench_scrape.py --multiprom target/release/multiprom --base {{base}} --workers {{workers}} --dir {{base}}/realistic --repeat {{repeat}}
+    target/py-venv-bench/bin/python tests/python/bench_scrape.py --multiprom target/release/multiprom --base {{base}} --workers {{workers}} --dir {{base}}/realistic --repeat {{repeat}} {{ if compare != "" { "--compare " + compare } else { "" } }}
 
 # docs/benchmarks.md, "Polling": `multiprom serve` polled as LLM routers
 # poll it, in one run, on three directories of about 4,000 files written by
@@ -55,15 +56,17 @@ bench-scrape base="/dev/shm/multiprom-bench" workers="100,1000,4000" repeat="7":
 # poll in text, OpenMetrics, protobuf and gzip, unfiltered and with name[];
 # serve's processor time, latency and failures, Python's generate_latest
 # beside them. `compare`: a second multiprom binary (the build before a
-# change) polled in turn with this one on the same directories. Directories
-# are made afresh under `base` (tmpfs) and removed after; every process
-# started is stopped, also on Ctrl-C.
+# change) polled in turn with this one on the same directories. The HTTP
+# side's floor: the fixed_answer example answering each scenario's own bytes
+# with no collection. Directories are made afresh under `base` (tmpfs) and
+# removed after; every process started is stopped, also on Ctrl-C.
 bench-poll base="/dev/shm/multiprom-bench" compare="":
     cargo build --release -p multiprom
+    cargo build --release -p multiprom-http --example fixed_answer
     python3 -m venv target/py-venv-bench
     target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check prometheus_client==0.26.0 maturin==1.16.0
     PATH="$PWD/target/py-venv-bench/bin:$PATH" VIRTUAL_ENV="$PWD/target/py-venv-bench" CARGO_TARGET_DIR="$PWD/target/python-wheel" target/py-venv-bench/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --force-reinstall --no-deps ./crates/python
-    target/py-venv-bench/bin/python tests/python/bench_poll.py --multiprom target/release/multiprom --base {{base}} {{ if compare != "" { "--compare " + compare } else { "" } }}
+    target/py-venv-bench/bin/python tests/python/bench_poll.py --multiprom target/release/multiprom --floor target/release/examples/fixed_answer --base {{base}} {{ if compare != "" { "--compare " + compare } else { "" } }}
 
 # The Python package's in-process scrape benchmark (docs/benchmarks.md,
 # "Python package"): prometheus_client, prometheus_client_python_speedups and

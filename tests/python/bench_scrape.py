@@ -19,8 +19,12 @@ the collector bench's vLLM-like `realistic` set) can be added with --dir.
 Every multiprom output is checked byte-equal to Python's (serve's up to its
 own multiprom_* families, which it appends) before timing.
 
+With --compare BIN, a second build is measured in turn with the first on
+the same directories (the scrapes alternate), and a second table puts the
+two side by side.
+
 Usage: bench_scrape.py --multiprom BIN [--base DIR] [--workers 100,1000,4000]
-                       [--dir EXTRA]... [--repeat N]
+                       [--dir EXTRA]... [--repeat N] [--compare BIN]
 """
 
 import argparse
@@ -41,6 +45,9 @@ parser.add_argument("--base", default="/dev/shm/multiprom-bench", help="where th
 parser.add_argument("--workers", default="100,1000,4000", help="workers per made directory (4 files each)")
 parser.add_argument("--dir", action="append", default=[], help="an existing directory to add")
 parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+parser.add_argument("--compare", metavar="BIN",
+                    help="a second multiprom binary (the build before a change), measured in turn with the "
+                         "first on the same directories; its figures go in a second table")
 args = parser.parse_args()
 
 PYTHON_SCRAPE = r"""
@@ -116,9 +123,9 @@ def proc_status(pid):
     return fields
 
 
-def serve_warm(path):
+def serve_warm(path, binary):
     port = free_port()
-    proc = subprocess.Popen([args.multiprom, "serve", "--dir", path, "--listen", f"127.0.0.1:{port}"],
+    proc = subprocess.Popen([binary, "serve", "--dir", path, "--listen", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/metrics"
@@ -174,19 +181,40 @@ for path in directories:
     py = [python_scrape(path) for _ in range(args.repeat)]
     py_time = statistics.median(t for t, _ in py)
     py_rss = max(r for _, r in py)
-    mp = [run_measured([args.multiprom, "scrape", "--dir", path]) for _ in range(args.repeat)]
-    mp_time = statistics.median(t for t, _, _ in mp)
-    mp_rss = max(r for _, r, _ in mp)
-    warm, status, body = serve_warm(path)
-    # serve appends its own multiprom_* families after the workers'.
-    if not body.startswith(expected) or not body[len(expected):].startswith(b"# HELP multiprom_"):
-        sys.exit(f"{path}: multiprom serve's output differs from Python's ({reference})")
-    rows.append((path, files, py_time, py_rss, mp_time, mp_rss, warm, status))
+    binaries = [args.multiprom] + ([args.compare] if args.compare else [])
+    # The binaries take turns, so a change in the machine's load falls on both.
+    runs = {b: [] for b in binaries}
+    for _ in range(args.repeat):
+        for binary in binaries:
+            runs[binary].append(run_measured([binary, "scrape", "--dir", path]))
+    for binary in binaries:
+        mp = runs[binary]
+        mp_time = statistics.median(t for t, _, _ in mp)
+        mp_rss = max(r for _, r, _ in mp)
+        warm, status, body = serve_warm(path, binary)
+        # serve appends its own multiprom_* families after the workers'.
+        if not body.startswith(expected) or not body[len(expected):].startswith(b"# HELP multiprom_"):
+            sys.exit(f"{path}: {binary} serve's output differs from Python's ({reference})")
+        rows.append((binary, path, files, py_time, py_rss, mp_time, mp_rss, warm, status))
 
 print("| directory | files | Python `generate_latest` | its peak RSS | `multiprom scrape` (whole process) | its peak RSS | "
       "`serve` warm GET | `serve` peak RSS | `serve` RssAnon | scrape speed-up | warm speed-up | scrape RSS / Python's |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for path, files, py_time, py_rss, mp_time, mp_rss, warm, status in rows:
+for binary, path, files, py_time, py_rss, mp_time, mp_rss, warm, status in rows:
+    if binary != args.multiprom:
+        continue
     print(f"| {os.path.basename(path)} | {files:,} | {ms(py_time)} | {mb(py_rss)} | {ms(mp_time)} | {mb(mp_rss)} | "
           f"{ms(warm)} | {mb(status['VmHWM'])} | {mb(status['RssAnon'])} | {py_time / mp_time:.1f}x | "
           f"{py_time / warm:.0f}x | {mp_rss / py_rss:.2f}x |")
+
+if args.compare:
+    print()
+    print(f"Side by side, in turns: {args.multiprom} against {args.compare} (compared)")
+    print()
+    print("| directory | `multiprom scrape` | compared | `serve` warm GET | compared | `serve` peak RSS | compared |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    by = {(b, p): (t, w, st) for b, p, _, _, _, t, _, w, st in rows}
+    for path in directories:
+        (t, w, st), (ct, cw, cst) = by[(args.multiprom, path)], by[(args.compare, path)]
+        print(f"| {os.path.basename(path)} | {ms(t)} | {ms(ct)} | {ms(w)} | {ms(cw)} | {mb(st['VmHWM'])} | "
+              f"{mb(cst['VmHWM'])} |")
