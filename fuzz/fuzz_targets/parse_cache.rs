@@ -6,10 +6,10 @@
 //! over the same bytes (families and per-file reports); for a quarter of
 //! the inputs among 64 more files, so that collections read ahead on other
 //! threads. The operations and the check are shared with the property test
-//! `crates/collector/tests/incremental_cache.rs`.
+//! `crates/collector/tests/integration/incremental_cache.rs`.
 #![no_main]
 
-#[path = "../../crates/collector/tests/support/dir_ops.rs"]
+#[path = "../../crates/collector/tests/integration/support/dir_ops.rs"]
 mod dir_ops;
 
 use dir_ops::{check_sequence, EntrySpec, KeySpec, Op, Reference};

@@ -3,7 +3,9 @@
 use std::io;
 use std::path::PathBuf;
 
-use multiprom_format::{EnvDirError, ExemplarError, FileNameError, GaugeMode, WriteError};
+use multiprom_format::{
+    EnvDirError, ExemplarError, FileNameError, GaugeMode, WriteError, DIR_ENV_VAR,
+};
 
 /// Why histogram buckets were refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +52,7 @@ pub enum ClientError {
     /// The environment names no directory (neither `PROMETHEUS_MULTIPROC_DIR`
     /// nor the legacy `prometheus_multiproc_dir` is set, or the one that
     /// decides is empty), and none was given.
-    #[error("no metrics directory: {0}; set PROMETHEUS_MULTIPROC_DIR or pass one to MultiprocessRegistry::builder().dir(..)")]
+    #[error("no metrics directory: {0}; set {DIR_ENV_VAR} or pass one to MultiprocessRegistry::builder().dir(..)")]
     NoDirectory(#[from] EnvDirError),
     /// The directory does not exist, is not a directory or cannot be read.
     #[error("metrics directory {}: {source}", path.display())]

@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/maps.rs"]
+#[path = "integration/support/maps.rs"]
 mod maps;
 
 use maps::maps_of;

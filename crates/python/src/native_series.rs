@@ -21,7 +21,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwapOption;
 use multiprom_format::fork::watch_forks;
 use multiprom_format::native_buckets::DEFAULT_ZERO_THRESHOLD;
-use multiprom_format::{encode_key, NativeHistogramConfig, NativeSeries};
+use multiprom_format::{encode_key, NativeHistogramConfig, NativeSeries, DIR_ENV_VAR};
 use pyo3::prelude::*;
 
 use crate::native_files::{self, Epoch};
@@ -206,10 +206,10 @@ fn dir_from_environ(py: Python<'_>) -> Result<PathBuf, String> {
     let dir: Option<PathBuf> = py
         .import("os")
         .and_then(|os| os.getattr("environ"))
-        .and_then(|environ| environ.call_method1("get", ("PROMETHEUS_MULTIPROC_DIR",)))
+        .and_then(|environ| environ.call_method1("get", (DIR_ENV_VAR,)))
         .and_then(|dir| dir.extract())
         .map_err(|error| error.to_string())?;
-    dir.ok_or_else(|| "PROMETHEUS_MULTIPROC_DIR is not set".to_owned())
+    dir.ok_or_else(|| format!("{DIR_ENV_VAR} is not set"))
 }
 
 #[cold]

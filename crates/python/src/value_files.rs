@@ -18,17 +18,13 @@ use arc_swap::ArcSwap;
 use multiprom_format::fork::{fork_generation, watch_forks};
 use multiprom_format::{
     ExemplarSlot, ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, ValueSlot,
-    WriteError,
+    WriteError, DIR_ENV_VAR,
 };
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 
 use crate::value_core::ValueCore;
-
-/// The environment variable naming the directory, read from `os.environ`
-/// whenever a file is opened, as `prometheus_client` does.
-const DIR_VARIABLE: &str = "PROMETHEUS_MULTIPROC_DIR";
 
 /// The shared state of one value class.
 #[pyclass(frozen, module = "multiprom._native", name = "ValueFiles")]
@@ -287,7 +283,7 @@ impl OpenError {
         match self {
             // What os.path.join(None, ...) raises in Python.
             OpenError::NoDir => PyTypeError::new_err(format!(
-                "{DIR_VARIABLE} is not set: expected str, bytes or os.PathLike object, not NoneType"
+                "{DIR_ENV_VAR} is not set: expected str, bytes or os.PathLike object, not NoneType"
             )),
             OpenError::BadIdentifier(identifier, error) => PyValueError::new_err(format!(
                 "multiprom cannot name a file after process identifier {identifier:?}: {error}"
@@ -359,7 +355,7 @@ fn open_writer(
 fn dir_from_environ(py: Python<'_>) -> PyResult<Option<PathBuf>> {
     py.import("os")?
         .getattr("environ")?
-        .call_method1("get", (DIR_VARIABLE,))?
+        .call_method1("get", (DIR_ENV_VAR,))?
         .extract()
 }
 

@@ -12,10 +12,9 @@
 // Helpers outside `#[test]` functions: a panic is a failing test.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/dir_ops.rs"]
-mod dir_ops;
-
-use dir_ops::{check_sequence, pad, EntrySpec, KeySpec, Op, Reference, FILE_NAMES, MAX_LEN};
+use crate::support::dir_ops::{
+    check_sequence, pad, EntrySpec, KeySpec, Op, Reference, FILE_NAMES, MAX_LEN,
+};
 use multiprom_collector::CollectOptions;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;

@@ -6,10 +6,10 @@
 //! per-file reports. Some steps leave files out of the collection, as a
 //! reaper does.
 //!
-//! Shared, through `#[path]`, by the property test
-//! `crates/collector/tests/incremental_cache.rs` and the fuzz target
-//! `fuzz/fuzz_targets/parse_cache.rs`, so both check the same thing; each
-//! generates the operations its own way. Only public APIs are used, so the
+//! Shared by the property test
+//! `crates/collector/tests/integration/incremental_cache.rs` and, through
+//! `#[path]`, the fuzz target `fuzz/fuzz_targets/parse_cache.rs`, so both
+//! check the same thing; each generates the operations its own way. Only public APIs are used, so the
 //! check holds whatever the cache looks like inside.
 //!
 //! File sizes stay small (offsets and lengths are kept below 64 KiB) so that

@@ -3,10 +3,7 @@
 //! threshold (thousands of `gauge` files in mode `all`, each sample with its
 //! own `pid` label).
 
-#[path = "support/maps.rs"]
-mod maps;
-
-use maps::maps_of;
+use crate::support::maps::maps_of;
 use multiprom_collector::DirCollector;
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind};
 

@@ -5,18 +5,12 @@
 // Test helpers: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
-// This binary needs the worker, not the helpers that look inside its
-// native file or make a live collector.
-#[allow(dead_code)]
-#[path = "support/native_worker.rs"]
-mod native_worker;
-
 use std::fs::File;
 use std::sync::Arc;
 
+use crate::support::native_worker::{Worker, NAME};
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
 use multiprom_format::FileName;
-use native_worker::{Worker, NAME};
 
 /// The one route of these workers.
 const ROUTE: &str = "/";

@@ -12,14 +12,11 @@
 // Helpers outside `#[test]` functions: a panic is a failing test.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/native_worker.rs"]
-mod native_worker;
-
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 
+use crate::support::native_worker::{live_collector, Worker};
 use multiprom_collector::{DirCollector, Natives, Scrape};
-use native_worker::{live_collector, Worker};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 

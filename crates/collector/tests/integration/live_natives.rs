@@ -5,16 +5,13 @@
 // Test helpers: a failed setup step is a failed test.
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/native_worker.rs"]
-mod native_worker;
-
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::support::native_worker::{classic_part, live_collector, Worker, NAME};
 use multiprom_collector::{DirCollector, Natives, Scrape, Warning};
 use multiprom_format::native_file::{native_histogram_path, NATIVE_HISTOGRAM_DIR};
 use multiprom_format::{FileName, MetricKind, ReadErrorKind};
-use native_worker::{classic_part, live_collector, Worker, NAME};
 
 fn for_protobuf(collector: &DirCollector) -> Arc<Scrape> {
     collector

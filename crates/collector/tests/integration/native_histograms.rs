@@ -21,7 +21,7 @@ use prost::Message;
 /// The generated protobuf types, as the collector encodes with them.
 #[allow(missing_docs, unreachable_pub, dead_code, clippy::all)]
 mod schema {
-    include!("../src/exposition/protobuf/io.prometheus.client.rs");
+    include!("../../src/exposition/protobuf/io.prometheus.client.rs");
 }
 
 const HELP: &str = "Latency.";
