@@ -4,8 +4,8 @@
 //!
 //! Two tests are binaries of their own, beside this one: `fork` (its own
 //! `main`, so that no libtest thread runs beside the fork) and
-//! `first_collection` (it points `TMPDIR` at a private directory and counts
-//! what appears there, which the tests here would disturb).
+//! `first_collection` (it counts this process's inotify descriptors and
+//! memory maps, which the tests here would disturb).
 
 mod support;
 
@@ -22,6 +22,7 @@ mod live_natives_ops;
 mod long_keys;
 mod native_histograms;
 mod read_ahead;
+mod settled_exemplars;
 mod settled_files;
 mod settled_natives;
 mod single_flight;
