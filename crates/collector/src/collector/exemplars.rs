@@ -60,6 +60,26 @@ struct Resolved {
     /// What the exemplar file of each settled file held, by the file's
     /// index in the file table.
     settled: Vec<Option<KeptRecords>>,
+    /// Numbers each [`KeptRecords`] made, so that a run of them is known.
+    kept_so_far: u64,
+    /// The runs of consecutive kept files of the last scrape, in merge
+    /// order, each with the winner of each series within it.
+    runs: Vec<KeptRun>,
+}
+
+/// Consecutive settled files (in merge order) whose exemplars are kept,
+/// with the exemplar each series gets from them alone. The latest of a
+/// series is the first with the highest timestamp in merge order; as long
+/// as no timestamp is NaN that is the same taken run by run (the winner of
+/// a run against the winner so far), so a poll offers each run's winners
+/// instead of every record of every file.
+#[derive(Debug)]
+struct KeptRun {
+    /// The files' [`KeptRecords::number`]s, in order.
+    numbers: Vec<u64>,
+    /// The winner of each series in the run; `None` when a record's
+    /// timestamp is NaN (then every record is offered in order).
+    winners: Option<Vec<(SeriesId, Arc<Exemplar>)>>,
 }
 
 /// A settled file's exemplars: its writer is gone, so they stay as read
@@ -77,6 +97,8 @@ struct KeptRecords {
     /// The records that name a series and hold an exemplar, in file order
     /// (none when the exemplar file does not exist).
     records: Vec<(SeriesId, Arc<Exemplar>)>,
+    /// Told apart from every other kept file's records.
+    number: u64,
 }
 
 /// Whether OpenMetrics allows an exemplar on `sample` of a family of
@@ -151,6 +173,10 @@ pub(super) fn attach_exemplars(
     state.want_samples(families);
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     state.resolved.files.begin();
+    // The kept files met since the last file read, and how many runs of
+    // them were offered so far.
+    let mut run: Vec<usize> = Vec::new();
+    let mut runs = 0;
     for &index in order {
         let Some(entry) = known.get(index).and_then(Option::as_ref) else {
             continue;
@@ -180,10 +206,13 @@ pub(super) fn attach_exemplars(
             .filter(|s| !s.full_look && file.is_settled(s.generation))
             .map(|_| (file.writer_gone_in, file.changes()));
         if let Some(settled) = settled {
-            if state.offer_kept(index, &entry.path, settled) {
+            if state.is_kept(index, &entry.path, settled) {
+                run.push(index);
                 continue;
             }
         }
+        // Offered in merge order: the kept files before this one first.
+        state.offer_run(&mut run, &mut runs);
         let path = exemplar_path(dir, &file.name);
         let keep = settled.map(|settled| (index, &entry.path, settled));
         // A file with no exemplars has no exemplar file: not a problem.
@@ -193,6 +222,8 @@ pub(super) fn attach_exemplars(
             }
         }
     }
+    state.offer_run(&mut run, &mut runs);
+    state.resolved.runs.truncate(runs);
     state.resolved.files.end();
     for (path, error) in &problems {
         if state.reported.get(path) != Some(error) {
@@ -246,6 +277,7 @@ impl ExemplarState {
             series,
             files,
             settled,
+            kept_so_far,
             ..
         } = &mut self.resolved;
         let (wanted, latest) = (&self.wanted, &mut self.latest);
@@ -282,42 +314,111 @@ impl ExemplarState {
             if settled.len() <= index {
                 settled.resize_with(index + 1, || None);
             }
+            *kept_so_far += 1;
             settled[index] = Some(KeptRecords {
                 path: Arc::clone(db_path),
                 settled: how,
                 records,
+                number: *kept_so_far,
             });
         }
         read.map(|_| ())
     }
 
-    /// Offers the records kept for the settled file at `index` of the file
-    /// table (with `db_path`) when they were read with it settled as
-    /// `settled` is now, in file order as [`ExemplarState::offer`] does;
-    /// false when none are kept.
-    fn offer_kept(&mut self, index: usize, db_path: &Arc<Path>, settled: (u64, u64)) -> bool {
-        let Some(kept) = self
-            .resolved
+    /// Whether the records of the settled file at `index` of the file
+    /// table (with `db_path`) are kept from a read with it settled as
+    /// `settled` is now.
+    fn is_kept(&self, index: usize, db_path: &Arc<Path>, settled: (u64, u64)) -> bool {
+        self.resolved
             .settled
             .get(index)
             .and_then(Option::as_ref)
-            .filter(|kept| Arc::ptr_eq(&kept.path, db_path) && kept.settled == settled)
-        else {
-            return false;
+            .is_some_and(|kept| Arc::ptr_eq(&kept.path, db_path) && kept.settled == settled)
+    }
+
+    /// Offers the kept records of the files of `run` (indexes of the file
+    /// table, each [`ExemplarState::is_kept`], in merge order), as
+    /// [`ExemplarState::offer`] would offer them file by file: through the
+    /// winners of the run, found again only when its files are not those of
+    /// the same run of the last scrape. `runs` counts the runs offered;
+    /// `run` is emptied.
+    fn offer_run(&mut self, run: &mut Vec<usize>, runs: &mut usize) {
+        if run.is_empty() {
+            return;
+        }
+        let kept = &self.resolved.settled;
+        let records = |index: usize| {
+            kept.get(index)
+                .and_then(Option::as_ref)
+                .map_or(&[][..], |kept| kept.records.as_slice())
         };
-        for (id, exemplar) in &kept.records {
-            if !self.wanted.get(*id).copied().unwrap_or(false) {
-                continue;
+        let numbers = run.iter().map(|&index| {
+            kept.get(index)
+                .and_then(Option::as_ref)
+                .map_or(0, |k| k.number)
+        });
+        let cached = &mut self.resolved.runs;
+        let same = cached
+            .get(*runs)
+            .is_some_and(|last| last.numbers.iter().copied().eq(numbers.clone()));
+        if !same {
+            let mut winners: foldhash::HashMap<SeriesId, usize> = foldhash::HashMap::default();
+            let mut order: Vec<(SeriesId, Arc<Exemplar>)> = Vec::new();
+            let mut nan = false;
+            for &index in run.iter() {
+                for (id, exemplar) in records(index) {
+                    nan |= exemplar.timestamp.is_nan();
+                    match winners.get(id) {
+                        Some(&at) if exemplar.timestamp > order[at].1.timestamp => {
+                            order[at].1 = Arc::clone(exemplar);
+                        }
+                        Some(_) => {}
+                        None => {
+                            winners.insert(*id, order.len());
+                            order.push((*id, Arc::clone(exemplar)));
+                        }
+                    }
+                }
             }
-            let latest = &mut self.latest[*id];
+            let summary = KeptRun {
+                numbers: numbers.collect(),
+                winners: (!nan).then_some(order),
+            };
+            if cached.len() > *runs {
+                cached[*runs] = summary;
+            } else {
+                cached.push(summary);
+            }
+        }
+        let (wanted, latest) = (&self.wanted, &mut self.latest);
+        let mut offer = |id: SeriesId, exemplar: &Arc<Exemplar>| {
+            if !wanted.get(id).copied().unwrap_or(false) {
+                return;
+            }
+            let latest = &mut latest[id];
             if latest
                 .as_ref()
                 .is_none_or(|latest| exemplar.timestamp > latest.timestamp)
             {
                 *latest = Some(Arc::clone(exemplar));
             }
+        };
+        match &self.resolved.runs[*runs].winners {
+            Some(winners) => {
+                for (id, exemplar) in winners {
+                    offer(*id, exemplar);
+                }
+            }
+            None => {
+                for &index in run.iter() {
+                    for (id, exemplar) in records(index) {
+                        offer(*id, exemplar);
+                    }
+                }
+            }
         }
-        true
+        *runs += 1;
+        run.clear();
     }
 
     /// Attaches the latest exemplar of each carrying sample's series.

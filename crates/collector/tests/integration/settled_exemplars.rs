@@ -142,3 +142,80 @@ fn a_collection_for_text_attaches_no_exemplar_and_reads_no_exemplar_file() {
     let scrape = collector.collect().unwrap();
     assert_eq!(scrape.warnings.len(), 1, "{:?}", scrape.warnings);
 }
+
+#[test]
+fn kept_exemplars_win_as_a_fresh_collection_picks_them_in_merge_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, failed) = (requests("200"), requests("500"));
+    for pid in 1..=6 {
+        let name = FileName::new(MetricKind::Counter, pid.to_string()).unwrap();
+        let mut file = FileWriter::open(dir.path(), &name).unwrap();
+        file.slot(&ok).unwrap().add(1.0);
+        file.slot(&failed).unwrap().add(1.0);
+    }
+    // The merge order is the directory's: the files' identifiers in it.
+    let ids: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            Some(
+                name.strip_prefix("counter_")?
+                    .strip_suffix(".db")?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(ids.len(), 6);
+    // The third and the sixth are live: the others make two runs of two
+    // settled files, [0, 1] and [3, 4].
+    let live = [ids[2].clone(), ids[5].clone()];
+    // `ok`: a tie inside the first run (its first file keeps the series)
+    // and with the live file after it. `failed`: a timestamp that is not a
+    // number inside the second run, before a later one: in merge order the
+    // NaN never wins against what came before it, and the later one does.
+    let stamps = [
+        (20.0, 1.0),
+        (20.0, 0.5),
+        (15.0, 0.7),
+        (5.0, f64::NAN),
+        (10.0, 50.0),
+        (20.0, 2.0),
+    ];
+    for (at, (stamp_ok, stamp_failed)) in stamps.into_iter().enumerate() {
+        let id = &ids[at];
+        store(dir.path(), id, &ok, &format!("ok-{at}"), stamp_ok);
+        store(
+            dir.path(),
+            id,
+            &failed,
+            &format!("failed-{at}"),
+            stamp_failed,
+        );
+    }
+    let collector = DirCollector::new(dir.path())
+        .settle_exited_writers(move |name: &FileName| !live.iter().any(|id| id == name.id()));
+    let fresh = || {
+        DirCollector::new(dir.path())
+            .collect()
+            .unwrap()
+            .encode(Format::OpenMetrics)
+    };
+    let warm = || collector.collect().unwrap().encode(Format::OpenMetrics);
+    let expected = fresh();
+    assert!(
+        line(&expected, "requests_total{code=\"200\"}").contains("ok-0"),
+        "{expected}"
+    );
+    assert!(
+        line(&expected, "requests_total{code=\"500\"}").contains("failed-4"),
+        "{expected}"
+    );
+    for round in 0..6 {
+        assert_eq!(warm(), expected, "round {round}");
+    }
+    // A live writer overtakes the settled files' winner, then another ties.
+    store(dir.path(), &ids[2], &ok, "ok-2-later", 40.0);
+    assert_eq!(warm(), fresh());
+    store(dir.path(), &ids[5], &ok, "ok-5-tie", 40.0);
+    assert_eq!(warm(), fresh());
+}
