@@ -36,14 +36,19 @@ class Bench:
         self.running = Gauge("bench_running", "Requests running.", ["route"], multiprocess_mode="livesum")
         self.latency = Histogram("bench_latency_seconds", "Request latency.", ["route"])
 
+    def exemplar(self, rng):
+        """The exemplar of one update: none here (and no draw from `rng`,
+        so the values stay those of earlier runs)."""
+        return None
+
     def work(self, rng, labels=LABELS):
         for i in range(labels):
             route = f"/api/v1/route{i}"
-            self.requests.labels(route, "200").inc(rng.randint(1, 10_000))
+            self.requests.labels(route, "200").inc(rng.randint(1, 10_000), exemplar=self.exemplar(rng))
             self.busy.labels(route).set(rng.random())
             self.running.labels(route).set(rng.randint(0, 8))
             for _ in range(rng.randint(1, 20)):
-                self.latency.labels(route).observe(rng.expovariate(4.0))
+                self.latency.labels(route).observe(rng.expovariate(4.0), exemplar=self.exemplar(rng))
 
     def rounds(self, rng):
         # Children looked up once, as an instrumented server keeps them.
@@ -56,8 +61,8 @@ class Bench:
             nonlocal index
             requests, busy, running, latency = children[index]
             index = (index + 1) % len(children)
-            requests.inc()
-            latency.observe(rng.expovariate(4.0))
+            requests.inc(exemplar=self.exemplar(rng))
+            latency.observe(rng.expovariate(4.0), exemplar=self.exemplar(rng))
             busy.set(rng.random())
             running.set(rng.randint(0, 8))
 
@@ -186,35 +191,8 @@ class Exemplars(Bench):
 
     NEEDS_WRITER = True
 
-    def work(self, rng, labels=Bench.LABELS):
-        for i in range(labels):
-            route = f"/api/v1/route{i}"
-            self.requests.labels(route, "200").inc(rng.randint(1, 10_000), exemplar=_trace(rng))
-            self.busy.labels(route).set(rng.random())
-            self.running.labels(route).set(rng.randint(0, 8))
-            for _ in range(rng.randint(1, 20)):
-                self.latency.labels(route).observe(rng.expovariate(4.0), exemplar=_trace(rng))
-
-    def rounds(self, rng):
-        routes = [f"/api/v1/route{i}" for i in range(self.LABELS)]
-        children = [(self.requests.labels(r, "200"), self.busy.labels(r), self.running.labels(r),
-                     self.latency.labels(r)) for r in routes]
-        index = 0
-
-        def one_round():
-            nonlocal index
-            requests, busy, running, latency = children[index]
-            index = (index + 1) % len(children)
-            requests.inc(exemplar=_trace(rng))
-            latency.observe(rng.expovariate(4.0), exemplar=_trace(rng))
-            busy.set(rng.random())
-            running.set(rng.randint(0, 8))
-
-        return one_round
-
-
-def _trace(rng):
-    return {"trace_id": f"{rng.getrandbits(128):032x}"}
+    def exemplar(self, rng):
+        return {"trace_id": f"{rng.getrandbits(128):032x}"}
 
 
 SHAPES = {"bench": Bench, "vllm": Vllm, "exemplars": Exemplars}
