@@ -86,7 +86,7 @@ pub(crate) fn read_companion_used(
     header_len: usize,
     parse_header: impl Fn(&[u8], u64) -> Result<usize, ParseError>,
 ) -> Result<(), ReadError> {
-    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.to_string()));
+    let io = |e: std::io::Error| ReadError::new(path, 0, ReadErrorKind::Io(e.into()));
     buf.clear();
     read::read_at_most(file, buf, 0, header_len).map_err(io)?;
     let used = parse_header(buf, size).map_err(|e| e.at(path))?;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::file_name::FileNameError;
 use crate::key::KeyError;
@@ -44,9 +45,9 @@ pub enum ReadErrorKind {
     /// ([`crate::read_map::Shrunk`]): the map is not read again.
     #[error("the file shrank under its memory map")]
     ShrankUnderMap,
-    /// An error from the operating system (permission denied, ...), as text.
+    /// An error from the operating system (permission denied, ...).
     #[error("cannot read: {0}")]
-    Io(String),
+    Io(IoError),
     /// A 0-byte file: Python creates the file and only then sizes it, so a
     /// worker killed in between leaves this behind (prometheus_client #1199).
     #[error("0-byte file: a writer was killed while creating it (prometheus_client issue #1199)")]
@@ -199,15 +200,66 @@ impl ReadError {
         self.kind == ReadErrorKind::Vanished
     }
 
-    pub(crate) fn io(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
+    pub(crate) fn io(path: impl Into<PathBuf>, err: std::io::Error) -> Self {
         let kind = if err.kind() == std::io::ErrorKind::NotFound {
             ReadErrorKind::Vanished
         } else {
-            ReadErrorKind::Io(err.to_string())
+            ReadErrorKind::Io(err.into())
         };
         ReadError::new(path, 0, kind)
     }
 }
+
+/// The [`std::io::Error`] of a [`ReadErrorKind::Io`], shared: a
+/// [`ReadErrorKind`] is `Clone` and `PartialEq`, which a
+/// [`std::io::Error`] is not.
+///
+/// Displays as the error it holds. Two are equal when their
+/// [`kind`](IoError::kind)s and their texts are.
+#[derive(Debug, Clone)]
+pub struct IoError(Arc<std::io::Error>);
+
+impl IoError {
+    /// The error.
+    #[must_use]
+    pub fn get(&self) -> &std::io::Error {
+        &self.0
+    }
+
+    /// The error's kind ([`std::io::Error::kind`]).
+    #[must_use]
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.0.kind()
+    }
+
+    /// The operating system's error number, if it came from one
+    /// ([`std::io::Error::raw_os_error`]).
+    #[must_use]
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.0.raw_os_error()
+    }
+}
+
+impl From<std::io::Error> for IoError {
+    fn from(err: std::io::Error) -> Self {
+        IoError(Arc::new(err))
+    }
+}
+
+impl fmt::Display for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl PartialEq for IoError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.kind() == other.kind() && self.0.to_string() == other.0.to_string())
+    }
+}
+
+impl Eq for IoError {}
 
 /// Why a file could not be created, opened for writing or grown.
 #[derive(Debug, thiserror::Error)]
@@ -283,6 +335,31 @@ mod tests {
         assert_eq!(
             ReadErrorKind::from(KeyError::BadBucketBound("abc".into())).to_string(),
             "histogram bucket bound le=\"abc\" is not a number"
+        );
+    }
+
+    /// An I/O error reads as the operating system's text, as it did when
+    /// it was kept as that text.
+    #[test]
+    fn an_io_error_reads_as_the_system_says_it() {
+        let denied = std::io::Error::from_raw_os_error(13);
+        let text = format!("cannot read: {denied}");
+        let kind = ReadErrorKind::Io(denied.into());
+        assert_eq!(kind.to_string(), text);
+        assert_eq!(text, "cannot read: Permission denied (os error 13)");
+        let ReadErrorKind::Io(err) = &kind else {
+            unreachable!()
+        };
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(err.raw_os_error(), Some(13));
+        assert_eq!(kind.clone(), kind);
+        assert_eq!(
+            kind,
+            ReadErrorKind::Io(std::io::Error::from_raw_os_error(13).into())
+        );
+        assert_ne!(
+            kind,
+            ReadErrorKind::Io(std::io::Error::from_raw_os_error(1).into())
         );
     }
 }

@@ -92,7 +92,7 @@ mod write_lease;
 mod writer;
 
 pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
-pub use error::{printable, ReadError, ReadErrorKind, WriteError};
+pub use error::{printable, IoError, ReadError, ReadErrorKind, WriteError};
 pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_RUNES};
 pub use exemplar_file::{
     read_exemplar_file, read_exemplar_records, ExemplarEntry, ExemplarFile, ExemplarRecord,

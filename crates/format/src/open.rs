@@ -57,10 +57,10 @@ fn open_regular(
                 .map(|_| ReadErrorKind::NotAFile("a socket"));
             match kind {
                 Some(kind) => Err(ReadError::new(path, 0, kind)),
-                None => Err(ReadError::io(path, &rustix::io::Errno::NXIO.into())),
+                None => Err(ReadError::io(path, rustix::io::Errno::NXIO.into())),
             }
         }
-        Err(e) => Err(ReadError::io(path, &e.into())),
+        Err(e) => Err(ReadError::io(path, e.into())),
     }
 }
 
@@ -81,11 +81,11 @@ fn open_through_link(
     name: &Path,
     path: &Path,
 ) -> Result<(File, std::fs::Metadata), ReadError> {
-    let io = |e: rustix::io::Errno| ReadError::io(path, &e.into());
+    let io = |e: rustix::io::Errno| ReadError::io(path, e.into());
     let target = File::from(
         rustix::fs::openat(dir, name, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()).map_err(io)?,
     );
-    let looked_at = target.metadata().map_err(|e| ReadError::io(path, &e))?;
+    let looked_at = target.metadata().map_err(|e| ReadError::io(path, e))?;
     if let Some(kind) = not_a_file(looked_at.file_type()) {
         return Err(ReadError::new(path, 0, kind));
     }
@@ -172,7 +172,7 @@ impl OpenDir {
 
 /// `file` with its metadata if it is a regular file.
 fn checked_file(file: File, path: &Path) -> Result<(File, std::fs::Metadata), ReadError> {
-    let meta = file.metadata().map_err(|e| ReadError::io(path, &e))?;
+    let meta = file.metadata().map_err(|e| ReadError::io(path, e))?;
     if let Some(kind) = not_a_file(meta.file_type()) {
         return Err(ReadError::new(path, 0, kind));
     }

@@ -78,7 +78,7 @@ fn read_header(
     let first = usize::try_from(size)
         .unwrap_or(usize::MAX)
         .min(used_hint.max(MIN_FIRST_READ));
-    read_at_most(file, buf, 0, first).map_err(|e| ReadError::io(path, &e))?;
+    read_at_most(file, buf, 0, first).map_err(|e| ReadError::io(path, e))?;
     let mut header = parse_header(buf, size.max(buf.len() as u64));
     if let Err(ParseError {
         kind: ReadErrorKind::UsedPastEnd { .. },
@@ -86,7 +86,7 @@ fn read_header(
     }) = header
     {
         // The writer may have grown the file since we looked.
-        size = file.metadata().map_err(|e| ReadError::io(path, &e))?.len();
+        size = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
         header = parse_header(buf, size);
     }
     let mut header = header.map_err(|e| e.at(path))?;
@@ -115,7 +115,7 @@ pub fn read_used_into_with_hint(
     let used = header.used as usize;
     if used > buf.len() {
         let have = buf.len();
-        read_at_most(file, buf, have as u64, used - have).map_err(|e| ReadError::io(path, &e))?;
+        read_at_most(file, buf, have as u64, used - have).map_err(|e| ReadError::io(path, e))?;
     }
     if buf.len() < used {
         return Err(ReadError::new(
@@ -202,7 +202,7 @@ pub(crate) fn read_valid_prefix_of(
         let want = wanted.max(buf.len() * 2).min(used);
         let start = buf.len();
         let got = read_at_most(file, &mut buf, start as u64, want - start)
-            .map_err(|e| ReadError::io(path, &e))?;
+            .map_err(|e| ReadError::io(path, e))?;
         if got == 0 {
             let problem = ParseError {
                 offset: start as u64,

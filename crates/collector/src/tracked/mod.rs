@@ -402,7 +402,7 @@ impl TrackedFile {
         }
         if map {
             let mapped = ReadMap::new(&file, map_len(&file, size))
-                .map_err(|e| ParseError::new(0, ReadErrorKind::Io(e.to_string())))?;
+                .map_err(|e| ParseError::new(0, ReadErrorKind::Io(e.into())))?;
             drop(file);
             // The same file (inode) as before, but it may have been rewritten
             // in place: keep what was parsed only if it is still there.

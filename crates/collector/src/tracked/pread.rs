@@ -223,7 +223,7 @@ pub(super) fn read_fully(file: &File, buf: &mut [u8], offset: u64) -> Result<usi
             Err(e) => {
                 return Err(ParseError::new(
                     offset + got as u64,
-                    ReadErrorKind::Io(e.to_string()),
+                    ReadErrorKind::Io(e.into()),
                 ))
             }
         }

@@ -204,14 +204,16 @@ pub(crate) fn write_new_native(
             .entries
             .into_iter()
             .for_each(|e| all.add(e.raw_key, e.histogram)),
-        Err(e) if e.kind == ReadErrorKind::Vanished => {}
-        // Not known to be damaged: replacing it could lose what is in it.
-        Err(e) if matches!(e.kind, ReadErrorKind::Io(_)) => {
-            return Err(io_at(&old)(io::Error::other(e.to_string())))
-        }
-        Err(e) => tracing::warn!(
-            "compaction: the native histograms of {target} are lost (it is damaged and replaced): {e}"
-        ),
+        Err(e) => match &e.kind {
+            ReadErrorKind::Vanished => {}
+            // Not known to be damaged: replacing it could lose what is in it.
+            ReadErrorKind::Io(err) => {
+                return Err(io_at(&old)(io::Error::new(err.kind(), e.to_string())))
+            }
+            _ => tracing::warn!(
+                "compaction: the native histograms of {target} are lost (it is damaged and replaced): {e}"
+            ),
+        },
     }
     for (key, histogram) in merged.series {
         all.add(key, histogram);
