@@ -22,6 +22,11 @@
 //! kernel (`fs.inotify.max_queued_events`); past it the kernel reports an
 //! overflow.
 //!
+//! The exemplar subdirectory can be watched too ([`DirWatch::watch_subdir`]):
+//! a collector that keeps live workers' exemplar files mapped learns so of
+//! one replaced, rewritten or removed under its map. Opens there are not
+//! reported: nothing waits for one.
+//!
 //! When the watch cannot be set (a network file system, no inotify
 //! instances left), events were lost (the queue overflowed) or the
 //! directory itself was removed or moved, the collector lists the directory
@@ -49,6 +54,12 @@ pub(crate) struct Changes {
     pub touched: HashSet<OsString>,
     /// Names whose files were opened (by anyone: this process too).
     pub opened: HashSet<OsString>,
+    /// Names in the watched subdirectory whose files were touched, added,
+    /// removed or renamed.
+    pub subdir_touched: HashSet<OsString>,
+    /// The subdirectory's watch ended (it was removed or moved, or events
+    /// were lost): what is known of its files is to be forgotten.
+    pub subdir_unwatched: bool,
 }
 
 /// What the watch asks the kernel to report. Closes are left out: they
@@ -63,6 +74,9 @@ const WATCHED: WatchFlags = WatchFlags::ATTRIB
     .union(WatchFlags::DELETE_SELF)
     .union(WatchFlags::MOVE_SELF);
 
+/// What the watch of a subdirectory asks the kernel to report.
+const SUBDIR_WATCHED: WatchFlags = WATCHED.difference(WatchFlags::OPEN);
+
 /// Room for a few hundred events per `read`; any event fits (a name is at
 /// most 255 bytes).
 const BUFFER: usize = 16 * 1024;
@@ -71,6 +85,8 @@ const BUFFER: usize = 16 * 1024;
 pub(crate) struct DirWatch {
     inotify: OwnedFd,
     buffer: Box<[MaybeUninit<u8>]>,
+    /// The watch descriptor of the watched subdirectory, if one is.
+    subdir: Option<i32>,
 }
 
 impl std::fmt::Debug for DirWatch {
@@ -88,7 +104,18 @@ impl DirWatch {
         Ok(DirWatch {
             inotify,
             buffer: Box::new_uninit_slice(BUFFER),
+            subdir: None,
         })
+    }
+
+    /// Watches `subdir` (a subdirectory of the watched directory) too, if it
+    /// is not watched already; whether it is now. Events about its files
+    /// come in [`Changes::subdir_touched`].
+    pub(crate) fn watch_subdir(&mut self, subdir: &Path) -> bool {
+        if self.subdir.is_none() {
+            self.subdir = inotify::add_watch(&self.inotify, subdir, SUBDIR_WATCHED).ok();
+        }
+        self.subdir.is_some()
     }
 
     /// Everything that happened before this call and since the last one.
@@ -102,11 +129,28 @@ impl DirWatch {
                 Err(Errno::INTR) => continue,
                 Err(_) => {
                     changes.everything = true;
+                    changes.subdir_unwatched = true;
                     break;
                 }
             };
             let flags = event.events();
             let name = event.file_name().map(|n| OsStr::from_bytes(n.to_bytes()));
+            if self.subdir.is_some() && self.subdir == Some(event.wd()) {
+                let ended = ReadFlags::IGNORED
+                    | ReadFlags::UNMOUNT
+                    | ReadFlags::DELETE_SELF
+                    | ReadFlags::MOVE_SELF;
+                if flags.intersects(ended) {
+                    // Removed by the kernel with the directory, or to be.
+                    if flags.contains(ReadFlags::IGNORED) {
+                        self.subdir = None;
+                    }
+                    changes.subdir_unwatched = true;
+                } else if let Some(name) = name.filter(|n| !n.is_empty()) {
+                    changes.subdir_touched.insert(name.to_owned());
+                }
+                continue;
+            }
             if flags.intersects(
                 ReadFlags::QUEUE_OVERFLOW
                     | ReadFlags::IGNORED
@@ -198,6 +242,36 @@ mod tests {
         assert!(changes
             .opened
             .contains(std::ffi::OsStr::new("gauge_all_1.db")));
+    }
+
+    #[test]
+    fn a_watched_subdirectory_reports_its_files_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("exemplars");
+        let mut watch = DirWatch::new(dir.path()).unwrap();
+        assert!(!watch.watch_subdir(&sub), "no such subdirectory yet");
+        std::fs::create_dir(&sub).unwrap();
+        assert!(watch.take().relist);
+        assert!(watch.watch_subdir(&sub));
+        let file = sub.join("counter_1.exemplars");
+        std::fs::write(&file, b"x").unwrap();
+        drop(std::fs::File::open(&file).unwrap());
+        let changes = watch.take();
+        assert!(!changes.everything && !changes.relist && !changes.subdir_unwatched);
+        assert!(changes.touched.is_empty() && changes.opened.is_empty());
+        assert_eq!(
+            changes.subdir_touched,
+            HashSet::from([OsString::from("counter_1.exemplars")])
+        );
+        // Opens alone are not reported there.
+        drop(std::fs::File::open(&file).unwrap());
+        assert!(watch.take().subdir_touched.is_empty());
+
+        std::fs::remove_file(&file).unwrap();
+        std::fs::remove_dir(&sub).unwrap();
+        let changes = watch.take();
+        assert!(changes.subdir_unwatched && !changes.everything);
+        assert!(!watch.watch_subdir(&sub), "the watch ended with it");
     }
 
     #[test]

@@ -51,6 +51,7 @@ use crate::exemplar::{decode_labels, Exemplar};
 use crate::file_name::FileName;
 use crate::layout::pad_len;
 use crate::parse::ParseError;
+use crate::read_map::MapView;
 
 /// The subdirectory of a metrics directory that holds exemplar files.
 pub const EXEMPLAR_DIR: &str = "exemplars";
@@ -294,29 +295,8 @@ fn walk_exemplar_file<'a>(
     let mut unsettled = 0;
     let mut at = EXEMPLAR_HEADER_LEN;
     while at < used {
-        let fail = |kind| ParseError::new(at as u64, kind);
-        let key_len = bytes
-            .get(at..at + 4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-            .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?;
-        if key_len == 0 || key_len > used {
-            return Err(fail(ReadErrorKind::BadKeyLength {
-                len: key_len as i64,
-            }));
-        }
-        let record = at + exemplar_entry_len(key_len, 0) - RECORD_HEADER_LEN;
-        let capacity =
-            record_capacity(bytes, record).ok_or_else(|| fail(ReadErrorKind::NotAnExemplarFile))?;
-        let end = record + RECORD_HEADER_LEN + capacity;
-        if end > used {
-            return Err(fail(ReadErrorKind::EntryPastUsed {
-                end: end as u64,
-                used: used as u64,
-            }));
-        }
-        let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
-            .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
-        match decode_record(&bytes[record..end], sealed) {
+        let entry = entry_at(bytes, at, used)?;
+        match decode_record(&bytes[entry.record..entry.end], sealed) {
             Record::Empty | Record::Moved => {}
             Record::Unsettled => unsettled += 1,
             Record::Whole {
@@ -324,16 +304,186 @@ fn walk_exemplar_file<'a>(
                 timestamp,
                 labels,
             } => visit(ExemplarRecord {
-                raw_key: key,
+                raw_key: entry.key,
                 offset: at as u64,
                 value,
                 timestamp,
                 labels,
             }),
         }
-        at = end;
+        at = entry.end;
     }
     Ok(unsettled)
+}
+
+/// The entry at `at` of an exemplar file's bytes, whose entries end at
+/// `used`: its framing checked (the key's length, the record's capacity,
+/// the end within `used`, the key UTF-8). Every reader walks entries with
+/// it.
+struct EntryAt<'a> {
+    key: &'a str,
+    /// Where its record starts...
+    record: usize,
+    /// ...its labels' room...
+    capacity: usize,
+    /// ...and where the entry ends.
+    end: usize,
+}
+
+fn entry_at(bytes: &[u8], at: usize, used: usize) -> Result<EntryAt<'_>, ParseError> {
+    let fail = |kind| ParseError::new(at as u64, kind);
+    let key_len = bytes
+        .get(at..at + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?;
+    if key_len == 0 || key_len > used {
+        return Err(fail(ReadErrorKind::BadKeyLength {
+            len: key_len as i64,
+        }));
+    }
+    let record = at + exemplar_entry_len(key_len, 0) - RECORD_HEADER_LEN;
+    let capacity =
+        record_capacity(bytes, record).ok_or_else(|| fail(ReadErrorKind::NotAnExemplarFile))?;
+    let end = record + RECORD_HEADER_LEN + capacity;
+    if end > used {
+        return Err(fail(ReadErrorKind::EntryPastUsed {
+            end: end as u64,
+            used: used as u64,
+        }));
+    }
+    let key = std::str::from_utf8(&bytes[at + 4..at + 4 + key_len])
+        .map_err(|_| fail(ReadErrorKind::InvalidUtf8))?;
+    Ok(EntryAt {
+        key,
+        record,
+        capacity,
+        end,
+    })
+}
+
+/// Where an entry of an exemplar file lies. Fixed once written: a record
+/// is rewritten in place, and a series moved to a larger record leaves the
+/// old one marked moved and gets a new entry further on. So a reader that
+/// keeps a file mapped parses its entries once, and reads each scrape only
+/// the records ([`read_mapped_exemplar`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExemplarEntryLayout {
+    /// The `*.db` entry's key, as stored.
+    pub key: String,
+    /// Byte offset of the entry.
+    pub offset: usize,
+    /// Byte offset of its record...
+    pub record: usize,
+    /// ...and the room for its labels.
+    pub capacity: usize,
+}
+
+/// Appends to `layouts` the entries of an exemplar file's bytes that start
+/// at or after `from`. `bytes` is the file's used region as read (header
+/// included; the file is `file_size` bytes on disk): the header is checked
+/// as a full read checks it, its `used` may have grown since the copy, and
+/// entries are walked to the end of `bytes`, each framing checked; the
+/// records are not read.
+pub fn exemplar_entry_layouts(
+    bytes: &[u8],
+    file_size: u64,
+    from: usize,
+    layouts: &mut Vec<ExemplarEntryLayout>,
+) -> Result<(), ParseError> {
+    let used = parse_exemplar_header(bytes, file_size)?;
+    if used < bytes.len() {
+        return Err(ParseError::new(
+            0,
+            ReadErrorKind::UsedNotOnBoundary { used: used as u64 },
+        ));
+    }
+    let used = bytes.len();
+    let mut at = from.max(EXEMPLAR_HEADER_LEN);
+    while at < used {
+        let entry = entry_at(bytes, at, used)?;
+        layouts.push(ExemplarEntryLayout {
+            key: entry.key.to_owned(),
+            offset: at,
+            record: entry.record,
+            capacity: entry.capacity,
+        });
+        at = entry.end;
+    }
+    Ok(())
+}
+
+/// What a record held when it was last read whole: its sequence number and
+/// checksum. A writer takes the sequence number up with every store, and
+/// the checksum covers it and the exemplar, so while both words still read
+/// the same the record holds the same exemplar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordSeal {
+    seq: u64,
+    checksum: u64,
+}
+
+/// A record read through a map by [`read_mapped_exemplar`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum MappedExemplar {
+    /// It still holds what the seal it was read with sealed.
+    Unchanged,
+    /// A whole exemplar, with its seal; `None` when its labels are not
+    /// labels multiprom encoded (a sealed record of a foreign writer).
+    Whole(RecordSeal, Option<Exemplar>),
+    /// Never written, or moved to a larger record.
+    Absent,
+    /// Being written, or torn by a racing writer: read it again.
+    Unsettled,
+}
+
+/// Reads the record at `record` (with `capacity` bytes of labels) of an
+/// exemplar file mapped in `view`. With `seen` (the seal it had when last
+/// read whole), a record still sealed so is [`MappedExemplar::Unchanged`]
+/// after three word loads; any other is copied into `buf` and its seal
+/// checked, as a `pread` of the file checks it. `None` if the record lies
+/// outside the map.
+pub fn read_mapped_exemplar(
+    view: &MapView<'_>,
+    record: usize,
+    capacity: usize,
+    seen: Option<RecordSeal>,
+    buf: &mut Vec<u8>,
+) -> Option<MappedExemplar> {
+    let seq = view.u64_at(record)?;
+    let checksum = view.u64_at(record + 8)?;
+    let len_word = view.u64_at(record + 32)? as u32;
+    if seq == 0 || len_word & MOVED != 0 {
+        return Some(MappedExemplar::Absent);
+    }
+    if seen == Some(RecordSeal { seq, checksum }) {
+        return Some(MappedExemplar::Unchanged);
+    }
+    buf.clear();
+    if !view.copy_to(record, RECORD_HEADER_LEN + capacity, buf) {
+        return None;
+    }
+    Some(match decode_record(buf, false) {
+        Record::Empty | Record::Moved => MappedExemplar::Absent,
+        Record::Unsettled => MappedExemplar::Unsettled,
+        Record::Whole {
+            value,
+            timestamp,
+            labels,
+        } => {
+            let word =
+                |i: usize| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            let seal = RecordSeal {
+                seq: word(0),
+                checksum: word(1),
+            };
+            let exemplar = decode_labels(labels).map(|labels| Exemplar {
+                labels,
+                value,
+                timestamp,
+            });
+            MappedExemplar::Whole(seal, exemplar)
+        }
+    })
 }
 
 /// The labels capacity of the record at `record`: a multiple of 8 up to

@@ -545,6 +545,72 @@ mod tests {
     }
 
     #[test]
+    fn a_mapped_reader_sees_each_record_change_and_only_then_copies_it() {
+        use crate::exemplar_file::{
+            exemplar_entry_layouts, read_mapped_exemplar, ExemplarEntryLayout, MappedExemplar,
+        };
+        use crate::read_map::ReadMap;
+
+        let dir = tempfile::tempdir().unwrap();
+        let name = FileName::new(MetricKind::Counter, "8").unwrap();
+        let writer = ExemplarWriter::open(dir.path(), &name).unwrap();
+        let key = encode_key("c", "c_total", [("x", "a")], "");
+        let slot = writer.slot(&key).unwrap();
+        slot.store([("trace_id", "one")], 1.0, 1.0).unwrap();
+        let file = std::fs::File::open(writer.path()).unwrap();
+        let size = file.metadata().unwrap().len();
+        let map = ReadMap::new(&file, size as usize).unwrap();
+        let layouts = |from: usize| {
+            let mut bytes = Vec::new();
+            map.read(|view| {
+                let used = view.u32_acquire(0).unwrap() as usize;
+                assert!(view.copy_to(0, used, &mut bytes));
+            })
+            .unwrap();
+            let mut layouts = Vec::new();
+            exemplar_entry_layouts(&bytes, size, from, &mut layouts).unwrap();
+            (layouts, bytes.len())
+        };
+        let read = |layout: &ExemplarEntryLayout, seen| {
+            let mut buf = Vec::new();
+            map.read(|view| {
+                read_mapped_exemplar(view, layout.record, layout.capacity, seen, &mut buf)
+            })
+            .unwrap()
+            .unwrap()
+        };
+        let (first, parsed) = layouts(0);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].key, key);
+        let MappedExemplar::Whole(seal, Some(exemplar)) = read(&first[0], None) else {
+            panic!("a whole record");
+        };
+        assert_eq!(exemplar.labels, [("trace_id".to_owned(), "one".to_owned())]);
+        assert_eq!(read(&first[0], Some(seal)), MappedExemplar::Unchanged);
+
+        // The same exemplar stored again is another store: read again.
+        slot.store([("trace_id", "one")], 1.0, 1.0).unwrap();
+        let MappedExemplar::Whole(again, Some(same)) = read(&first[0], Some(seal)) else {
+            panic!("a whole record");
+        };
+        assert_ne!(again, seal);
+        assert_eq!(same, exemplar);
+
+        // Too long for its record: the old one reads absent, and the new
+        // one is an entry past the last parse.
+        let long = "\u{e9}".repeat(100);
+        slot.store([("trace_id", long.as_str())], 2.0, 2.0).unwrap();
+        assert_eq!(read(&first[0], Some(again)), MappedExemplar::Absent);
+        let (moved, _) = layouts(parsed);
+        assert_eq!(moved.len(), 1);
+        assert_eq!(moved[0].key, key);
+        let MappedExemplar::Whole(_, Some(long_one)) = read(&moved[0], None) else {
+            panic!("a whole record");
+        };
+        assert_eq!(long_one.labels[0].1, long);
+    }
+
+    #[test]
     fn a_long_exemplar_moves_its_series_to_a_larger_record() {
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Counter, "6").unwrap();

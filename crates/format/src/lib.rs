@@ -95,7 +95,8 @@ pub use env_dir::{EnvDir, EnvDirError, DIR_ENV_VAR, LEGACY_DIR_ENV_VAR};
 pub use error::{printable, IoError, ReadError, ReadErrorKind, WriteError};
 pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_RUNES};
 pub use exemplar_file::{
-    read_exemplar_file, read_exemplar_records, ExemplarEntry, ExemplarFile, ExemplarRecord,
+    exemplar_entry_layouts, read_exemplar_file, read_exemplar_records, read_mapped_exemplar,
+    ExemplarEntry, ExemplarEntryLayout, ExemplarFile, ExemplarRecord, MappedExemplar, RecordSeal,
 };
 pub use exemplar_writer::{ExemplarSlot, ExemplarWriter, Stored};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use multiprom_format::exemplar_file::EXEMPLAR_DIR;
+
 use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
@@ -55,6 +57,15 @@ pub(super) fn collect_paths(
         ),
     };
     let maps = pass.map_limit.map(|limit| limit.saturating_sub(state.maps));
+    // The exemplar files' share: what the natives' maps leave, while the
+    // watch watches their subdirectory (what makes a map trusted).
+    let exemplar_maps = maps
+        .filter(|_| pass.exemplars == Exemplars::Attach && state.exemplars.saw_dir())
+        .and_then(|maps| {
+            let subdir = pass.dir?.join(EXEMPLAR_DIR);
+            let watched = state.watch.as_mut()?.watch_subdir(&subdir);
+            watched.then(|| maps.saturating_sub(state.natives.mapped_files()))
+        });
     let mut native_state = std::mem::take(&mut state.natives);
     let (families, live_natives) =
         read_live_beside(&mut native_state, native_files.as_ref(), maps, || {
@@ -76,6 +87,7 @@ pub(super) fn collect_paths(
                         generation: state.plan_generation,
                         full_look: state.full_look,
                     }),
+                    exemplar_maps,
                     &mut families,
                     &mut state.exemplars,
                     &mut warnings,

@@ -19,14 +19,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use multiprom_format::exemplar_file::{exemplar_path, EXEMPLAR_DIR};
-use multiprom_format::{read_exemplar_records, Exemplar, ReadError};
+use multiprom_format::{read_exemplar_records, Exemplar, ReadError, ReadErrorKind};
 
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::problem::Warning;
+use crate::watch::Changes;
 
 use super::exemplar_files::ExemplarFiles;
 use super::exemplar_series::{SeriesId, SeriesTable};
 use super::file_entry::{path_bytes, FileEntry};
+use super::live_exemplars::{LiveExemplarFile, MapRead, MappedExemplars};
 
 /// What exemplar collection keeps between scrapes.
 #[derive(Debug, Default)]
@@ -46,6 +48,8 @@ pub(super) struct ExemplarState {
     /// The listing of the collector's directory in which it was found to
     /// have no exemplar subdirectory.
     absent_in: Option<u64>,
+    /// The last look found an exemplar subdirectory.
+    saw_dir: bool,
 }
 
 /// What keys and samples resolved to, and the exemplars last attached:
@@ -65,6 +69,8 @@ struct Resolved {
     /// The runs of consecutive kept files of the last scrape, in merge
     /// order, each with the winner of each series within it.
     runs: Vec<KeptRun>,
+    /// The live files kept mapped.
+    mapped: MappedExemplars,
 }
 
 /// Consecutive settled files (in merge order) whose exemplars are kept,
@@ -128,12 +134,15 @@ pub(super) struct ExemplarSettling {
 /// the directory all the files are in, if they are in one, and which
 /// listing of it this is (see `CollectorState::listings`; `None`: not
 /// known). With `settling`, a settled file's exemplar file is read once
-/// and kept (a missing one too) until the file stops being settled.
+/// and kept (a missing one too) until the file stops being settled. `maps`:
+/// how many live files' exemplar files may be kept mapped (`None`: none).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn attach_exemplars(
     known: &[Option<FileEntry>],
     order: &[usize],
     dir: Option<(&Path, Option<u64>)>,
     settling: Option<ExemplarSettling>,
+    maps: Option<usize>,
     families: &mut [MergedFamily],
     state: &mut ExemplarState,
     warnings: &mut Vec<Warning>,
@@ -164,15 +173,21 @@ pub(super) fn attach_exemplars(
             state.reported.clear();
             state.resolved = Resolved::default();
             state.absent_in = listing;
+            state.saw_dir = false;
             return;
         }
         state.absent_in = None;
+        state.saw_dir = true;
         looked.push((dir, true));
     }
     let dir = dir.map(|(dir, _)| dir);
     state.want_samples(families);
     let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     state.resolved.files.begin();
+    if maps.is_none() {
+        state.resolved.mapped.clear();
+    }
+    state.resolved.mapped.begin();
     // The kept files met since the last file read, and how many runs of
     // them were offered so far.
     let mut run: Vec<usize> = Vec::new();
@@ -213,6 +228,28 @@ pub(super) fn attach_exemplars(
         }
         // Offered in merge order: the kept files before this one first.
         state.offer_run(&mut run, &mut runs);
+        // A live writer's file (or any, with no settling) through its map;
+        // a settled one is read once and kept instead.
+        let settled_now = settling.is_some_and(|s| file.is_settled(s.generation));
+        if let Some(maps) = maps.filter(|_| !settled_now) {
+            let live = LiveExemplarFile {
+                index,
+                db_path: &entry.path,
+                changes: file.changes(),
+                dir,
+                name: &file.name,
+            };
+            match state.read_mapped(live, maps) {
+                MapRead::Read | MapRead::Missing => continue,
+                MapRead::Shrunk => {
+                    let path = live.path();
+                    let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
+                    problems.insert(path, error);
+                    continue;
+                }
+                MapRead::Pread => {}
+            }
+        }
         let path = exemplar_path(dir, &file.name);
         let keep = settled.map(|settled| (index, &entry.path, settled));
         // A file with no exemplars has no exemplar file: not a problem.
@@ -225,6 +262,7 @@ pub(super) fn attach_exemplars(
     state.offer_run(&mut run, &mut runs);
     state.resolved.runs.truncate(runs);
     state.resolved.files.end();
+    state.resolved.mapped.end();
     for (path, error) in &problems {
         if state.reported.get(path) != Some(error) {
             warnings.push(Warning::Exemplars(error.clone()));
@@ -323,6 +361,45 @@ impl ExemplarState {
             });
         }
         read.map(|_| ())
+    }
+
+    /// Offers the exemplars of a live file through its map (made if fewer
+    /// than `maps` are), as [`ExemplarState::offer`] offers a file read.
+    fn read_mapped(&mut self, file: LiveExemplarFile<'_>, maps: usize) -> MapRead {
+        let Resolved { series, mapped, .. } = &mut self.resolved;
+        let (wanted, latest) = (&self.wanted, &mut self.latest);
+        let may_map = mapped.len() < maps;
+        mapped.read(file, may_map, series, |id, exemplar| {
+            let wins = wanted.get(id).copied().unwrap_or(false)
+                && latest[id]
+                    .as_ref()
+                    .is_none_or(|kept| exemplar.timestamp > kept.timestamp);
+            if wins {
+                latest[id] = Some(Arc::clone(exemplar));
+            }
+        })
+    }
+
+    /// Files kept mapped.
+    pub(super) fn mapped_files(&self) -> usize {
+        self.resolved.mapped.len()
+    }
+
+    /// Whether the last collection that looked found an exemplar
+    /// subdirectory (so its watch is worth setting).
+    pub(super) fn saw_dir(&self) -> bool {
+        self.saw_dir
+    }
+
+    /// Takes what the directory watch saw in the exemplar subdirectory:
+    /// the maps of files touched there are dropped; all of them when its
+    /// watch ended or every file is looked at again (`everything`).
+    pub(super) fn watched(&mut self, changes: &Changes, everything: bool) {
+        if everything || changes.subdir_unwatched {
+            self.resolved.mapped.clear();
+        } else {
+            self.resolved.mapped.forget_named(&changes.subdir_touched);
+        }
     }
 
     /// Whether the records of the settled file at `index` of the file

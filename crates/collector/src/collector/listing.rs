@@ -100,6 +100,7 @@ pub(super) fn changed_listing(
         );
         state.last_full_look = Some(now);
         state.full_look = true;
+        state.exemplars.watched(&changes, true);
         for known in state.known.iter_mut().flatten() {
             if let Some(file) = &mut known.file {
                 file.touch_if_changed(&known.path);
@@ -107,6 +108,7 @@ pub(super) fn changed_listing(
         }
         state.exited_live.look_at_every_file();
     } else {
+        state.exemplars.watched(&changes, false);
         let touched = changes.touched.iter().map(|name| (name, true));
         let opened = changes.opened.iter().map(|name| (name, false));
         for (name, touched) in touched.chain(opened) {

@@ -114,6 +114,7 @@ pub(super) fn merge_with_duplicates(
             &order,
             None,
             None,
+            None,
             &mut scrape.families,
             &mut state.exemplars,
             &mut Vec::new(),

@@ -32,6 +32,7 @@ mod file_entry;
 mod file_table;
 mod gather;
 mod listing;
+mod live_exemplars;
 mod live_natives;
 mod merge;
 mod merge_files;

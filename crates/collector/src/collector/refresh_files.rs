@@ -69,7 +69,7 @@ pub(super) fn decide_maps(
         return;
     };
     // Live workers' native histogram files share the limit.
-    let mut maps = state.maps + state.natives.mapped_files();
+    let mut maps = state.maps + state.natives.mapped_files() + state.exemplars.mapped_files();
     out.extend(order.iter().map(|&index| {
         let Some(Some(FileEntry {
             file: Some(file), ..

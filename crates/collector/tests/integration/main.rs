@@ -17,6 +17,7 @@ mod given_files;
 mod growing_files;
 mod incremental_cache;
 mod key_hints;
+mod live_exemplars_ops;
 mod live_natives;
 mod live_natives_ops;
 mod long_keys;
