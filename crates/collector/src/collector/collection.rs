@@ -86,6 +86,7 @@ pub(super) fn collect_paths(
                     pass.exited.map(|_| ExemplarSettling {
                         generation: state.plan_generation,
                         full_look: state.full_look,
+                        version: state.settle_version,
                     }),
                     exemplar_maps,
                     &mut families,

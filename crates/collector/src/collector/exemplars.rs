@@ -8,7 +8,11 @@
 //! recorded on. Exemplar files are looked for only in the `exemplars`
 //! subdirectory: a directory without one costs one failed `stat`. A settled
 //! file's exemplar file (its writer is gone) is read once and its records
-//! kept, so a warm scrape reads only the live workers' exemplar files.
+//! kept, so a warm scrape reads only the live workers' exemplar files, and
+//! those through maps (`live_exemplars`). While collections are quiet (no
+//! event, nothing newly settled, the same listing and plan), a scrape takes
+//! the last walk's steps again: one per run of kept files, one per other
+//! file, so its cost follows the live workers, not the directory.
 //!
 //! What each entry's key names is worked out once (see `exemplar_series`
 //! and `exemplar_files`): a warm scrape reads the records and compares
@@ -23,6 +27,7 @@ use multiprom_format::{read_exemplar_records, Exemplar, ReadError, ReadErrorKind
 
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::problem::Warning;
+use crate::tracked::TrackedFile;
 use crate::watch::Changes;
 
 use super::exemplar_files::ExemplarFiles;
@@ -71,6 +76,8 @@ struct Resolved {
     runs: Vec<KeptRun>,
     /// The live files kept mapped.
     mapped: MappedExemplars,
+    /// The last walk's steps, to take again while collections are quiet.
+    plan: Option<QuietPlan>,
 }
 
 /// Consecutive settled files (in merge order) whose exemplars are kept,
@@ -81,8 +88,10 @@ struct Resolved {
 /// instead of every record of every file.
 #[derive(Debug)]
 struct KeptRun {
-    /// The files' [`KeptRecords::number`]s, in order.
+    /// The files' [`KeptRecords::number`]s, in order...
     numbers: Vec<u64>,
+    /// ...and their indexes in the file table.
+    indexes: Vec<usize>,
     /// The winner of each series in the run; `None` when a record's
     /// timestamp is NaN (then every record is offered in order).
     winners: Option<Vec<(SeriesId, Arc<Exemplar>)>>,
@@ -126,6 +135,9 @@ pub(super) struct ExemplarSettling {
     pub(super) generation: u64,
     /// This collection looks at every file: nothing kept is trusted.
     pub(super) full_look: bool,
+    /// The settling version (see `CollectorState::settle_version`): the
+    /// same one, on the same plan, means no file settled or changed since.
+    pub(super) version: u64,
 }
 
 /// Reads the exemplar files of the good files of `order` (in `known`) and
@@ -182,85 +194,74 @@ pub(super) fn attach_exemplars(
     }
     let dir = dir.map(|(dir, _)| dir);
     state.want_samples(families);
-    let mut problems: BTreeMap<PathBuf, ReadError> = BTreeMap::new();
     state.resolved.files.begin();
     if maps.is_none() {
         state.resolved.mapped.clear();
     }
     state.resolved.mapped.begin();
-    // The kept files met since the last file read, and how many runs of
-    // them were offered so far.
-    let mut run: Vec<usize> = Vec::new();
-    let mut runs = 0;
-    for &index in order {
-        let Some(entry) = known.get(index).and_then(Option::as_ref) else {
-            continue;
-        };
-        let Some(file) = entry.file.as_ref().filter(|_| entry.problem.is_none()) else {
-            continue;
-        };
-        let dir = match dir {
-            Some(dir) => dir,
-            None => entry.path.parent().unwrap_or(Path::new("")),
-        };
-        let has = match looked
-            .iter()
-            .rfind(|(seen, _)| path_bytes(seen) == path_bytes(dir))
-        {
-            Some(&(_, has)) => has,
-            None => {
-                let has = has_exemplar_dir(dir);
-                looked.push((dir, has));
-                has
+    // A quiet stretch of collections (nothing settled, no event, the same
+    // listing and plan) leaves every settled file and what was kept of it
+    // as it was: the last walk's steps are taken again, a step per run of
+    // kept files and per other file, not per file.
+    let quiet = settling
+        .filter(|s| dir.is_some() && !s.full_look)
+        .map(|s| (s.generation, s.version));
+    let plan = std::mem::take(&mut state.resolved.plan)
+        .filter(|plan| quiet == Some(plan.settled) && plan.order.as_slice() == order);
+    let mut walk = Walk {
+        known,
+        dir,
+        looked,
+        settling,
+        maps,
+        problems: BTreeMap::new(),
+    };
+    let plan = match plan {
+        Some(plan) => {
+            let mut still = true;
+            for step in &plan.steps {
+                match *step {
+                    Step::Run(run) => state.offer_kept_run(run),
+                    Step::File(index) => still &= walk.file(state, index),
+                }
             }
-        };
-        if !has {
-            continue;
+            still.then_some(plan)
         }
-        let settled = settling
-            .filter(|s| !s.full_look && file.is_settled(s.generation))
-            .map(|_| (file.writer_gone_in, file.changes()));
-        if let Some(settled) = settled {
-            if state.is_kept(index, &entry.path, settled) {
-                run.push(index);
-                continue;
-            }
-        }
-        // Offered in merge order: the kept files before this one first.
-        state.offer_run(&mut run, &mut runs);
-        // A live writer's file (or any, with no settling) through its map;
-        // a settled one is read once and kept instead.
-        let settled_now = settling.is_some_and(|s| file.is_settled(s.generation));
-        if let Some(maps) = maps.filter(|_| !settled_now) {
-            let live = LiveExemplarFile {
-                index,
-                db_path: &entry.path,
-                changes: file.changes(),
-                dir,
-                name: &file.name,
-            };
-            match state.read_mapped(live, maps) {
-                MapRead::Read | MapRead::Missing => continue,
-                MapRead::Shrunk => {
-                    let path = live.path();
-                    let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
-                    problems.insert(path, error);
+        None => {
+            // The kept files met since the last file read, and how many
+            // runs of them were offered so far.
+            let mut run: Vec<usize> = Vec::new();
+            let mut runs = 0;
+            let mut steps = Vec::new();
+            let mut still = true;
+            for &index in order {
+                if walk.is_kept(state, index) {
+                    run.push(index);
                     continue;
                 }
-                MapRead::Pread => {}
+                // Offered in merge order: the kept files before this one
+                // first.
+                if !run.is_empty() {
+                    steps.push(Step::Run(runs));
+                }
+                state.offer_run(&mut run, &mut runs);
+                steps.push(Step::File(index));
+                still &= walk.file(state, index);
             }
-        }
-        let path = exemplar_path(dir, &file.name);
-        let keep = settled.map(|settled| (index, &entry.path, settled));
-        // A file with no exemplars has no exemplar file: not a problem.
-        if let Err(error) = state.offer(path.clone(), keep) {
-            if !error.is_vanished() {
-                problems.insert(path, error);
+            if !run.is_empty() {
+                steps.push(Step::Run(runs));
             }
+            state.offer_run(&mut run, &mut runs);
+            state.resolved.runs.truncate(runs);
+            quiet.filter(|_| still).map(|settled| QuietPlan {
+                settled,
+                order: order.to_vec(),
+                steps,
+            })
         }
-    }
-    state.offer_run(&mut run, &mut runs);
-    state.resolved.runs.truncate(runs);
+    };
+    state.resolved.plan = plan;
+    let problems = walk.problems;
     state.resolved.files.end();
     state.resolved.mapped.end();
     for (path, error) in &problems {
@@ -272,6 +273,146 @@ pub(super) fn attach_exemplars(
     state.attach(families);
     if state.resolved.series.wants_reset() {
         state.resolved = Resolved::default();
+    }
+}
+
+/// Steps of a walk of a collection's files, taken again while the
+/// collections are quiet.
+#[derive(Debug)]
+struct QuietPlan {
+    /// The plan generation and settling version it holds for.
+    settled: (u64, u64),
+    /// The files walked, in merge order.
+    order: Vec<usize>,
+    steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    /// Offer the kept run of this number.
+    Run(usize),
+    /// Look at the file of this index of the file table.
+    File(usize),
+}
+
+/// What a walk of the files goes by.
+struct Walk<'a> {
+    known: &'a [Option<FileEntry>],
+    /// The directory all the files are in, if they are in one.
+    dir: Option<&'a Path>,
+    /// Whether each directory looked at has an exemplar subdirectory.
+    looked: Vec<(&'a Path, bool)>,
+    settling: Option<ExemplarSettling>,
+    maps: Option<usize>,
+    problems: BTreeMap<PathBuf, ReadError>,
+}
+
+/// A file of the walk that is merged and may have exemplars: its entry,
+/// directory, and how it is settled if its writer is gone.
+struct Walked<'a> {
+    entry: &'a FileEntry,
+    file: &'a TrackedFile,
+    dir: &'a Path,
+    settled: Option<(u64, u64)>,
+}
+
+impl<'a> Walk<'a> {
+    /// The file at `index`, unless it has no exemplars to offer (not
+    /// merged, bad, or in a directory without an exemplar subdirectory).
+    fn walked(&mut self, index: usize) -> Option<Walked<'a>> {
+        let entry = self.known.get(index).and_then(Option::as_ref)?;
+        let file = entry.file.as_ref().filter(|_| entry.problem.is_none())?;
+        let dir = match self.dir {
+            Some(dir) => dir,
+            None => entry.path.parent().unwrap_or(Path::new("")),
+        };
+        let has = match self
+            .looked
+            .iter()
+            .rfind(|(seen, _)| path_bytes(seen) == path_bytes(dir))
+        {
+            Some(&(_, has)) => has,
+            None => {
+                let has = has_exemplar_dir(dir);
+                self.looked.push((dir, has));
+                has
+            }
+        };
+        if !has {
+            return None;
+        }
+        let settled = self
+            .settling
+            .filter(|s| !s.full_look && file.is_settled(s.generation))
+            .map(|_| (file.writer_gone_in, file.changes()));
+        Some(Walked {
+            entry,
+            file,
+            dir,
+            settled,
+        })
+    }
+
+    /// Whether the file at `index` is settled and its exemplars kept.
+    fn is_kept(&mut self, state: &ExemplarState, index: usize) -> bool {
+        self.walked(index).is_some_and(|walked| {
+            walked
+                .settled
+                .is_some_and(|settled| state.is_kept(index, &walked.entry.path, settled))
+        })
+    }
+
+    /// Offers the exemplars of the file at `index`: its kept ones, or read
+    /// (through a map if it is a live writer's, else with `pread`, and kept
+    /// if it is settled). Whether the file is a live writer's (or has
+    /// nothing to offer): else the walk is not one to take again as it was.
+    fn file(&mut self, state: &mut ExemplarState, index: usize) -> bool {
+        let Some(Walked {
+            entry,
+            file,
+            dir,
+            settled,
+        }) = self.walked(index)
+        else {
+            return true;
+        };
+        if let Some(settled) = settled {
+            if state.is_kept(index, &entry.path, settled) {
+                state.offer_kept(index);
+                return false;
+            }
+        }
+        // A live writer's file (or any, with no settling) through its map;
+        // a settled one is read once and kept instead.
+        let settled_now = self.settling.is_some_and(|s| file.is_settled(s.generation));
+        if let Some(maps) = self.maps.filter(|_| !settled_now) {
+            let live = LiveExemplarFile {
+                index,
+                db_path: &entry.path,
+                changes: file.changes(),
+                dir,
+                name: &file.name,
+            };
+            match state.read_mapped(live, maps) {
+                MapRead::Read | MapRead::Missing => return true,
+                MapRead::Shrunk => {
+                    let path = live.path();
+                    let error = ReadError::new(&path, 0, ReadErrorKind::ShrankUnderMap);
+                    self.problems.insert(path, error);
+                    return true;
+                }
+                MapRead::Pread => {}
+            }
+        }
+        let path = exemplar_path(dir, &file.name);
+        let keep = settled.map(|settled| (index, &entry.path, settled));
+        // A file with no exemplars has no exemplar file: not a problem.
+        if let Err(error) = state.offer(path.clone(), keep) {
+            if !error.is_vanished() {
+                self.problems.insert(path, error);
+            }
+        }
+        !settled_now
     }
 }
 
@@ -424,11 +565,6 @@ impl ExemplarState {
             return;
         }
         let kept = &self.resolved.settled;
-        let records = |index: usize| {
-            kept.get(index)
-                .and_then(Option::as_ref)
-                .map_or(&[][..], |kept| kept.records.as_slice())
-        };
         let numbers = run.iter().map(|&index| {
             kept.get(index)
                 .and_then(Option::as_ref)
@@ -443,7 +579,7 @@ impl ExemplarState {
             let mut order: Vec<(SeriesId, Arc<Exemplar>)> = Vec::new();
             let mut nan = false;
             for &index in run.iter() {
-                for (id, exemplar) in records(index) {
+                for (id, exemplar) in kept_records(kept, index) {
                     nan |= exemplar.timestamp.is_nan();
                     match winners.get(id) {
                         Some(&at) if exemplar.timestamp > order[at].1.timestamp => {
@@ -459,6 +595,7 @@ impl ExemplarState {
             }
             let summary = KeptRun {
                 numbers: numbers.collect(),
+                indexes: run.clone(),
                 winners: (!nan).then_some(order),
             };
             if cached.len() > *runs {
@@ -467,35 +604,42 @@ impl ExemplarState {
                 cached.push(summary);
             }
         }
+        self.offer_kept_run(*runs);
+        *runs += 1;
+        run.clear();
+    }
+
+    /// Offers the kept run of number `run` of the last walk: its winners,
+    /// or (a timestamp of it being NaN) each of its records in order.
+    fn offer_kept_run(&mut self, run: usize) {
+        let Some(kept) = self.resolved.runs.get(run) else {
+            return;
+        };
         let (wanted, latest) = (&self.wanted, &mut self.latest);
         let mut offer = |id: SeriesId, exemplar: &Arc<Exemplar>| {
-            if !wanted.get(id).copied().unwrap_or(false) {
-                return;
-            }
-            let latest = &mut latest[id];
-            if latest
-                .as_ref()
-                .is_none_or(|latest| exemplar.timestamp > latest.timestamp)
-            {
-                *latest = Some(Arc::clone(exemplar));
-            }
+            offer_latest(wanted, latest, id, exemplar);
         };
-        match &self.resolved.runs[*runs].winners {
+        match &kept.winners {
             Some(winners) => {
                 for (id, exemplar) in winners {
                     offer(*id, exemplar);
                 }
             }
             None => {
-                for &index in run.iter() {
-                    for (id, exemplar) in records(index) {
+                for &index in &kept.indexes {
+                    for (id, exemplar) in kept_records(&self.resolved.settled, index) {
                         offer(*id, exemplar);
                     }
                 }
             }
         }
-        *runs += 1;
-        run.clear();
+    }
+
+    /// Offers the kept records of the file at `index`, in order.
+    fn offer_kept(&mut self, index: usize) {
+        for (id, exemplar) in kept_records(&self.resolved.settled, index) {
+            offer_latest(&self.wanted, &mut self.latest, *id, exemplar);
+        }
     }
 
     /// Attaches the latest exemplar of each carrying sample's series.
@@ -523,6 +667,33 @@ impl ExemplarState {
             }
         }
     }
+}
+
+/// Makes `exemplar` the latest of series `id` if it is wanted and strictly
+/// later than the latest so far (on a tie, or a NaN, the first stays).
+fn offer_latest(
+    wanted: &[bool],
+    latest: &mut [Option<Arc<Exemplar>>],
+    id: SeriesId,
+    exemplar: &Arc<Exemplar>,
+) {
+    if !wanted.get(id).copied().unwrap_or(false) {
+        return;
+    }
+    let latest = &mut latest[id];
+    if latest
+        .as_ref()
+        .is_none_or(|latest| exemplar.timestamp > latest.timestamp)
+    {
+        *latest = Some(Arc::clone(exemplar));
+    }
+}
+
+/// The kept records of the file at `index` (none if nothing is kept).
+fn kept_records(kept: &[Option<KeptRecords>], index: usize) -> &[(SeriesId, Arc<Exemplar>)] {
+    kept.get(index)
+        .and_then(Option::as_ref)
+        .map_or(&[][..], |kept| kept.records.as_slice())
 }
 
 /// Whether `dir` has an exemplar subdirectory (one that cannot be looked

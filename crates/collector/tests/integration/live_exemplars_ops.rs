@@ -1,10 +1,13 @@
-//! Property test of live workers' exemplar files read through maps: random
+//! Property test of exemplar files read by a long-lived collector: random
 //! sequences of exemplars stored in place (ties, NaN timestamps, label sets
 //! too long for their record, which move their series), files grown past
-//! their first size, replaced, rewritten in place, removed, and workers
-//! gone and new, after each of which a long-lived collector of live workers
-//! (exemplar files kept mapped from its second scrape on) must give the
-//! OpenMetrics text that reading every file afresh gives.
+//! their first size, replaced, rewritten in place, removed, workers that
+//! exit (their files settle: read once and kept, walked a run at a time
+//! while collections are quiet), workers whose identifier a new worker
+//! takes over, new workers and removed ones, and polls that carry no
+//! exemplar in between; after each, the collector (live workers' exemplar
+//! files kept mapped from its second scrape on) must give the OpenMetrics
+//! text that reading every file afresh gives.
 //!
 //! Failures are persisted in `crates/collector/proptest-regressions/`
 //! (commit that file: proptest replays it first on every run).
@@ -13,8 +16,9 @@
 #![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use multiprom_collector::{DirCollector, Format};
+use multiprom_collector::{DirCollector, Exemplars, Format, Natives};
 use multiprom_format::exemplar_file::exemplar_path;
 use multiprom_format::{encode_key, ExemplarWriter, FileName, FileWriter, MetricKind};
 use proptest::prelude::*;
@@ -58,8 +62,15 @@ enum Op {
     RemoveExemplars { worker: usize },
     /// A worker goes, its files with it.
     Remove { worker: usize },
+    /// A worker exits: its files stay, and its writer is gone.
+    Exit { worker: usize },
+    /// A new worker takes over the identifier of an exited one (its files
+    /// are continued).
+    Adopt { exited: usize },
     /// A new worker comes.
     Add,
+    /// A poll in the text format (no exemplar attached, none read).
+    TextPoll,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -84,11 +95,15 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..8usize).prop_map(|worker| Op::Rewrite { worker }),
         1 => (0..8usize).prop_map(|worker| Op::RemoveExemplars { worker }),
         1 => (0..8usize).prop_map(|worker| Op::Remove { worker }),
+        2 => (0..8usize).prop_map(|worker| Op::Exit { worker }),
+        1 => (0..8usize).prop_map(|exited| Op::Adopt { exited }),
         2 => Just(Op::Add),
+        2 => Just(Op::TextPoll),
     ]
 }
 
 struct Worker {
+    id: String,
     name: FileName,
     values: FileWriter,
     /// `None` once it stopped storing.
@@ -104,6 +119,7 @@ impl Worker {
         }
         let exemplars = Some(ExemplarWriter::open(dir, &name).unwrap());
         Worker {
+            id: id.to_owned(),
             name,
             values,
             exemplars,
@@ -157,9 +173,13 @@ fn run(ops: &[Op], workers_at_start: u32) {
             Worker::new(dir.path(), &next_id.to_string())
         })
         .collect();
-    // Told that every writer lives: nothing settles, every exemplar file
-    // is read each scrape, through maps from the second on.
-    let mapped = DirCollector::new(dir.path()).settle_exited_writers(|_: &FileName| false);
+    // Told which writers exited: their files settle; every other exemplar
+    // file is read each scrape, through maps from the second on.
+    let exited: Arc<Mutex<Vec<String>>> = Arc::default();
+    let gone = Arc::clone(&exited);
+    let mapped = DirCollector::new(dir.path()).settle_exited_writers(move |name: &FileName| {
+        gone.lock().unwrap().iter().any(|id| id == name.id())
+    });
     for (n, op) in ops.iter().enumerate() {
         let live = workers.len();
         match *op {
@@ -198,15 +218,42 @@ fn run(ops: &[Op], workers_at_start: u32) {
                 std::fs::remove_file(dir.path().join(worker.name.to_string())).unwrap();
                 let _ = std::fs::remove_file(worker.exemplar_path(dir.path()));
             }
+            Op::Exit { worker } if live > 0 => {
+                let worker = workers.remove(worker % live);
+                exited.lock().unwrap().push(worker.id.clone());
+            }
+            Op::Adopt { exited: at } => {
+                let id = {
+                    let mut exited = exited.lock().unwrap();
+                    let len = exited.len();
+                    (len > 0).then(|| exited.remove(at % len))
+                };
+                if let Some(id) = id {
+                    workers.push(Worker::new(dir.path(), &id));
+                }
+            }
             Op::Add => {
                 next_id += 1;
                 workers.push(Worker::new(dir.path(), &next_id.to_string()));
             }
+            Op::TextPoll => {
+                mapped
+                    .collect_for(|_| Arc::default(), None, Natives::Skip, Exemplars::Skip)
+                    .unwrap();
+            }
             _ => {}
         }
-        let warm = openmetrics(&mapped);
+        // Read afresh first: its opens are events the long-lived collector
+        // then sees (unsettling what they name); the collections after the
+        // first are quiet ones, which take the last walk's steps again.
         let afresh = openmetrics(&DirCollector::new(dir.path()).map_files(false));
-        assert_eq!(warm, afresh, "after op {n}: {op:?}");
+        for collection in 0..3 {
+            let warm = openmetrics(&mapped);
+            assert_eq!(
+                warm, afresh,
+                "after op {n}, collection {collection}: {op:?}"
+            );
+        }
     }
 }
 
