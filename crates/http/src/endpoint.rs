@@ -38,7 +38,6 @@ use multiprom_maintain::Maintainer;
 use crate::html::html_escape;
 use crate::listability::Listability;
 use crate::metrics_path::{valid_metrics_path, DEFAULT_METRICS_PATH};
-use crate::negotiate::{accepts_gzip, choose_exposition, Exposition, Text};
 use crate::plain_response::plain;
 use crate::probes;
 use crate::process_metrics;
@@ -47,6 +46,9 @@ pub use crate::scrape_failure::ScrapeFailure;
 use crate::self_metrics::{gauge, reserved_names, without_clashes, ScrapeResult, SelfMetrics};
 use crate::status_page::{render_status_page, status_page_index, ScrapePoint, StatusView, Writer};
 use crate::text_pool::TextPool;
+use multiprom_collector::exposition::negotiate::{
+    accepts_gzip, choose_exposition, Exposition, Text,
+};
 
 /// Limits and behaviour of an [`Endpoint`].
 ///

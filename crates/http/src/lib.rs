@@ -10,7 +10,6 @@
 //!   timeouts, a cap on open connections that a flood of idle or slow ones
 //!   cannot use to keep a scrape out, and graceful shutdown
 //!   ([`ServerConfig`]).
-//! * [`negotiate`]: the `Accept` / `Accept-Encoding` rules.
 //!
 //! It only serves. What is done *to* the directory (reaping exited
 //! workers' live gauges, compaction) is `multiprom-maintain`'s: hand the
@@ -48,7 +47,6 @@ mod listability;
 mod metrics_path;
 #[cfg(test)]
 mod mount_tests;
-pub mod negotiate;
 #[cfg(test)]
 mod overload_tests;
 mod plain_response;

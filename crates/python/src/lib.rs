@@ -31,6 +31,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use multiprom_collector::exposition::negotiate::{choose_exposition, Exposition};
 use multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE;
 use multiprom_collector::{
     merge_files, CollectError, CollectOptions, DirCollector, Escaping, Format, NameFilter, Natives,
@@ -38,7 +39,6 @@ use multiprom_collector::{
 };
 use multiprom_format::native_file::NATIVE_HISTOGRAM_DIR;
 use multiprom_format::{EnvDir, EnvDirError};
-use multiprom_http::negotiate::{choose_exposition, Exposition};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};

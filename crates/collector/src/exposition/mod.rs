@@ -12,13 +12,16 @@
 //! `sample_lines`; `format` picks an encoder; the line cache uses both; a
 //! body is written through `format` and the line cache. The protobuf
 //! encoder stands apart: bytes, not text, with a cache of its own that
-//! reuses whole families.
+//! reuses whole families. `negotiate` picks the exposition from a request's
+//! `Accept` and `Accept-Encoding` (header text in, a choice out), so that
+//! every way out (the HTTP endpoint, the Python package) answers alike.
 
 mod body;
 mod exemplar;
 mod format;
 mod line_cache;
 pub(crate) mod names;
+pub mod negotiate;
 mod openmetrics;
 mod prometheus;
 mod protobuf;

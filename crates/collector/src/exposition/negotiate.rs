@@ -27,8 +27,8 @@
 //! `escaping=allow-utf-8` to every range, protobuf's included, and
 //! client_golang honours it there), `underscores` when it names none.
 
-use multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE;
-use multiprom_collector::{Escaping, Format};
+use super::PROTOBUF_CONTENT_TYPE;
+use super::{Escaping, Format};
 
 /// What a `/metrics` answer is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,7 +57,7 @@ impl Protobuf {
     ///
     /// ```
     /// use multiprom_collector::Escaping;
-    /// use multiprom_http::negotiate::Protobuf;
+    /// use multiprom_collector::exposition::negotiate::Protobuf;
     /// let utf8 = Protobuf { escaping: Escaping::AllowUtf8, named: true };
     /// assert_eq!(utf8.content_type(), "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited; escaping=allow-utf-8");
     /// assert_eq!(Protobuf::default().content_type(), "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited");
@@ -105,7 +105,7 @@ impl Text {
     ///
     /// ```
     /// use multiprom_collector::{Escaping, Format};
-    /// use multiprom_http::negotiate::Text;
+    /// use multiprom_collector::exposition::negotiate::Text;
     /// let utf8 = Text { format: Format::OpenMetrics, escaping: Escaping::AllowUtf8, versioned: true };
     /// assert_eq!(utf8.content_type(), "application/openmetrics-text; version=1.0.0; charset=utf-8; escaping=allow-utf-8");
     /// assert_eq!(Text::plain(Format::Prometheus).content_type(), "text/plain; version=0.0.4; charset=utf-8");
@@ -260,7 +260,7 @@ fn quality(header: &str, format: Format) -> Option<(u8, f32)> {
 ///
 /// ```
 /// use multiprom_collector::Format;
-/// use multiprom_http::negotiate::choose_format;
+/// use multiprom_collector::exposition::negotiate::choose_format;
 ///
 /// let prometheus = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1";
 /// assert_eq!(choose_format(Some(prometheus)), Some(Format::OpenMetrics));
@@ -314,7 +314,7 @@ fn from_1_0_0(version: &str) -> bool {
 ///
 /// ```
 /// use multiprom_collector::{Escaping, Format};
-/// use multiprom_http::negotiate::{text_for, Text};
+/// use multiprom_collector::exposition::negotiate::{text_for, Text};
 ///
 /// let prometheus_3 = "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
 /// let text = text_for(prometheus_3, Format::OpenMetrics);
@@ -373,7 +373,7 @@ fn protobuf_quality(header: &str) -> Option<(f32, Protobuf)> {
 ///
 /// ```
 /// use multiprom_collector::Format;
-/// use multiprom_http::negotiate::{choose_exposition, Exposition, Protobuf, Text};
+/// use multiprom_collector::exposition::negotiate::{choose_exposition, Exposition, Protobuf, Text};
 ///
 /// // Prometheus 2.x with native histograms on.
 /// let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
@@ -409,7 +409,7 @@ pub fn choose_exposition(accept: Option<&str>) -> Option<Exposition> {
 /// q-value above 0; an explicit `gzip;q=0` refuses it even with `*`).
 ///
 /// ```
-/// use multiprom_http::negotiate::accepts_gzip;
+/// use multiprom_collector::exposition::negotiate::accepts_gzip;
 /// assert!(accepts_gzip(Some("gzip, deflate")));
 /// assert!(accepts_gzip(Some("*")));
 /// assert!(!accepts_gzip(Some("gzip;q=0, *")));
