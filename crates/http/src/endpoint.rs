@@ -379,10 +379,10 @@ impl Endpoint {
         let Text {
             format, escaping, ..
         } = text;
-        // Only OpenMetrics shows exemplars.
-        let exemplars = match format {
-            Format::OpenMetrics => Exemplars::Attach,
-            Format::Prometheus => Exemplars::Skip,
+        let exemplars = if format.shows_exemplars() {
+            Exemplars::Attach
+        } else {
+            Exemplars::Skip
         };
         self.rendered(
             filter,
@@ -780,8 +780,8 @@ async fn metrics_handler(
 ) -> Response {
     let accept = header_text(&headers, header::ACCEPT);
     let accept = accept.as_deref();
-    let Some(exposition) = choose_exposition(accept) else {
-        return plain(
+    let not_acceptable = || {
+        plain(
             StatusCode::NOT_ACCEPTABLE,
             format!(
                 "multiprom: no acceptable format; /metrics serves \"{}\", \"{}\" and \"{}\"",
@@ -789,7 +789,10 @@ async fn metrics_handler(
                 Format::OpenMetrics.content_type(),
                 PROTOBUF_CONTENT_TYPE
             ),
-        );
+        )
+    };
+    let Some(exposition) = choose_exposition(accept) else {
+        return not_acceptable();
     };
     let gzip = accepts_gzip(header_text(&headers, header::ACCEPT_ENCODING).as_deref());
     let filter = query.as_deref().and_then(name_filter);
@@ -804,6 +807,8 @@ async fn metrics_handler(
                 Err(failure) => return failure_response(&failure),
             }
         }
+        // An exposition this endpoint cannot serve yet.
+        _ => return not_acceptable(),
     };
     // Which format a client got, for `--log.level debug`: negotiation is
     // otherwise invisible from the server's side.

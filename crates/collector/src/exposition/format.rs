@@ -13,6 +13,7 @@ pub const OPENMETRICS_CONTENT_TYPE: &str =
 
 /// An exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Format {
     /// Prometheus text format 0.0.4.
     #[default]
@@ -22,6 +23,14 @@ pub enum Format {
 }
 
 impl Format {
+    /// Whether this format shows exemplars (OpenMetrics only): a
+    /// collection for the others need not attach them
+    /// ([`crate::Exemplars::Skip`]).
+    #[must_use]
+    pub const fn shows_exemplars(self) -> bool {
+        matches!(self, Format::OpenMetrics)
+    }
+
     /// The HTTP `Content-Type` of this format.
     #[must_use]
     pub const fn content_type(self) -> &'static str {

@@ -82,6 +82,7 @@ fn is_legacy_label_name(s: &str) -> bool {
 /// escapes every name, and `values` every OpenMetrics sample name, as
 /// Python does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum Escaping {
     /// `underscores`: every character a legacy name may not have there
     /// becomes `_` (OpenMetrics sample names by the label-name rules, so a

@@ -32,6 +32,7 @@ use super::{Escaping, Format};
 
 /// What a `/metrics` answer is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Exposition {
     /// A text format: Prometheus text or OpenMetrics 1.0.0.
     Text(Text),
