@@ -19,7 +19,7 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use multiprom_format::{float_to_go_string, GaugeMode, MetricKind};
+use multiprom_format::{float_to_go_string, GaugeMode, MergeRule, MetricKind};
 
 use crate::family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 use crate::intern::{addr, ByPtr, Interner, LabelTuple, Pairs};
@@ -267,30 +267,14 @@ impl Accumulators {
             // A new sample starts at 0.0 (`defaultdict(float)`), then `+=`.
             Op::Add(slot) => self.slot(slot).value += value,
             Op::Set(slot) => self.slot(slot).value = value,
-            Op::Min(slot) => {
-                let slot = self.slot(slot);
-                if slot.first_set == UNSET {
-                    slot.value = value;
-                    slot.first_set = 0;
-                } else if value < slot.value {
-                    slot.value = value;
-                }
-            }
-            Op::Max(slot) => {
-                let slot = self.slot(slot);
-                if slot.first_set == UNSET {
-                    slot.value = value;
-                    slot.first_set = 0;
-                } else if value > slot.value {
-                    slot.value = value;
-                }
-            }
+            Op::Min(slot) => self.keep_one(slot, MergeRule::Min, value),
+            Op::Max(slot) => self.keep_one(slot, MergeRule::Max, value),
             Op::MostRecent(index) => {
                 let sequence = self.sequence;
                 let slot = self.slot(index);
                 // `float(timestamp or 0)`; a series never set by a newer
                 // timestamp than 0.0 is not printed.
-                if slot.timestamp < timestamp {
+                if MergeRule::MostRecent.replaces(slot.value, slot.timestamp, value, timestamp) {
                     slot.value = value;
                     slot.timestamp = timestamp;
                     if slot.first_set == UNSET {
@@ -299,6 +283,18 @@ impl Accumulators {
                     }
                 }
             }
+        }
+    }
+
+    /// `setdefault`, then the value `rule` keeps (`min`, `max`).
+    #[inline]
+    fn keep_one(&mut self, slot: u32, rule: MergeRule, value: f64) {
+        let slot = self.slot(slot);
+        if slot.first_set == UNSET {
+            slot.value = value;
+            slot.first_set = 0;
+        } else if rule.replaces(slot.value, 0.0, value, 0.0) {
+            slot.value = value;
         }
     }
 
@@ -724,8 +720,8 @@ impl Plan {
                         Arc::clone(&key.labels_no_pid)
                     };
                     let name = &key.sample;
-                    match mode {
-                        GaugeMode::MostRecent | GaugeMode::LiveMostRecent => {
+                    match MergeRule::of_gauge(mode) {
+                        MergeRule::MostRecent => {
                             let next = self.slot_count as u32;
                             let slot = *most_recent_index
                                 .entry((addr(&labels), addr(name)))
@@ -746,22 +742,22 @@ impl Plan {
                                 });
                             Op::MostRecent(slot)
                         }
-                        GaugeMode::Min | GaugeMode::LiveMin => Op::Min(groups.get(&labels).slot(
+                        MergeRule::Min => Op::Min(groups.get(&labels).slot(
                             name,
                             &labels,
                             &mut self.slot_count,
                         )),
-                        GaugeMode::Max | GaugeMode::LiveMax => Op::Max(groups.get(&labels).slot(
+                        MergeRule::Max => Op::Max(groups.get(&labels).slot(
                             name,
                             &labels,
                             &mut self.slot_count,
                         )),
-                        GaugeMode::Sum | GaugeMode::LiveSum => Op::Add(groups.get(&labels).slot(
+                        MergeRule::Sum => Op::Add(groups.get(&labels).slot(
                             name,
                             &labels,
                             &mut self.slot_count,
                         )),
-                        GaugeMode::All | GaugeMode::LiveAll => Op::Set(groups.get(&labels).slot(
+                        MergeRule::PerProcess => Op::Set(groups.get(&labels).slot(
                             name,
                             &labels,
                             &mut self.slot_count,

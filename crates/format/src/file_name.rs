@@ -81,10 +81,14 @@ impl GaugeMode {
         !matches!(self, GaugeMode::MostRecent | GaugeMode::LiveMostRecent)
     }
 
-    /// Whether merged samples keep a `pid` label (`all` and `liveall`).
+    /// Whether merged samples keep a `pid` label (`all` and `liveall`: each
+    /// process's value is a series of its own).
     #[must_use]
     pub const fn keeps_pid(self) -> bool {
-        matches!(self, GaugeMode::All | GaugeMode::LiveAll)
+        matches!(
+            crate::MergeRule::of_gauge(self),
+            crate::MergeRule::PerProcess
+        )
     }
 }
 

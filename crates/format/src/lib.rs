@@ -80,6 +80,7 @@ mod identity;
 mod key;
 pub mod layout;
 mod mapping;
+mod merge_rule;
 pub mod native_buckets;
 pub mod native_file;
 mod native_histogram;
@@ -104,6 +105,7 @@ pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr}
 pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
 pub use mapping::ValueSlot;
+pub use merge_rule::MergeRule;
 pub use native_file::{
     native_record_layouts, read_native_histogram_bytes, read_native_histogram_file,
     read_native_histogram_file_into, read_native_record_counts, visit_native_histogram_file,

@@ -7,45 +7,24 @@
 
 use std::collections::HashMap;
 
-use multiprom_format::{layout, GaugeMode, MetricKind};
+use multiprom_format::{layout, MergeRule, MetricKind};
 
-/// How values of one kind combine across processes in Python's collector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FoldRule {
-    /// Counters, histograms, summaries, `sum` gauges: added.
-    Sum,
-    /// `max` gauges: the largest.
-    Max,
-    /// `min` gauges: the smallest.
-    Min,
-    /// `mostrecent` gauges: the value with the latest timestamp, timestamp
-    /// included.
-    MostRecent,
-}
-
-impl FoldRule {
-    /// The rule for `kind`, or `None` when its files must never be folded:
-    /// `all` gauges keep one series per pid, and the `live*` modes drop a
-    /// process's values when it exits (those files are reaped instead).
-    #[must_use]
-    pub(crate) const fn of(kind: MetricKind) -> Option<FoldRule> {
-        match kind {
-            MetricKind::Counter | MetricKind::Histogram | MetricKind::Summary => {
-                Some(FoldRule::Sum)
-            }
-            MetricKind::Gauge(GaugeMode::Sum) => Some(FoldRule::Sum),
-            MetricKind::Gauge(GaugeMode::Max) => Some(FoldRule::Max),
-            MetricKind::Gauge(GaugeMode::Min) => Some(FoldRule::Min),
-            MetricKind::Gauge(GaugeMode::MostRecent) => Some(FoldRule::MostRecent),
-            MetricKind::Gauge(_) => None,
-        }
+/// The rule `kind`'s files are folded by, or `None` when they must never be
+/// folded: `all` gauges keep one series per pid, and the `live*` modes drop
+/// a process's values when it exits (those files are reaped instead).
+#[must_use]
+pub(crate) const fn fold_rule(kind: MetricKind) -> Option<MergeRule> {
+    match (MergeRule::of(kind), kind) {
+        (MergeRule::PerProcess, _) => None,
+        (_, MetricKind::Gauge(mode)) if mode.is_live() => None,
+        (rule, _) => Some(rule),
     }
 }
 
 /// Entries of several files of one kind, combined by key in first-seen order.
 #[derive(Debug)]
 pub(crate) struct Fold {
-    rule: FoldRule,
+    rule: MergeRule,
     entries: Vec<(String, f64, f64)>,
     index: HashMap<String, usize>,
 }
@@ -53,7 +32,7 @@ pub(crate) struct Fold {
 impl Fold {
     /// An empty fold.
     #[must_use]
-    pub(crate) fn new(rule: FoldRule) -> Self {
+    pub(crate) fn new(rule: MergeRule) -> Self {
         Fold {
             rule,
             entries: Vec::new(),
@@ -63,9 +42,8 @@ impl Fold {
 
     /// Adds one entry.
     ///
-    /// `max`/`min` compare as Python does (`value > current`), so a NaN
-    /// never replaces a number; `mostrecent` replaces only on a strictly
-    /// later timestamp, as Python's `current_timestamp < timestamp`.
+    /// The first entry of a key is taken as it is; later ones combine by
+    /// the rule ([`MergeRule::replaces`]: Python's comparisons).
     pub(crate) fn add(&mut self, key: &str, value: f64, timestamp: f64) {
         let Some(&i) = self.index.get(key) else {
             self.index.insert(key.to_owned(), self.entries.len());
@@ -74,24 +52,18 @@ impl Fold {
         };
         let (_, current, current_ts) = &mut self.entries[i];
         match self.rule {
-            FoldRule::Sum => {
+            // Python sums from 0.0; the fold keeps the latest timestamp
+            // too (no reader uses it for these kinds).
+            MergeRule::Sum => {
                 *current += value;
                 *current_ts = current_ts.max(timestamp);
             }
-            FoldRule::Max => {
-                if value > *current {
+            rule => {
+                if rule.replaces(*current, *current_ts, value, timestamp) {
                     *current = value;
-                }
-            }
-            FoldRule::Min => {
-                if value < *current {
-                    *current = value;
-                }
-            }
-            FoldRule::MostRecent => {
-                if *current_ts < timestamp {
-                    *current = value;
-                    *current_ts = timestamp;
+                    if rule == MergeRule::MostRecent {
+                        *current_ts = timestamp;
+                    }
                 }
             }
         }
@@ -124,22 +96,22 @@ mod tests {
     fn each_rule_combines_like_python() {
         let cases = [
             (
-                FoldRule::Sum,
+                MergeRule::Sum,
                 [(1.0, 0.0), (2.5, 0.0), (4.0, 0.0)],
                 (7.5, 0.0),
             ),
             (
-                FoldRule::Max,
+                MergeRule::Max,
                 [(1.0, 0.0), (f64::NAN, 0.0), (4.0, 0.0)],
                 (4.0, 0.0),
             ),
             (
-                FoldRule::Min,
+                MergeRule::Min,
                 [(1.0, 0.0), (-3.0, 0.0), (4.0, 0.0)],
                 (-3.0, 0.0),
             ),
             (
-                FoldRule::MostRecent,
+                MergeRule::MostRecent,
                 [(1.0, 10.0), (9.0, 30.0), (4.0, 20.0)],
                 (9.0, 30.0),
             ),
@@ -158,7 +130,7 @@ mod tests {
 
     #[test]
     fn the_image_reads_back() {
-        let mut fold = Fold::new(FoldRule::Sum);
+        let mut fold = Fold::new(MergeRule::Sum);
         fold.add(r#"["c", "c_total", {}, "h"]"#, 2.0, 0.0);
         fold.add(r#"["c", "c_total", {}, "h"]"#, 3.0, 0.0);
         let image = fold.image();

@@ -11,7 +11,7 @@
 //! (the id `compacted` is no pid, so `mark_process_dead` never touches them,
 //! and those gauge modes drop the `pid` label when merging). Gauges `all`
 //! (one series per pid) and the `live*` modes are never folded
-//! ([`FoldRule::of`]).
+//! (`fold::fold_rule`).
 //!
 //! One pass, while the caller keeps its own scrapes out
 //! (`DirCollector::while_not_collecting`):
@@ -25,7 +25,8 @@
 //!    before the rename) goes back at once, and so does every file when
 //!    some process cannot be inspected.
 //! 3. **Write** the new compacted file (old compacted + staged files, merged
-//!    by [`FoldRule`]) in staging, and `fsync` it.
+//!    by their [`MergeRule`](multiprom_format::MergeRule)) in staging, and
+//!    `fsync` it.
 //! 4. **Journal** the staged names and the new file's (device, inode), and
 //!    `fsync` the journal and directory.
 //! 5. **Commit**: rename the new file over the compacted name and `fsync`
@@ -74,7 +75,7 @@ use multiprom_format::{read_file, FileIdentity, FileName, MetricKind, COMPACTED_
 
 pub use error::{CompactError, JournalError};
 use exemplars::{fold_exemplars, remove_folded_exemplars};
-use fold::{Fold, FoldRule};
+use fold::{fold_rule, Fold};
 use journal::Journal;
 use staging::Staging;
 
@@ -367,7 +368,7 @@ impl Compactor {
         pass: &mut CompactPass,
         observer: &mut dyn FnMut(&Step),
     ) -> Result<(), CompactError> {
-        let Some(rule) = FoldRule::of(kind) else {
+        let Some(rule) = fold_rule(kind) else {
             return Ok(());
         };
         let io = |path: &Path| {
@@ -566,7 +567,7 @@ fn pick(listing: &[PathBuf], is_free: &dyn Fn(&Path) -> bool) -> Vec<FileName> {
         else {
             continue;
         };
-        if FoldRule::of(name.kind()).is_none() {
+        if fold_rule(name.kind()).is_none() {
             continue;
         }
         if exited_writer_pid(name.id()).is_none() || !is_free(path) {
