@@ -166,7 +166,7 @@ fn plural(n: usize) -> &'static str {
 /// The regular `*.db` files in `dir` (a directory named x.db is not ours to
 /// delete).
 fn db_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut paths = multiprom_collector::scan_dir(dir)
+    let mut paths = multiprom_format::scan_dir(dir)
         .map_err(|e| format!("{}: cannot list: {e}", dir.display()))?;
     paths.retain(|path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()));
     Ok(paths)

@@ -31,7 +31,6 @@ mod plan;
 mod problem;
 #[cfg(feature = "prometheus-client")]
 mod registry;
-mod scan;
 mod settled_sums;
 mod stamp;
 mod tracked;
@@ -52,5 +51,6 @@ pub use native_histograms::NativeHistograms;
 pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
-pub use scan::scan_dir;
+// The listing `merge_files` takes; the rule lives with the file names.
+pub use multiprom_format::scan_dir;
 pub use writers::{WriterLiveness, WrittenFile};

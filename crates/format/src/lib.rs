@@ -79,6 +79,7 @@ pub mod fork;
 mod identity;
 mod key;
 pub mod layout;
+mod listing;
 mod mapping;
 mod merge_rule;
 pub mod native_buckets;
@@ -104,6 +105,7 @@ pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID
 pub use float::{float_to_go_string, write_float_to_go_string, write_python_repr};
 pub use identity::FileIdentity;
 pub use key::{encode_key, Key, KeyError};
+pub use listing::scan_dir;
 pub use mapping::ValueSlot;
 pub use merge_rule::MergeRule;
 pub use native_file::{

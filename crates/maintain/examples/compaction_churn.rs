@@ -199,7 +199,7 @@ fn python_scrape(
 }
 
 fn count(dir: &Path) -> std::io::Result<usize> {
-    Ok(multiprom_collector::scan_dir(dir)?.len())
+    Ok(multiprom_format::scan_dir(dir)?.len())
 }
 
 fn ms(d: Duration) -> String {

@@ -327,7 +327,7 @@ impl Liveness {
             return Err(UnknownLiveness::NetworkFileSystem(kind));
         }
         // A directory that cannot be listed has nothing to take for gone.
-        let listing = multiprom_collector::scan_dir(&self.dir).unwrap_or_default();
+        let listing = multiprom_format::scan_dir(&self.dir).unwrap_or_default();
         let mut held: HashMap<FileIdentity, Option<u32>> = HashMap::new();
         let mut held_leased = Vec::new();
         // Free by the kernel's word: at once (see the module docs).

@@ -263,7 +263,7 @@ impl Maintainer {
         let Some(reaper) = &self.reaper else {
             return;
         };
-        let paths = match multiprom_collector::scan_dir(&self.dir) {
+        let paths = match multiprom_format::scan_dir(&self.dir) {
             Ok(paths) => Arc::new(paths),
             Err(e) => {
                 tracing::warn!(

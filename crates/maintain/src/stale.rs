@@ -82,7 +82,7 @@ pub fn clear_stale(dir: &Path) -> Result<Cleared, ClearError> {
         let path = path.to_owned();
         move |source| ClearError::Io { path, source }
     };
-    let mut db_files: Vec<PathBuf> = multiprom_collector::scan_dir(dir)
+    let mut db_files: Vec<PathBuf> = multiprom_format::scan_dir(dir)
         .map_err(io_error(dir))?
         .into_iter()
         // A directory or a link named x.db is not ours to delete.

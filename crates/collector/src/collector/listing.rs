@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::scan::scan_dir;
 use crate::watch::{Changes, DirWatch};
+use multiprom_format::scan_dir;
 
 use super::file_entry::{path_bytes, FileEntry};
 use super::scrape::CollectError;

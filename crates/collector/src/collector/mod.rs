@@ -15,8 +15,8 @@ use std::time::Instant;
 use multiprom_format::read_map::guard_sigbus;
 
 use crate::filter::NameFilter;
-use crate::scan::scan_dir;
 use crate::writers::{ExitedWriters, WriterLiveness};
+use multiprom_format::scan_dir;
 
 use collection::collect_paths;
 use exited::{bring_back_held, with_exited_live_gauges};

@@ -313,7 +313,7 @@ impl Compactor {
         let start = Instant::now();
         let mut pass = CompactPass::default();
         let listing =
-            multiprom_collector::scan_dir(self.dir()).map_err(|source| CompactError::Io {
+            multiprom_format::scan_dir(self.dir()).map_err(|source| CompactError::Io {
                 path: self.dir().to_owned(),
                 source,
             })?;

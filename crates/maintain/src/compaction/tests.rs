@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use multiprom_collector::{scan_dir, CollectOptions, Format};
+use multiprom_collector::{CollectOptions, Format};
+use multiprom_format::scan_dir;
 use multiprom_format::{encode_key, FileName, FileWriter, GaugeMode, MetricKind, STAGING_DIR};
 
 use super::*;

@@ -1,4 +1,5 @@
-//! Listing a directory's `*.db` files, as Python's `glob('*.db')` does.
+//! Listing a directory's `*.db` files, as Python's `glob('*.db')` does:
+//! the files the collector merges and the maintainer reaps and folds.
 
 use std::ffi::OsString;
 use std::io;
