@@ -5,22 +5,21 @@
 //! `pid`-labelled series (`liveall`/`all` gauges).
 //!
 //! These are the endpoint's self-metrics, built into its answer like the
-//! `multiprom_*` ones, so they live here rather than with the `/proc` code
-//! of `multiprom-maintain` (which decides what may be done to files: who
-//! holds them, whether a pid is alive). `/proc/<pid>/stat` is read by hand:
-//! three fields of one line; a `/proc` crate would bring far more than
-//! that. Where `/proc` is missing or a process is gone, its
-//! series are left out: never an error, never a failed scrape.
+//! `multiprom_*` ones; `/proc/<pid>/stat` is read by the maintainer's
+//! reader of it ([`ProcStat`]), and turned into seconds and bytes here.
+//! Where `/proc` is missing or a process is gone, its series are left out:
+//! never an error, never a failed scrape.
 
 use std::collections::BTreeSet;
 
 use multiprom_collector::{FamilyType, FileReport, MergedFamily, MergedSample};
+use multiprom_maintain::ProcStat;
 
 use crate::self_metrics::{counter, family, gauge, labels, sample};
 
-/// What `/proc/<pid>/stat` says about a process.
+/// What `/proc/<pid>/stat` says about a process, in seconds and bytes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct ProcStat {
+pub(crate) struct ProcessFigures {
     /// User plus system CPU time, in seconds.
     pub cpu_seconds: f64,
     /// Start time, Unix seconds.
@@ -56,29 +55,20 @@ fn boot_time() -> Option<f64> {
     })
 }
 
-/// Parses one `/proc/<pid>/stat` line.
-///
-/// `pid (comm) state ppid ...`: `comm` may hold spaces and parentheses, so
-/// fields are counted from the last `)`. Fields (1-based, proc(5)): 14 utime,
-/// 15 stime, 22 starttime (ticks after boot), 23 vsize (bytes), 24 rss
-/// (pages).
-pub(crate) fn parse_stat(line: &str, ticks: f64, page: f64, boot: f64) -> Option<ProcStat> {
-    let rest = &line[line.rfind(')')? + 1..];
-    // `rest` starts at field 3 (state).
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    let field = |n: usize| -> Option<f64> { fields.get(n - 3)?.parse::<f64>().ok() };
-    Some(ProcStat {
-        cpu_seconds: (field(14)? + field(15)?) / ticks,
-        start_time_seconds: boot + field(22)? / ticks,
-        virtual_memory_bytes: field(23)?,
-        resident_memory_bytes: field(24)? * page,
-    })
+/// `stat`'s figures in seconds and bytes, with `ticks` clock ticks a second,
+/// `page` bytes a page, and the system booted at `boot` (Unix seconds).
+pub(crate) fn figures(stat: &ProcStat, ticks: f64, page: f64, boot: f64) -> ProcessFigures {
+    ProcessFigures {
+        cpu_seconds: (stat.user_ticks + stat.system_ticks) as f64 / ticks,
+        start_time_seconds: boot + stat.start_ticks as f64 / ticks,
+        virtual_memory_bytes: stat.virtual_bytes as f64,
+        resident_memory_bytes: stat.resident_pages as f64 * page,
+    }
 }
 
-fn read_stat(pid: &str) -> Option<ProcStat> {
-    let line = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+fn read_stat(pid: &str) -> Option<ProcessFigures> {
     let (ticks, page) = units();
-    parse_stat(&line, ticks, page, boot_time()?)
+    Some(figures(&ProcStat::read(pid)?, ticks, page, boot_time()?))
 }
 
 /// multiprom's own `process_*` families (those that can be read).
@@ -163,16 +153,11 @@ pub(crate) fn workers(files: &[FileReport]) -> Vec<MergedFamily> {
     let mut start = Vec::new();
     // Numeric order, as people read pids (the exposition does not sort).
     for pid in pids {
-        let Ok(line) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
         // A zombie has released its memory and is no live writer.
-        if is_zombie_line(&line) {
-            continue;
-        }
-        let Some(stat) = parse_stat(&line, ticks, page, boot) else {
+        let Some(stat) = ProcStat::read(pid).filter(|stat| !stat.has_exited()) else {
             continue;
         };
+        let stat = figures(&stat, ticks, page, boot);
         let pid = pid.to_string();
         let with_pid = |name: &str, value: f64| -> MergedSample {
             sample(name, labels(&[("pid", &pid)]), value)
@@ -215,12 +200,6 @@ pub(crate) fn workers(files: &[FileReport]) -> Vec<MergedFamily> {
     ]
 }
 
-fn is_zombie_line(line: &str) -> bool {
-    line.rfind(')')
-        .and_then(|close| line.get(close + 1..close + 3))
-        .is_some_and(|state| state == " Z" || state == " X")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,21 +223,25 @@ mod tests {
     }
 
     #[test]
-    fn stat_fields_are_counted_from_the_last_parenthesis() {
-        // A comm with spaces and a ')' in it; fields from proc(5).
-        let line = "4242 (we ird) (name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1000 123456789 300 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0\n";
-        let stat = parse_stat(line, 100.0, 4096.0, 1_700_000_000.0).unwrap();
+    fn figures_are_in_seconds_and_bytes() {
+        let stat = ProcStat {
+            state: b'S',
+            flags: 0,
+            user_ticks: 250,
+            system_ticks: 50,
+            start_ticks: 1000,
+            virtual_bytes: 123_456_789,
+            resident_pages: 300,
+        };
         assert_eq!(
-            stat,
-            ProcStat {
+            figures(&stat, 100.0, 4096.0, 1_700_000_000.0),
+            ProcessFigures {
                 cpu_seconds: 3.0,
                 start_time_seconds: 1_700_000_010.0,
                 virtual_memory_bytes: 123_456_789.0,
                 resident_memory_bytes: 300.0 * 4096.0,
             }
         );
-        assert!(parse_stat("4242 (cut short) S 1 2", 100.0, 4096.0, 0.0).is_none());
-        assert!(parse_stat("no parenthesis", 100.0, 4096.0, 0.0).is_none());
     }
 
     #[test]

@@ -14,6 +14,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use multiprom_format::{write_lease, FileIdentity, WriteLease};
+
+use crate::proc_stat::ProcStat;
 use rustix::io::Errno;
 use rustix::process::{test_kill_process, Pid};
 
@@ -95,15 +97,7 @@ pub fn is_gone(pid: u32) -> bool {
 /// `/proc` (or a race with the process going away): not a zombie, so the
 /// next check decides.
 fn is_zombie(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // `pid (comm) S ...`: comm may contain spaces and parentheses, so the
-    // state is the first field after the *last* `)`.
-    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
-        return false;
-    };
-    matches!(stat.get(close + 1..close + 3), Some([b' ', b'Z' | b'X']))
+    ProcStat::read(pid).is_some_and(|stat| stat.has_exited())
 }
 
 /// The pid most recently handed out in this pid namespace (the last field of
@@ -294,24 +288,7 @@ fn open_for_writing(pid: u32, fd: &std::ffi::OsStr) -> bool {
 /// readable for every process): neither holds a user's file, so neither
 /// makes the files' holders unknown when its fds cannot be read.
 fn holds_nothing(pid: u32) -> bool {
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    let Some(close) = stat.iter().rposition(|&b| b == b')') else {
-        return false;
-    };
-    let Some(rest) = stat
-        .get(close + 1..)
-        .and_then(|r| std::str::from_utf8(r).ok())
-    else {
-        return false;
-    };
-    // After the comm: state, ppid, pgrp, session, tty_nr, tpgid, flags.
-    let mut fields = rest.split_ascii_whitespace();
-    let state = fields.next();
-    let flags = fields.nth(5).and_then(|f| f.parse::<u64>().ok());
-    matches!(state, Some("Z" | "X")) || flags.is_some_and(|f| f & PF_KTHREAD != 0)
+    ProcStat::read(pid).is_some_and(|stat| stat.has_exited() || stat.is_kernel_thread())
 }
 
 /// The file behind one `/proc/<pid>/maps` line,
