@@ -336,7 +336,8 @@ fn entry_at(bytes: &[u8], at: usize, used: usize) -> Result<EntryAt<'_>, ParseEr
         .get(at..at + 4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?;
-    if key_len == 0 || key_len > used {
+    // The `*.db` files' limit: a longer key names no entry a reader takes.
+    if key_len == 0 || key_len > used || key_len > crate::layout::MAX_KEY_LEN {
         return Err(fail(ReadErrorKind::BadKeyLength {
             len: key_len as i64,
         }));

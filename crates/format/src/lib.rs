@@ -118,8 +118,8 @@ pub use native_histogram::NativeHistogram;
 pub use native_writer::{NativeHistogramConfig, NativeHistogramWriter, NativeSeries};
 pub use open::{open_for_read, OpenDir};
 pub use parse::{
-    parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError, RawEntry,
-    ValidPrefix,
+    frame_entry, parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError,
+    RawEntry, ValidPrefix,
 };
 pub use read::{
     read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,

@@ -340,7 +340,8 @@ fn parse_record(bytes: &[u8], at: usize, used: usize) -> Result<NativeRecord<'_>
     let key_len = u32_at(at)
         .ok_or_else(|| fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }))?
         as usize;
-    if key_len == 0 || key_len > used {
+    // The `*.db` files' limit: a longer key names no entry a reader takes.
+    if key_len == 0 || key_len > used || key_len > crate::layout::MAX_KEY_LEN {
         return Err(fail(ReadErrorKind::BadKeyLength {
             len: key_len as i64,
         }));

@@ -227,6 +227,47 @@ impl<'a> EntryIter<'a> {
     }
 }
 
+/// Frames the entry at `pos` of a file whose entries end at `used`, from
+/// its 4-byte length field: the key's length and where the entry ends. The
+/// one check of an entry's framing every reader of `*.db` entries makes
+/// (through a copy, a map, or read part by part): a negative length, one
+/// past `used` or over [`layout::MAX_KEY_LEN`] is a bad key length, an entry
+/// that ends past `used` is one past the used bytes.
+///
+/// ```
+/// use multiprom_format::{frame_entry, layout, ReadErrorKind};
+/// assert_eq!(frame_entry(8, &5u32.to_le_bytes(), 100), Ok((5, 8 + layout::entry_len(5))));
+/// let long = ((layout::MAX_KEY_LEN + 1) as u32).to_le_bytes();
+/// let problem = frame_entry(8, &long, usize::MAX).unwrap_err();
+/// assert!(matches!(problem.kind, ReadErrorKind::BadKeyLength { .. }));
+/// ```
+pub fn frame_entry(pos: usize, len: &[u8], used: usize) -> Result<(usize, usize), ParseError> {
+    let fail = |kind| ParseError {
+        offset: pos as u64,
+        kind,
+    };
+    let Some(&[a, b, c, d]) = len.get(..4) else {
+        return Err(fail(ReadErrorKind::UsedNotOnBoundary { used: used as u64 }));
+    };
+    let key_len = i32::from_ne_bytes([a, b, c, d]);
+    let key_len = usize::try_from(key_len)
+        .ok()
+        .filter(|&n| n <= used && n <= layout::MAX_KEY_LEN)
+        .ok_or_else(|| {
+            fail(ReadErrorKind::BadKeyLength {
+                len: i64::from(key_len),
+            })
+        })?;
+    let end = pos + layout::entry_len(key_len);
+    if end > used {
+        return Err(fail(ReadErrorKind::EntryPastUsed {
+            end: end as u64,
+            used: used as u64,
+        }));
+    }
+    Ok((key_len, end))
+}
+
 impl<'a> Iterator for EntryIter<'a> {
     type Item = Result<RawEntry<'a>, ParseError>;
 
@@ -240,26 +281,10 @@ impl<'a> Iterator for EntryIter<'a> {
         let Some(len_bytes) = self.bytes.get(at..at + 4).filter(|_| pos + 4 <= self.used) else {
             return self.fail(pos, ReadErrorKind::UsedNotOnBoundary { used });
         };
-        let key_len = i64::from(i32::from_ne_bytes([
-            len_bytes[0],
-            len_bytes[1],
-            len_bytes[2],
-            len_bytes[3],
-        ]));
-        if key_len < 0 || key_len as u64 > used {
-            return self.fail(pos, ReadErrorKind::BadKeyLength { len: key_len });
-        }
-        let key_len = key_len as usize;
-        let end = pos + layout::entry_len(key_len);
-        if end > self.used {
-            return self.fail(
-                pos,
-                ReadErrorKind::EntryPastUsed {
-                    end: end as u64,
-                    used,
-                },
-            );
-        }
+        let (key_len, end) = match frame_entry(pos, len_bytes, self.used) {
+            Ok(frame) => frame,
+            Err(problem) => return self.fail(pos, problem.kind),
+        };
         let key_bytes = &self.bytes[at + 4..at + 4 + key_len];
         let key = match std::str::from_utf8(key_bytes) {
             Ok(key) => key,
@@ -375,29 +400,10 @@ impl PrefixWalk {
         let Some(len) = bytes.get(pos..pos + 4) else {
             return Walked::NeedUpTo(pos + 4);
         };
-        let key_len = i32::from_ne_bytes([len[0], len[1], len[2], len[3]]);
-        let bad_len = ParseError {
-            offset: pos as u64,
-            kind: ReadErrorKind::BadKeyLength {
-                len: i64::from(key_len),
-            },
+        let end = match frame_entry(pos, len, used) {
+            Ok((_, end)) => end,
+            Err(problem) => return Walked::Done(Some(problem)),
         };
-        let Ok(key_len) = usize::try_from(key_len) else {
-            return Walked::Done(Some(bad_len));
-        };
-        if key_len > used || key_len > layout::MAX_KEY_LEN {
-            return Walked::Done(Some(bad_len));
-        }
-        let end = pos + layout::entry_len(key_len);
-        if end > used {
-            return Walked::Done(Some(ParseError {
-                offset: pos as u64,
-                kind: ReadErrorKind::EntryPastUsed {
-                    end: end as u64,
-                    used: used as u64,
-                },
-            }));
-        }
         if end <= have {
             // The whole entry was there: the walk's verdict stands.
             return Walked::Done(stopped);
@@ -418,6 +424,29 @@ impl PrefixWalk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_over_the_limit_is_refused_however_the_file_is_read() {
+        // Wholly inside the bytes given: the walk refuses it as a walk of
+        // a file read part by part (and a map) does.
+        let key = vec![b'k'; layout::MAX_KEY_LEN + 1];
+        let image = layout::file_image([(key.as_slice(), 1.0, 0.0)], 0);
+        let problem = parse_file(&image, image.len() as u64).unwrap_err();
+        assert_eq!(
+            problem.kind,
+            ReadErrorKind::BadKeyLength {
+                len: (layout::MAX_KEY_LEN + 1) as i64
+            }
+        );
+        // At the limit, the length is taken (the key is then not JSON).
+        let key = vec![b'k'; layout::MAX_KEY_LEN];
+        let image = layout::file_image([(key.as_slice(), 1.0, 0.0)], 0);
+        let problem = parse_file(&image, image.len() as u64).unwrap_err();
+        assert!(
+            !matches!(problem.kind, ReadErrorKind::BadKeyLength { .. }),
+            "{problem:?}"
+        );
+    }
     use crate::layout::entry_len;
 
     fn image(entries: &[(&str, f64, f64)], capacity: usize) -> Vec<u8> {

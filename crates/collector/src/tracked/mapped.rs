@@ -4,9 +4,9 @@
 use std::fs::File;
 use std::path::Path;
 
-use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
+use multiprom_format::layout::HEADER_LEN;
 use multiprom_format::read_map::MapView;
-use multiprom_format::{EntryIter, MetricKind, ParseError, ReadErrorKind};
+use multiprom_format::{frame_entry, EntryIter, MetricKind, ParseError, ReadErrorKind};
 
 use super::entry::accept;
 use super::pread::read_fully;
@@ -105,8 +105,8 @@ fn parse_mapped(
         ..
     } = ctx;
     while pos < used {
-        let key_len = match view.u32_acquire(pos) {
-            Some(len) if pos + 4 <= used => len as i32,
+        let len = match view.u32_acquire(pos) {
+            Some(len) if pos + 4 <= used => len.to_ne_bytes(),
             _ => {
                 return Err(ParseError::new(
                     pos as u64,
@@ -114,24 +114,7 @@ fn parse_mapped(
                 ))
             }
         };
-        if key_len < 0 || key_len as usize > used || key_len as usize > MAX_KEY_LEN {
-            return Err(ParseError::new(
-                pos as u64,
-                ReadErrorKind::BadKeyLength {
-                    len: i64::from(key_len),
-                },
-            ));
-        }
-        let end = pos + layout::entry_len(key_len as usize);
-        if end > used {
-            return Err(ParseError::new(
-                pos as u64,
-                ReadErrorKind::EntryPastUsed {
-                    end: end as u64,
-                    used: used as u64,
-                },
-            ));
-        }
+        let (_, end) = frame_entry(pos, &len, used)?;
         scratch.clear();
         if !view.copy_to(pos, end - pos, scratch) {
             return Err(shrunk());

@@ -3,8 +3,8 @@
 
 use std::fs::File;
 
-use multiprom_format::layout::{self, HEADER_LEN, MAX_KEY_LEN};
-use multiprom_format::{EntryIter, ParseError, ReadErrorKind};
+use multiprom_format::layout::{self, HEADER_LEN};
+use multiprom_format::{frame_entry, EntryIter, ParseError, ReadErrorKind};
 
 use super::entry::accept;
 use super::key_hints::hinted_entry;
@@ -156,15 +156,9 @@ impl TrackedFile {
             // The entry at `pos` runs past what was read: refuse a length
             // over the limit before reading any more of it.
             if let Some(len) = scratch.get(pos..pos + 4) {
-                let key_len = i32::from_le_bytes([len[0], len[1], len[2], len[3]]);
-                if key_len as usize > MAX_KEY_LEN {
+                if let Err(problem) = frame_entry(pos, len, used) {
                     keys.release(parsed.iter().map(|e| e.key));
-                    return Err(ParseError::new(
-                        pos as u64,
-                        ReadErrorKind::BadKeyLength {
-                            len: i64::from(key_len),
-                        },
-                    ));
+                    return Err(problem);
                 }
             }
             // Read the next chunk, doubling each time so a big file costs
