@@ -84,6 +84,36 @@ pub(crate) fn encode_labels<'a>(
 
 /// Decodes what [`encode_labels`] wrote; `None` if the bytes are not such
 /// an encoding (a damaged or foreign record).
+/// Decodes labels into `labels`, reusing its strings; `false` (and `labels`
+/// left unspecified) if they are not labels multiprom encoded.
+pub(crate) fn decode_labels_into(mut bytes: &[u8], labels: &mut Vec<(String, String)>) -> bool {
+    fn part<'a>(bytes: &mut &'a [u8]) -> Option<&'a str> {
+        let (len, rest) = bytes.split_first_chunk::<2>()?;
+        let len = usize::from(u16::from_le_bytes(*len));
+        let text = std::str::from_utf8(rest.get(..len)?).ok()?;
+        *bytes = &rest[len..];
+        Some(text)
+    }
+    let mut n = 0;
+    while !bytes.is_empty() {
+        let (Some(name), Some(value)) = (part(&mut bytes), part(&mut bytes)) else {
+            return false;
+        };
+        match labels.get_mut(n) {
+            Some((held_name, held_value)) => {
+                held_name.clear();
+                held_name.push_str(name);
+                held_value.clear();
+                held_value.push_str(value);
+            }
+            None => labels.push((name.to_owned(), value.to_owned())),
+        }
+        n += 1;
+    }
+    labels.truncate(n);
+    true
+}
+
 pub(crate) fn decode_labels(mut bytes: &[u8]) -> Option<Vec<(String, String)>> {
     fn part(bytes: &mut &[u8]) -> Option<String> {
         let (len, rest) = bytes.split_first_chunk::<2>()?;
@@ -104,6 +134,24 @@ pub(crate) fn decode_labels(mut bytes: &[u8]) -> Option<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_decoded_into_held_ones_are_the_labels_decoded_anew() {
+        let mut area = [0u8; LABELS_CAPACITY];
+        let mut held = vec![("old".to_owned(), "x".to_owned())];
+        for labels in [
+            &[("trace_id", "abc"), ("span", "")][..],
+            &[("a", "\u{e9}")][..],
+            &[][..],
+            &[("b", "1"), ("c", "2"), ("d", "3")][..],
+        ] {
+            let len = encode_labels(labels.iter().copied(), &mut area).unwrap();
+            assert!(decode_labels_into(&area[..len], &mut held));
+            assert_eq!(held, decode_labels(&area[..len]).unwrap());
+        }
+        // Not multiprom's encoding: a length past the bytes.
+        assert!(!decode_labels_into(&[9, 0, b'a'], &mut held));
+    }
 
     #[test]
     fn labels_round_trip_and_the_limit_is_in_code_points() {

@@ -47,7 +47,7 @@ use crate::companion_file::{
     CompanionHeader,
 };
 use crate::error::{ReadError, ReadErrorKind};
-use crate::exemplar::{decode_labels, Exemplar};
+use crate::exemplar::{decode_labels, decode_labels_into, Exemplar};
 use crate::file_name::FileName;
 use crate::layout::pad_len;
 use crate::parse::ParseError;
@@ -425,16 +425,49 @@ pub struct RecordSeal {
 
 /// A record read through a map by [`read_mapped_exemplar`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum MappedExemplar {
+pub enum MappedExemplar<'a> {
     /// It still holds what the seal it was read with sealed.
     Unchanged,
-    /// A whole exemplar, with its seal; `None` when its labels are not
-    /// labels multiprom encoded (a sealed record of a foreign writer).
-    Whole(RecordSeal, Option<Exemplar>),
+    /// A whole exemplar, with its seal, its labels still encoded (in the
+    /// caller's buffer).
+    Whole(RecordSeal, RecordedExemplar<'a>),
     /// Never written, or moved to a larger record.
     Absent,
     /// Being written, or torn by a racing writer: read it again.
     Unsettled,
+}
+
+/// A whole exemplar as a record holds it, its labels still encoded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordedExemplar<'a> {
+    /// The value recorded with it.
+    pub value: f64,
+    /// Seconds since the epoch.
+    pub timestamp: f64,
+    labels: &'a [u8],
+}
+
+impl RecordedExemplar<'_> {
+    /// The exemplar, its labels decoded; `None` if they are not labels
+    /// multiprom encoded (a sealed record of a foreign writer).
+    #[must_use]
+    pub fn to_exemplar(&self) -> Option<Exemplar> {
+        Some(Exemplar {
+            labels: decode_labels(self.labels)?,
+            value: self.value,
+            timestamp: self.timestamp,
+        })
+    }
+
+    /// Decodes it into `exemplar`, reusing its labels' strings (a reader
+    /// that keeps each record's exemplar allocates nothing for one stored
+    /// again); `false`, and `exemplar` left unspecified, if the labels are
+    /// not labels multiprom encoded.
+    pub fn decode_into(&self, exemplar: &mut Exemplar) -> bool {
+        exemplar.value = self.value;
+        exemplar.timestamp = self.timestamp;
+        decode_labels_into(self.labels, &mut exemplar.labels)
+    }
 }
 
 /// Reads the record at `record` (with `capacity` bytes of labels) of an
@@ -443,13 +476,13 @@ pub enum MappedExemplar {
 /// after three word loads; any other is copied into `buf` and its seal
 /// checked, as a `pread` of the file checks it. `None` if the record lies
 /// outside the map.
-pub fn read_mapped_exemplar(
+pub fn read_mapped_exemplar<'a>(
     view: &MapView<'_>,
     record: usize,
     capacity: usize,
     seen: Option<RecordSeal>,
-    buf: &mut Vec<u8>,
-) -> Option<MappedExemplar> {
+    buf: &'a mut Vec<u8>,
+) -> Option<MappedExemplar<'a>> {
     let seq = view.u64_at(record)?;
     let checksum = view.u64_at(record + 8)?;
     let len_word = view.u64_at(record + 32)? as u32;
@@ -463,7 +496,8 @@ pub fn read_mapped_exemplar(
     if !view.copy_to(record, RECORD_HEADER_LEN + capacity, buf) {
         return None;
     }
-    Some(match decode_record(buf, false) {
+    let bytes: &'a [u8] = buf;
+    Some(match decode_record(bytes, false) {
         Record::Empty | Record::Moved => MappedExemplar::Absent,
         Record::Unsettled => MappedExemplar::Unsettled,
         Record::Whole {
@@ -471,18 +505,22 @@ pub fn read_mapped_exemplar(
             timestamp,
             labels,
         } => {
-            let word =
-                |i: usize| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+            let word = |i: usize| {
+                let bytes = bytes.get(i * 8..i * 8 + 8).and_then(|b| b.try_into().ok());
+                bytes.map_or(0, u64::from_le_bytes)
+            };
             let seal = RecordSeal {
                 seq: word(0),
                 checksum: word(1),
             };
-            let exemplar = decode_labels(labels).map(|labels| Exemplar {
-                labels,
-                value,
-                timestamp,
-            });
-            MappedExemplar::Whole(seal, exemplar)
+            MappedExemplar::Whole(
+                seal,
+                RecordedExemplar {
+                    value,
+                    timestamp,
+                    labels,
+                },
+            )
         }
     })
 }

@@ -548,8 +548,18 @@ mod tests {
     fn a_mapped_reader_sees_each_record_change_and_only_then_copies_it() {
         use crate::exemplar_file::{
             exemplar_entry_layouts, read_mapped_exemplar, ExemplarEntryLayout, MappedExemplar,
+            RecordSeal,
         };
         use crate::read_map::ReadMap;
+
+        /// What a read gave, owned.
+        #[derive(Debug, PartialEq)]
+        enum Got {
+            Unchanged,
+            Whole(RecordSeal, Exemplar),
+            Absent,
+            Unsettled,
+        }
 
         let dir = tempfile::tempdir().unwrap();
         let name = FileName::new(MetricKind::Counter, "8").unwrap();
@@ -571,26 +581,39 @@ mod tests {
             exemplar_entry_layouts(&bytes, size, from, &mut layouts).unwrap();
             (layouts, bytes.len())
         };
-        let read = |layout: &ExemplarEntryLayout, seen| {
+        // Reads a record, decoding a whole one into `into` (its strings
+        // reused) when given.
+        let read = |layout: &ExemplarEntryLayout, seen, into: Option<&mut Exemplar>| {
             let mut buf = Vec::new();
-            map.read(|view| {
-                read_mapped_exemplar(view, layout.record, layout.capacity, seen, &mut buf)
-            })
-            .unwrap()
-            .unwrap()
+            let got = map.read(|view| {
+                match read_mapped_exemplar(view, layout.record, layout.capacity, seen, &mut buf) {
+                    Some(MappedExemplar::Whole(seal, recorded)) => match into {
+                        Some(into) => {
+                            assert!(recorded.decode_into(into));
+                            Got::Whole(seal, into.clone())
+                        }
+                        None => Got::Whole(seal, recorded.to_exemplar().unwrap()),
+                    },
+                    Some(MappedExemplar::Unchanged) => Got::Unchanged,
+                    Some(MappedExemplar::Absent) => Got::Absent,
+                    Some(MappedExemplar::Unsettled) => Got::Unsettled,
+                    None => panic!("outside the map"),
+                }
+            });
+            got.unwrap()
         };
         let (first, parsed) = layouts(0);
         assert_eq!(first.len(), 1);
         assert_eq!(first[0].key, key);
-        let MappedExemplar::Whole(seal, Some(exemplar)) = read(&first[0], None) else {
+        let Got::Whole(seal, exemplar) = read(&first[0], None, None) else {
             panic!("a whole record");
         };
         assert_eq!(exemplar.labels, [("trace_id".to_owned(), "one".to_owned())]);
-        assert_eq!(read(&first[0], Some(seal)), MappedExemplar::Unchanged);
+        assert_eq!(read(&first[0], Some(seal), None), Got::Unchanged);
 
         // The same exemplar stored again is another store: read again.
         slot.store([("trace_id", "one")], 1.0, 1.0).unwrap();
-        let MappedExemplar::Whole(again, Some(same)) = read(&first[0], Some(seal)) else {
+        let Got::Whole(again, same) = read(&first[0], Some(seal), None) else {
             panic!("a whole record");
         };
         assert_ne!(again, seal);
@@ -600,14 +623,18 @@ mod tests {
         // one is an entry past the last parse.
         let long = "\u{e9}".repeat(100);
         slot.store([("trace_id", long.as_str())], 2.0, 2.0).unwrap();
-        assert_eq!(read(&first[0], Some(again)), MappedExemplar::Absent);
+        assert_eq!(read(&first[0], Some(again), None), Got::Absent);
         let (moved, _) = layouts(parsed);
         assert_eq!(moved.len(), 1);
         assert_eq!(moved[0].key, key);
-        let MappedExemplar::Whole(_, Some(long_one)) = read(&moved[0], None) else {
+        // Decoded into the exemplar held, its strings reused.
+        let mut held = exemplar;
+        let Got::Whole(_, long_one) = read(&moved[0], None, Some(&mut held)) else {
             panic!("a whole record");
         };
-        assert_eq!(long_one.labels[0].1, long);
+        assert_eq!(long_one.labels, [("trace_id".to_owned(), long.clone())]);
+        assert_eq!((long_one.value, long_one.timestamp), (2.0, 2.0));
+        assert_eq!(held, long_one);
     }
 
     #[test]

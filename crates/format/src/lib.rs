@@ -99,6 +99,7 @@ pub use exemplar::{check_exemplar_labels, Exemplar, ExemplarError, MAX_EXEMPLAR_
 pub use exemplar_file::{
     exemplar_entry_layouts, read_exemplar_file, read_exemplar_records, read_mapped_exemplar,
     ExemplarEntry, ExemplarEntryLayout, ExemplarFile, ExemplarRecord, MappedExemplar, RecordSeal,
+    RecordedExemplar,
 };
 pub use exemplar_writer::{ExemplarSlot, ExemplarWriter, Stored};
 pub use file_name::{FileName, FileNameError, GaugeMode, MetricKind, COMPACTED_ID, STAGING_DIR};

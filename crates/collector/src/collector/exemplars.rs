@@ -50,9 +50,9 @@ pub(super) struct ExemplarState {
     sample_series: Vec<SeriesId>,
     /// The bytes of the exemplar file being read, kept for the next one.
     buf: Vec<u8>,
-    /// The listing of the collector's directory in which it was found to
-    /// have no exemplar subdirectory.
-    absent_in: Option<u64>,
+    /// The listing of the collector's directory in which it was last looked
+    /// at for an exemplar subdirectory, and whether it had one.
+    looked_in: Option<(u64, bool)>,
     /// The last look found an exemplar subdirectory.
     saw_dir: bool,
 }
@@ -175,20 +175,22 @@ pub(super) fn attach_exemplars(
     if let Some((dir, listing)) = dir {
         // One look: most directories have no exemplars, and their
         // collections should not pay a step per file for them; nor even
-        // that look while the directory's listing is the one it found no
-        // subdirectory in (the watch saw no name come or go since, the
-        // subdirectory's included).
-        if listing.is_some() && state.absent_in == listing {
+        // that look while the directory's listing is the one it was made
+        // in (the watch saw no name come or go since, the subdirectory's
+        // included).
+        let has = match state.looked_in {
+            Some((looked, has)) if listing == Some(looked) => has,
+            _ => has_exemplar_dir(dir),
+        };
+        state.looked_in = listing.map(|listing| (listing, has));
+        if !has {
+            if state.saw_dir {
+                state.reported.clear();
+                state.resolved = Resolved::default();
+                state.saw_dir = false;
+            }
             return;
         }
-        if !has_exemplar_dir(dir) {
-            state.reported.clear();
-            state.resolved = Resolved::default();
-            state.absent_in = listing;
-            state.saw_dir = false;
-            return;
-        }
-        state.absent_in = None;
         state.saw_dir = true;
         looked.push((dir, true));
     }

@@ -40,7 +40,7 @@ use multiprom_format::exemplar_file::{exemplar_file_name, exemplar_path, MAX_EXE
 use multiprom_format::read_map::ReadMap;
 use multiprom_format::{
     exemplar_entry_layouts, open_for_read, read_mapped_exemplar, Exemplar, ExemplarEntryLayout,
-    FileName, MappedExemplar, RecordSeal,
+    FileName, MappedExemplar, RecordSeal, RecordedExemplar,
 };
 
 use super::exemplar_series::{SeriesId, SeriesTable};
@@ -138,6 +138,24 @@ struct MappedEntry {
     /// Its record's seal when last read whole, and the exemplar it held
     /// (`None`: labels multiprom did not encode).
     last: Option<(RecordSeal, Option<Arc<Exemplar>>)>,
+}
+
+impl MappedEntry {
+    /// Keeps what the record holds now, sealed by `seal`: into the
+    /// exemplar it held before when nothing else holds that one (no
+    /// collection attached it), so a record stored again costs no
+    /// allocation, else into a new one.
+    fn store(&mut self, seal: RecordSeal, recorded: &RecordedExemplar<'_>) {
+        if let Some((held_seal, held)) = &mut self.last {
+            if let Some(exemplar) = held.as_mut().and_then(Arc::get_mut) {
+                if recorded.decode_into(exemplar) {
+                    *held_seal = seal;
+                    return;
+                }
+            }
+        }
+        self.last = Some((seal, recorded.to_exemplar().map(Arc::new)));
+    }
 }
 
 /// How reading a mapped file went.
@@ -322,8 +340,8 @@ impl MappedFile {
                     match read_mapped_exemplar(view, entry.record, entry.capacity, seen, record) {
                         None => return Err(()),
                         Some(MappedExemplar::Unchanged) => {}
-                        Some(MappedExemplar::Whole(seal, exemplar)) => {
-                            entry.last = Some((seal, exemplar.map(Arc::new)));
+                        Some(MappedExemplar::Whole(seal, recorded)) => {
+                            entry.store(seal, &recorded);
                         }
                         Some(MappedExemplar::Absent) => entry.last = None,
                         Some(MappedExemplar::Unsettled) => {
