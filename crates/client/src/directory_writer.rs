@@ -473,7 +473,13 @@ fn writer<'s>(
         Entry::Vacant(e) => {
             let name = FileName::new(kind, state.process_id.clone())
                 .map_err(ClientError::InvalidProcessId)?;
-            Ok(e.insert(FileWriter::open(dir, &name)?))
+            // A corrupt file left under this identifier is moved aside and
+            // a new one begun, as every multiprom writer does.
+            let (writer, moved) = FileWriter::open_setting_aside(dir, &name)?;
+            if let Some(moved) = moved {
+                eprintln!("multiprom-client: {moved}");
+            }
+            Ok(e.insert(writer))
         }
     }
 }

@@ -190,7 +190,8 @@ pub enum ClientError {
         reason: ExemplarError,
     },
     /// A file could not be created, opened, grown or written (directory
-    /// missing, permission denied, disk full, a corrupt existing file).
+    /// missing, permission denied, disk full, a corrupt existing file that
+    /// could not be moved aside).
     #[error(transparent)]
     Write(#[from] WriteError),
 }

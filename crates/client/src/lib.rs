@@ -171,10 +171,14 @@
 //!
 //! # Errors
 //!
-//! Failures (directory missing, permission denied, disk full, a corrupt file
-//! left by an earlier process with the same pid, a child whose key would be
-//! longer than readers take, [`multiprom_format::layout::MAX_KEY_LEN`]) are
-//! returned by the call that creates a metric or a child. The blocks an
+//! Failures (directory missing, permission denied, disk full, a child whose
+//! key would be longer than readers take,
+//! [`multiprom_format::layout::MAX_KEY_LEN`]) are returned by the call that
+//! creates a metric or a child. A corrupt file left by an earlier process
+//! with the same identifier is moved aside (`<name>.corrupt-<seconds>`,
+//! printed on stderr) and a new one begun, as multiprom's Python writer does
+//! ([`multiprom_format::FileWriter::open_setting_aside`]); only one that
+//! cannot be moved is an error. The blocks an
 //! entry needs are allocated before it is written, so a full disk never
 //! turns into a SIGBUS on a later update; handles stay valid while files
 //! grow. Updates never fail, except

@@ -438,14 +438,26 @@ fn file_failures_are_returned_by_the_creating_call() {
     let e = r.summary("s", "").unwrap_err();
     assert!(matches!(e, ClientError::Write(_)), "{e}");
     assert!(e.to_string().contains("sub"), "{e}");
-    // A corrupt file left by an earlier process with the same id.
+    // A corrupt file left by an earlier process with the same id is moved
+    // aside, kept for a look, and a new file begun.
     let dir2 = tempfile::tempdir().unwrap();
     let mut bytes = vec![0u8; 64];
     bytes[..4].copy_from_slice(&40i32.to_ne_bytes());
     bytes[8..12].copy_from_slice(&(-3i32).to_ne_bytes());
     std::fs::write(dir2.path().join("counter_t.db"), &bytes).unwrap();
-    let e = registry(dir2.path()).counter("c", "").unwrap_err();
-    assert!(e.to_string().contains("corrupt"), "{e}");
+    registry(dir2.path()).counter("c", "").unwrap().inc();
+    let names: Vec<String> = std::fs::read_dir(dir2.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.contains(&"counter_t.db".to_owned()), "{names:?}");
+    let aside = names
+        .iter()
+        .find(|n| n.starts_with("counter_t.db.corrupt-"));
+    let aside = dir2.path().join(aside.expect("the corrupt file kept"));
+    assert_eq!(std::fs::read(aside).unwrap(), bytes);
+    let read = multiprom_format::read_file(&dir2.path().join("counter_t.db")).unwrap();
+    assert_eq!(read.entries.len(), 1);
 }
 
 #[test]

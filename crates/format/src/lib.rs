@@ -126,7 +126,7 @@ pub use read::{
     read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,
 };
 pub use write_lease::{write_lease, LeaseProbe, WriteLease};
-pub use writer::FileWriter;
+pub use writer::{FileWriter, SetAside};
 
 /// The system's memory page size (4 KiB on most hosts, 16 or 64 KiB on some
 /// aarch64 ones): what maps are rounded to, what a store through a map

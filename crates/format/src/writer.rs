@@ -49,6 +49,27 @@ pub struct FileWriter {
     slots: HashMap<Box<str>, ValueSlot>,
 }
 
+/// A corrupt file a writer found where it was to continue, and moved aside
+/// ([`FileWriter::open_setting_aside`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetAside {
+    /// What is wrong with it.
+    pub problem: crate::ReadError,
+    /// Where it is now.
+    pub moved_to: PathBuf,
+}
+
+impl std::fmt::Display for SetAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; moved to {} (no reader reads it there), and a new file begun",
+            self.problem,
+            self.moved_to.display()
+        )
+    }
+}
+
 /// `at` rounded up to a whole number of pages, at most `capacity`.
 fn allocation_end(at: u64, capacity: u64, page: u64) -> u64 {
     at.div_ceil(page).saturating_mul(page).min(capacity)
@@ -59,6 +80,37 @@ impl FileWriter {
     /// existing file (a reused pid) is continued from its entries.
     pub fn open(dir: &Path, name: &FileName) -> Result<FileWriter, WriteError> {
         FileWriter::open_with_page(dir, name, crate::page_size() as u64)
+    }
+
+    /// Opens `dir/name` as [`FileWriter::open`] does, but a corrupt file
+    /// there (left by an earlier process with the same identifier: a key
+    /// that is not JSON, a torn entry) is moved out of the `*.db` names, to
+    /// `<name>.corrupt-<unix seconds>` where no reader reads it and a person
+    /// can look at it, and a new file is begun; what was moved is returned
+    /// for the caller to report. The policy of every multiprom writer:
+    /// appending after the damage (`prometheus_client`'s writer) hides
+    /// everything written from then on from every reader, and refusing
+    /// would stop the application's metrics where `prometheus_client` lets
+    /// it run. A file that cannot be moved (a read-only directory) is
+    /// refused as [`FileWriter::open`] refuses it.
+    pub fn open_setting_aside(
+        dir: &Path,
+        name: &FileName,
+    ) -> Result<(FileWriter, Option<SetAside>), WriteError> {
+        let problem = match FileWriter::open(dir, name) {
+            Err(WriteError::Corrupt(problem)) => problem,
+            opened => return opened.map(|writer| (writer, None)),
+        };
+        let path = dir.join(name.to_string());
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let moved_to = dir.join(format!("{name}.corrupt-{seconds}"));
+        if std::fs::rename(&path, &moved_to).is_err() {
+            return Err(WriteError::Corrupt(problem));
+        }
+        let writer = FileWriter::open(dir, name)?;
+        Ok((writer, Some(SetAside { problem, moved_to })))
     }
 
     /// [`FileWriter::open`] giving blocks `page` bytes at a time: tests run

@@ -317,38 +317,18 @@ fn open_slot(
 }
 
 /// The file `name` in `dir`, to write; one that is there already but
-/// corrupt (left by an earlier process with the same identifier) is
-/// renamed out of the `*.db` names, kept for a look, and a new one made.
-///
-/// prometheus_client's writer appends after the damage (or raises, for a
-/// key that is not UTF-8); every reader skips such a file, or fails its
-/// whole scrape on it (Python's), so nothing a reader shows is lost, and
-/// refusing would stop the application where prometheus_client's writer
-/// lets it run.
+/// corrupt (left by an earlier process with the same identifier) is moved
+/// aside and a new one begun, as every multiprom writer does
+/// ([`FileWriter::open_setting_aside`]); what was moved is noted in
+/// `set_aside`.
 fn open_writer(
     dir: &Path,
     name: &FileName,
     set_aside: &mut Vec<String>,
 ) -> Result<FileWriter, OpenError> {
-    match FileWriter::open(dir, name) {
-        Err(WriteError::Corrupt(problem)) => {
-            let path = dir.join(name.to_string());
-            let seconds = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs());
-            let aside = dir.join(format!("{name}.corrupt-{seconds}"));
-            // Cannot be moved (a read-only directory): refused, as before.
-            if std::fs::rename(&path, &aside).is_err() {
-                return Err(OpenError::Write(WriteError::Corrupt(problem)));
-            }
-            set_aside.push(format!(
-                "{problem}; moved to {} (no reader reads it there), and a new file begun",
-                aside.display()
-            ));
-            FileWriter::open(dir, name).map_err(OpenError::Write)
-        }
-        opened => opened.map_err(OpenError::Write),
-    }
+    let (writer, moved) = FileWriter::open_setting_aside(dir, name).map_err(OpenError::Write)?;
+    set_aside.extend(moved.map(|moved| moved.to_string()));
+    Ok(writer)
 }
 
 /// `os.environ.get('PROMETHEUS_MULTIPROC_DIR')`.
