@@ -43,6 +43,7 @@ use multiprom_format::{
     FileName, MappedExemplar, RecordSeal, RecordedExemplar,
 };
 
+use super::appended::{copy_appended, MapTrouble};
 use super::exemplar_series::{SeriesId, SeriesTable};
 
 /// How often a record being written is loaded again before it is left out
@@ -155,6 +156,16 @@ impl MappedEntry {
             }
         }
         self.last = Some((seal, recorded.to_exemplar().map(Arc::new)));
+    }
+}
+
+impl From<MapTrouble> for Outcome {
+    fn from(trouble: MapTrouble) -> Outcome {
+        match trouble {
+            MapTrouble::Outgrown => Outcome::Outgrown,
+            MapTrouble::Shrunk => Outcome::Shrunk,
+            MapTrouble::Unreadable => Outcome::Unreadable,
+        }
     }
 }
 
@@ -377,26 +388,11 @@ impl MappedFile {
         layouts: &mut Vec<ExemplarEntryLayout>,
         series: &mut SeriesTable,
     ) -> Result<(), Outcome> {
-        let used = match self.map.read(|view| view.u32_acquire(0)) {
-            Ok(used) => used.unwrap_or(0) as usize,
-            Err(_) => return Err(Outcome::Shrunk),
+        let used = match copy_appended(&self.map, self.parsed_up_to, bytes) {
+            Ok(Some(used)) => used,
+            Ok(None) => return Ok(()),
+            Err(trouble) => return Err(Outcome::from(trouble)),
         };
-        if used > self.map.len() {
-            return Err(Outcome::Outgrown);
-        }
-        if used < self.parsed_up_to {
-            // Rewritten in place: not the file parsed.
-            return Err(Outcome::Unreadable);
-        }
-        if used == self.parsed_up_to {
-            return Ok(());
-        }
-        bytes.clear();
-        match self.map.read(|view| view.copy_to(0, used, bytes)) {
-            Ok(true) => {}
-            Ok(false) => return Err(Outcome::Unreadable),
-            Err(_) => return Err(Outcome::Shrunk),
-        }
         layouts.clear();
         let parsed =
             exemplar_entry_layouts(bytes, self.map.len() as u64, self.parsed_up_to, layouts);

@@ -41,6 +41,8 @@ use multiprom_format::{
 
 use crate::native_dense::{DenseNative, RecordRead};
 
+use super::appended::{copy_appended, MapTrouble};
+
 /// A live worker's companion to read this scrape.
 #[derive(Clone, Copy)]
 pub(super) struct LiveCompanion<'a> {
@@ -331,6 +333,16 @@ impl MappedNatives {
     }
 }
 
+impl From<MapTrouble> for Outcome {
+    fn from(trouble: MapTrouble) -> Outcome {
+        match trouble {
+            MapTrouble::Outgrown => Outcome::Outgrown,
+            MapTrouble::Shrunk => Outcome::Shrunk,
+            MapTrouble::Unreadable => Outcome::Unreadable,
+        }
+    }
+}
+
 impl MappedNative {
     /// Maps the companion (`Ok(None)`: it is missing; `Err`: it is to be
     /// read with `pread`, which reports what is wrong with it).
@@ -398,26 +410,11 @@ impl MappedNative {
         layouts: &mut Vec<NativeRecordLayout>,
         sink: &mut impl RecordSink,
     ) -> Result<(), Outcome> {
-        let used = match self.map.read(|view| view.u32_acquire(0)) {
-            Ok(used) => used.unwrap_or(0) as usize,
-            Err(_) => return Err(Outcome::Shrunk),
+        let used = match copy_appended(&self.map, self.parsed_up_to, bytes) {
+            Ok(Some(used)) => used,
+            Ok(None) => return Ok(()),
+            Err(trouble) => return Err(Outcome::from(trouble)),
         };
-        if used > self.map.len() {
-            return Err(Outcome::Outgrown);
-        }
-        if used < self.parsed_up_to {
-            // Rewritten in place: not the file parsed.
-            return Err(Outcome::Unreadable);
-        }
-        if used == self.parsed_up_to {
-            return Ok(());
-        }
-        bytes.clear();
-        match self.map.read(|view| view.copy_to(0, used, bytes)) {
-            Ok(true) => {}
-            Ok(false) => return Err(Outcome::Unreadable),
-            Err(_) => return Err(Outcome::Shrunk),
-        }
         layouts.clear();
         if native_record_layouts(bytes, self.parsed_up_to, used, layouts).is_err() {
             return Err(Outcome::Unreadable);

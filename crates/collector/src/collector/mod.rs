@@ -23,6 +23,7 @@ use exited::{bring_back_held, with_exited_live_gauges};
 use listing::changed_listing;
 use state::{CollectorState, Pass};
 
+mod appended;
 mod collection;
 mod exemplar_files;
 mod exemplar_series;
