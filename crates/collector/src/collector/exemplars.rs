@@ -345,7 +345,7 @@ impl<'a> Walk<'a> {
         }
         let settled = self
             .settling
-            .filter(|s| !s.full_look && file.is_settled(s.generation))
+            .filter(|s| file.is_settled(s.generation))
             .map(|_| (file.writer_gone_in, file.changes()));
         Some(Walked {
             entry,
@@ -355,8 +355,18 @@ impl<'a> Walk<'a> {
         })
     }
 
+    /// Whether nothing kept may be trusted: every file is looked at, as
+    /// after lost events. What a settled file's read finds is kept all the
+    /// same, so that the collections after this one need not read it again.
+    fn trusts_nothing(&self) -> bool {
+        self.settling.is_some_and(|s| s.full_look)
+    }
+
     /// Whether the file at `index` is settled and its exemplars kept.
     fn is_kept(&mut self, state: &ExemplarState, index: usize) -> bool {
+        if self.trusts_nothing() {
+            return false;
+        }
         self.walked(index).is_some_and(|walked| {
             walked
                 .settled
@@ -378,7 +388,7 @@ impl<'a> Walk<'a> {
         else {
             return true;
         };
-        if let Some(settled) = settled {
+        if let Some(settled) = settled.filter(|_| !self.trusts_nothing()) {
             if state.is_kept(index, &entry.path, settled) {
                 state.offer_kept(index);
                 return false;

@@ -219,3 +219,58 @@ fn kept_exemplars_win_as_a_fresh_collection_picks_them_in_merge_order() {
     store(dir.path(), &ids[5], &ok, "ok-5-tie", 40.0);
     assert_eq!(warm(), fresh());
 }
+
+#[test]
+fn what_a_look_at_every_file_reads_of_a_settled_file_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = requests("200");
+    let name = FileName::new(MetricKind::Counter, "1").unwrap();
+    FileWriter::open(dir.path(), &name)
+        .unwrap()
+        .slot(&ok)
+        .unwrap()
+        .add(1.0);
+    store(dir.path(), "1", &ok, "gone", 20.0);
+    let collector =
+        DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
+    for _ in 0..5 {
+        collector.collect().unwrap();
+    }
+    // More events than the kernel queues for a watch (16,384 by default):
+    // the next collection looks at every file, as the periodic resync
+    // does, and trusts nothing kept.
+    let other = dir.path().join("other.tmp");
+    for _ in 0..20_000 {
+        File::create(&other).unwrap();
+        std::fs::remove_file(&other).unwrap();
+    }
+    let scrape = collector.collect().unwrap();
+    assert!(scrape.stats.full_look, "the events overflowed");
+    let text = scrape.encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
+        "{text}"
+    );
+    // What it read of the settled file's exemplar file is kept: the next
+    // collection does not read it again (replaced by bytes that are no
+    // exemplar file, nothing changes and nothing is reported). Thousands
+    // of settled exemplar files are read in one collection, not two.
+    let exemplars = dir.path().join("exemplars");
+    std::fs::write(
+        exemplars.join("counter_1.exemplars"),
+        b"not an exemplar file",
+    )
+    .unwrap();
+    let scrape = collector.collect().unwrap();
+    assert!(!scrape.stats.full_look);
+    assert!(
+        scrape.warnings.is_empty(),
+        "read again: {:?}",
+        scrape.warnings
+    );
+    let text = scrape.encode(Format::OpenMetrics);
+    assert!(
+        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
+        "{text}"
+    );
+}
