@@ -17,7 +17,7 @@ use crate::family::MergedFamily;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use multiprom_collector::{encode_prometheus, FamilyType, MergedFamily, MergedSample, NameFilter};
+/// use multiprom_collector::{FamilyType, Format, MergedFamily, MergedSample, NameFilter};
 /// let sample = |name: &str, le: &str, value| MergedSample {
 ///     name: name.into(),
 ///     labels: Arc::from([("le".into(), le.into())]),
@@ -33,7 +33,7 @@ use crate::family::MergedFamily;
 /// };
 /// let filter = NameFilter::new(["latency_bucket", "vllm:num_requests_waiting"]);
 /// let mut out = String::new();
-/// encode_prometheus(&filter.restrict(vec![latency]), &mut out);
+/// Format::Prometheus.encode(&filter.restrict(vec![latency]), &mut out);
 /// assert_eq!(out, "# HELP latency Latency.\n# TYPE latency histogram\n\
 ///                  latency_bucket{le=\"1.0\"} 2.0\nlatency_bucket{le=\"+Inf\"} 3.0\n");
 /// assert!(NameFilter::new(["latency_count"]).restrict(vec![]).is_empty());

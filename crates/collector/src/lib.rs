@@ -41,10 +41,7 @@ pub use collector::{
     merge_files, CollectError, CollectOptions, DirCollector, Exemplars, FileReport, FileState,
     Natives, Scrape, ScrapeStats,
 };
-pub use exposition::{
-    encode_openmetrics, encode_openmetrics_with, encode_prometheus, encode_prometheus_with,
-    Escaping, Format,
-};
+pub use exposition::{Escaping, Format};
 pub use family::{FamilyType, LabelSet, MergedFamily, MergedSample};
 pub use filter::NameFilter;
 pub use native_histograms::NativeHistograms;

@@ -35,7 +35,7 @@
 //!   workers' exemplars and native histograms are not passed on. The
 //!   endpoint (`multiprom-http`), or [`crate::DirCollector`] with
 //!   [`crate::Format::OpenMetrics`] or
-//!   [`crate::exposition::encode_protobuf_with_natives`], serves them.
+//!   [`crate::exposition::encode_protobuf`], serves them.
 //!
 //! Bad files and conflicts are logged with `tracing` (once per file state,
 //! as [`crate::Scrape::warnings`] reports them); a directory that cannot be

@@ -25,11 +25,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use multiprom_collector::exposition::{
-    encode_protobuf_all, Body as ExpositionBody, LineCache, ProtobufCache, PROTOBUF_CONTENT_TYPE,
+    encode_protobuf, Body as ExpositionBody, LineCache, ProtobufCache, PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
-    CollectError, DirCollector, Escaping, Exemplars, Format, MergedFamily, NameFilter, Natives,
-    Scrape,
+    CollectError, DirCollector, Escaping, Exemplars, Format, MergedFamily, NameFilter,
+    NativeHistograms, Natives, Scrape,
 };
 use tokio::sync::Semaphore;
 
@@ -420,10 +420,11 @@ impl Endpoint {
                         let own = served.own_families(scrape, filter);
                         // With the scrape's native histograms.
                         served.encode_protobuf(scrape, escaping, filter, &mut out);
-                        encode_protobuf_all(&[own], escaping, &mut out);
+                        encode_protobuf(&own, &NativeHistograms::default(), escaping, &mut out);
                     }
-                    None => encode_protobuf_all(
-                        &[served.unlistable_families(filter)],
+                    None => encode_protobuf(
+                        &served.unlistable_families(filter),
+                        &NativeHistograms::default(),
                         escaping,
                         &mut out,
                     ),

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use multiprom_collector::exposition::negotiate::{choose_exposition, Exposition};
-use multiprom_collector::exposition::PROTOBUF_CONTENT_TYPE;
+use multiprom_collector::exposition::{Body, PROTOBUF_CONTENT_TYPE};
 use multiprom_collector::{
     merge_files, CollectError, CollectOptions, DirCollector, Escaping, Format, NameFilter, Natives,
     Scrape, Warning,
@@ -130,10 +130,9 @@ impl NativeDirCollector {
         let encoded = py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
                 let mut text = String::with_capacity(128 * scrape.stats.series + 4096);
-                format.encode_all(&[&scrape.families], escaping, &mut text);
-                if let Some(body) = text.strip_suffix("# EOF\n") {
-                    text.truncate(body.len());
-                }
+                // Not finished: the package writes the other collectors'
+                // families after these, then OpenMetrics' `# EOF`.
+                Body::new(format, escaping, &mut text).families(&scrape.families);
                 text
             }))
         });

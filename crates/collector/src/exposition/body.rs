@@ -75,49 +75,13 @@ impl<'a> Body<'a> {
         self
     }
 
-    /// Ends the body: `# EOF` in OpenMetrics, nothing in Prometheus.
+    /// Ends the body: `# EOF` in OpenMetrics, nothing in Prometheus. A
+    /// body dropped without it is a part of one that its caller ends (the
+    /// Python package writes the other collectors' families after it, then
+    /// the end).
     pub fn finish(self) {
         self.format.push_end(self.out);
     }
-}
-
-/// Appends the families of every list of `lists`, in order, in OpenMetrics
-/// 1.0.0, ending with one `# EOF` after the last.
-///
-/// ```
-/// use std::sync::Arc;
-/// use multiprom_collector::exposition::encode_openmetrics_all;
-/// use multiprom_collector::{FamilyType, MergedFamily, MergedSample};
-/// let counter = |name: &str, value: f64| MergedFamily {
-///     name: name.into(),
-///     help: "Help.".into(),
-///     family_type: FamilyType::Counter,
-///     gauge_mode: None,
-///     samples: vec![MergedSample { name: format!("{name}_total").into(), labels: Arc::from([]), value, exemplar: None }],
-/// };
-/// let merged = vec![counter("requests", 3.0)];
-/// let own = vec![counter("multiprom_scrapes", 1.0)];
-/// let mut out = String::new();
-/// encode_openmetrics_all(&[&merged, &own], &mut out);
-/// assert_eq!(out, "\
-/// ## HELP requests Help.
-/// ## TYPE requests counter
-/// requests_total 3.0
-/// ## HELP multiprom_scrapes Help.
-/// ## TYPE multiprom_scrapes counter
-/// multiprom_scrapes_total 1.0
-/// ## EOF
-/// ");
-/// ```
-pub fn encode_openmetrics_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut String) {
-    Format::OpenMetrics.encode_all(lists, Escaping::Underscores, out);
-}
-
-/// Appends the families of every list of `lists`, in order, in Prometheus
-/// text format 0.0.4 (which has no end line: the same as encoding each list
-/// in turn).
-pub fn encode_prometheus_all<L: AsRef<[MergedFamily]>>(lists: &[L], out: &mut String) {
-    Format::Prometheus.encode_all(lists, Escaping::Underscores, out);
 }
 
 #[cfg(test)]
@@ -163,8 +127,17 @@ mod tests {
             }
         }
         let mut openmetrics = String::new();
-        encode_openmetrics_all(&[&*merged, &own], &mut openmetrics);
+        Format::OpenMetrics.encode_all(&[&*merged, &own], Escaping::Underscores, &mut openmetrics);
         assert_eq!(openmetrics.matches("# EOF").count(), 1);
         assert!(openmetrics.ends_with("c 3.0\n# EOF\n"));
+    }
+
+    // A body dropped without `finish` is a part of one: its caller ends it.
+    #[test]
+    fn a_body_not_finished_has_no_end() {
+        let own = vec![gauge("c", 3.0)];
+        let mut out = String::new();
+        Body::new(Format::OpenMetrics, Escaping::Underscores, &mut out).families(&own);
+        assert_eq!(out, "# HELP c H.\n# TYPE c gauge\nc 3.0\n");
     }
 }

@@ -27,13 +27,8 @@ mod prometheus;
 mod protobuf;
 mod sample_lines;
 
-pub use body::{encode_openmetrics_all, encode_prometheus_all, Body};
+pub use body::Body;
 pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
 pub use names::Escaping;
-pub use openmetrics::{encode_openmetrics, encode_openmetrics_with};
-pub use prometheus::{encode_prometheus, encode_prometheus_with};
-pub use protobuf::{
-    encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives, ProtobufCache,
-    PROTOBUF_CONTENT_TYPE,
-};
+pub use protobuf::{encode_protobuf, ProtobufCache, PROTOBUF_CONTENT_TYPE};

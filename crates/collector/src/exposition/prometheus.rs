@@ -1,64 +1,15 @@
 //! Prometheus text format 0.0.4, as `prometheus_client.exposition.generate_latest`.
 
 use super::names::{push_escaped, push_metric_name, push_name_and_labels, push_value, Escaping};
-use super::sample_lines::{Fresh, SampleLines};
+use super::sample_lines::SampleLines;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 
 /// Suffixes Python moves out of a family into a trailing gauge family.
 pub(super) const OM_ONLY_SUFFIXES: [&str; 3] = ["_created", "_gcount", "_gsum"];
 
-/// Appends `families` in Prometheus text format 0.0.4.
-///
-/// ```
-/// use std::sync::Arc;
-/// use multiprom_collector::{encode_prometheus, FamilyType, MergedFamily, MergedSample};
-/// let family = MergedFamily {
-///     name: "requests".into(),
-///     help: "Requests \\ served\nby \"us\"".into(),
-///     family_type: FamilyType::Counter,
-///     gauge_mode: None,
-///     samples: vec![MergedSample {
-///         name: "requests_total".into(),
-///         labels: Arc::from([("code".into(), "2\"00".into())]),
-///         value: 1234567.0,
-///         exemplar: None,
-///     }],
-/// };
-/// let mut out = String::new();
-/// encode_prometheus(&[family], &mut out);
-/// assert_eq!(out, "# HELP requests_total Requests \\\\ served\\nby \"us\"\n\
-///                  ## TYPE requests_total counter\n\
-///                  requests_total{code=\"2\\\"00\"} 1.234567e+06\n");
-/// ```
-pub fn encode_prometheus(families: &[MergedFamily], out: &mut String) {
-    encode_prometheus_with(families, Escaping::Underscores, out);
-}
-
-/// [`encode_prometheus`] with names escaped as `escaping` says, as
-/// `prometheus_client`'s `generate_latest(registry, escaping)` writes them
-/// (text format 1.0.0 when the scheme is not `underscores`).
-///
-/// ```
-/// use std::sync::Arc;
-/// use multiprom_collector::{encode_prometheus_with, Escaping, FamilyType, MergedFamily, MergedSample};
-/// let family = MergedFamily {
-///     name: "caf\u{e9}".into(),
-///     help: "Help.".into(),
-///     family_type: FamilyType::Gauge,
-///     gauge_mode: None,
-///     samples: vec![MergedSample { name: "caf\u{e9}".into(), labels: Arc::from([]), value: 1.0, exemplar: None }],
-/// };
-/// let mut out = String::new();
-/// encode_prometheus_with(&[family], Escaping::AllowUtf8, &mut out);
-/// assert_eq!(out, "# HELP \"caf\u{e9}\" Help.\n\
-///                  ## TYPE \"caf\u{e9}\" gauge\n\
-///                  {\"caf\u{e9}\"} 1.0\n");
-/// ```
-pub fn encode_prometheus_with(families: &[MergedFamily], escaping: Escaping, out: &mut String) {
-    encode_families(families, escaping, out, &mut Fresh);
-}
-
-/// [`encode_prometheus_with`], each sample line written through `lines`.
+/// Appends `families` in Prometheus text format 0.0.4, names escaped as
+/// `escaping` says (text format 1.0.0 when the scheme is not
+/// `underscores`), each sample line written through `lines`.
 pub(crate) fn encode_families(
     families: &[MergedFamily],
     escaping: Escaping,

@@ -57,7 +57,7 @@ use crate::native_histograms::NativeHistograms;
 /// let mut second = Vec::new();
 /// cache.encode(Arc::new(vec![family.clone()]), &natives, Escaping::Underscores, &mut second);
 /// let mut fresh = Vec::new();
-/// encode_protobuf(&[family], &mut fresh);
+/// encode_protobuf(&[family], &natives, Escaping::Underscores, &mut fresh);
 /// assert_eq!(second, fresh);
 /// assert_ne!(second, first);
 /// ```
@@ -131,7 +131,7 @@ impl SampleMark {
 
 impl ProtobufCache {
     /// Appends `families` with their native histograms from `natives` to
-    /// `out`, as [`encode_protobuf_with_natives`](super::encode_protobuf_with_natives)
+    /// `out`, as [`encode_protobuf`](super::encode_protobuf)
     /// does, copying the bytes of each family that is the same (same name,
     /// help and type, and samples with the same names, label sets and
     /// exemplars and bit for bit the same values, in the same order) as the
@@ -276,7 +276,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::exposition::protobuf::encode_protobuf_with_natives;
+    use crate::exposition::protobuf::encode_protobuf;
     use crate::family::LabelSet;
     use crate::native_histograms::series_key;
 
@@ -443,7 +443,7 @@ mod tests {
             let second = parts.families(&next_counts, &next_exemplars, &next_observed, rotate);
             let second_natives = natives_of(with_natives.1, &next_observed, rotate);
             let mut fresh = b"before".to_vec();
-            encode_protobuf_with_natives(&second, &second_natives, Escaping::Underscores, &mut fresh);
+            encode_protobuf(&second, &second_natives, Escaping::Underscores, &mut fresh);
             let mut cached = b"before".to_vec();
             cache.encode(Arc::new(second), &second_natives, Escaping::Underscores, &mut cached);
             prop_assert_eq!(cached, fresh);
@@ -482,7 +482,7 @@ mod tests {
             &mut cached,
         );
         let mut fresh = Vec::new();
-        encode_protobuf_with_natives(&families, &moved, Escaping::Underscores, &mut fresh);
+        encode_protobuf(&families, &moved, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
         assert_ne!(cached, first);
         // The same samples under a new help text: encoded again.
@@ -496,7 +496,7 @@ mod tests {
             &mut cached,
         );
         let mut fresh = Vec::new();
-        encode_protobuf_with_natives(&helped, &moved, Escaping::Underscores, &mut fresh);
+        encode_protobuf(&helped, &moved, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
     }
 }

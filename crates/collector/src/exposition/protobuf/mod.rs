@@ -45,9 +45,14 @@ use crate::native_histograms::NativeHistograms;
 pub const PROTOBUF_CONTENT_TYPE: &str =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
 
-/// Appends `families` in the Prometheus protobuf format to `out`, names
-/// escaped with `underscores` (what a scraper that names no `escaping`
-/// gets).
+/// Appends `families` in the Prometheus protobuf format to `out`, each
+/// histogram series with its native histogram from `natives` (found by the
+/// family name and the series' labels), names escaped as `escaping` says
+/// (the scraper's `escaping` parameter: Prometheus 3.0 asks for
+/// `allow-utf-8`, under which names stay as they are), as
+/// [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf) writes a
+/// collection. The format has no end marker: several lists are encoded one
+/// after the other.
 ///
 /// Histograms are expected as `prometheus_client` accumulates them (the
 /// default): cumulative `_bucket`s ending with `+Inf`, and `_count`.
@@ -55,7 +60,7 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 /// ```
 /// use std::sync::Arc;
 /// use multiprom_collector::exposition::encode_protobuf;
-/// use multiprom_collector::{FamilyType, MergedFamily, MergedSample};
+/// use multiprom_collector::{Escaping, FamilyType, MergedFamily, MergedSample, NativeHistograms};
 /// let family = MergedFamily {
 ///     name: "requests".into(),
 ///     help: "Requests.".into(),
@@ -64,28 +69,13 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 ///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0, exemplar: None }],
 /// };
 /// let mut out = Vec::new();
-/// encode_protobuf(&[family], &mut out);
+/// encode_protobuf(&[family], &NativeHistograms::default(), Escaping::Underscores, &mut out);
 /// // One length-delimited message: its length, then
 /// // name "requests_total", help "Requests.", type COUNTER, counter value 3.0.
 /// assert_eq!(usize::from(out[0]), out.len() - 1);
 /// assert_eq!(&out[3..17], b"requests_total");
 /// ```
-pub fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
-    encode_protobuf_with_natives(
-        families,
-        &NativeHistograms::default(),
-        Escaping::Underscores,
-        out,
-    );
-}
-
-/// [`encode_protobuf`], each histogram series with its native histogram
-/// from `natives` (found by the family name and the series' labels), and
-/// names escaped as `escaping` says (the scraper's `escaping` parameter:
-/// Prometheus 3.0 asks for `allow-utf-8`, under which names stay as they
-/// are), as [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf)
-/// writes a collection.
-pub fn encode_protobuf_with_natives(
+pub fn encode_protobuf(
     families: &[MergedFamily],
     natives: &NativeHistograms,
     escaping: Escaping,
@@ -108,23 +98,5 @@ fn encode_family(
         // Cannot fail: prost fails only for a buffer without room left,
         // and a Vec grows.
         let _ = message.encode_length_delimited(out);
-    }
-}
-
-/// Appends the families of every list of `lists`, in order, in the
-/// Prometheus protobuf format (which has no end marker: the same as
-/// encoding each list in turn), names escaped as `escaping` says.
-pub fn encode_protobuf_all<L: AsRef<[MergedFamily]>>(
-    lists: &[L],
-    escaping: Escaping,
-    out: &mut Vec<u8>,
-) {
-    for families in lists {
-        encode_protobuf_with_natives(
-            families.as_ref(),
-            &NativeHistograms::default(),
-            escaping,
-            out,
-        );
     }
 }

@@ -7,11 +7,22 @@ use std::sync::Arc;
 use multiprom_format::{write_float_to_go_string, Exemplar, GaugeMode};
 use prost::Message;
 
+use super::encode_protobuf as encode_protobuf_with_natives;
 use super::schema::{Metric, MetricFamily, MetricType};
-use super::{encode_protobuf, encode_protobuf_all, encode_protobuf_with_natives};
-use crate::exposition::{encode_prometheus, encode_prometheus_with, Escaping};
+use crate::exposition::{Escaping, Format};
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
+
+/// The protobuf encoding of `families` without native histograms, names
+/// escaped with `underscores`.
+fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
+    encode_protobuf_with_natives(
+        families,
+        &NativeHistograms::default(),
+        Escaping::Underscores,
+        out,
+    );
+}
 
 /// A series: name, labels sorted by name, value (as bits, so NaN compares).
 type Series = (String, Vec<(String, String)>, u64);
@@ -138,7 +149,7 @@ fn families() -> Vec<MergedFamily> {
 }
 
 /// The series Prometheus's text parser reads from the text format (enough
-/// of it for what `encode_prometheus_with` writes: escaped label values, Go
+/// of it for what `Format::Prometheus.encode_all` writes: escaped label values, Go
 /// floats, names quoted inside the braces under `allow-utf-8`).
 fn text_series(text: &str) -> Vec<Series> {
     let mut series = Vec::new();
@@ -287,7 +298,7 @@ fn protobuf_series(messages: &[MetricFamily]) -> Vec<Series> {
 fn prometheus_reads_the_series_the_text_format_serves() {
     let families = families();
     let mut text = String::new();
-    encode_prometheus(&families, &mut text);
+    Format::Prometheus.encode(&families, &mut text);
     let mut bytes = Vec::new();
     encode_protobuf(&families, &mut bytes);
     let mut want = text_series(&text);
@@ -329,7 +340,7 @@ fn each_escaping_scheme_names_the_series_as_asked() {
     };
     for escaping in [Escaping::Underscores, Escaping::AllowUtf8] {
         let mut text = String::new();
-        encode_prometheus_with(&families, escaping, &mut text);
+        Format::Prometheus.encode_all(&[&families], escaping, &mut text);
         let mut want = text_series(&text);
         want.sort();
         assert_eq!(protobuf(escaping), want, "{escaping:?}");
@@ -521,18 +532,6 @@ fn counts_that_are_not_whole_numbers_go_in_the_float_fields() {
         (b.cumulative_count(), b.cumulative_count_float),
         (0, Some(0.5))
     );
-}
-
-#[test]
-fn several_lists_are_one_after_the_other() {
-    let all = families();
-    let (first, second) = all.split_at(2);
-    let mut one = Vec::new();
-    encode_protobuf(&all, &mut one);
-    let mut both = Vec::new();
-    encode_protobuf_all(&[first, second], Escaping::Underscores, &mut both);
-    assert_eq!(both, one);
-    assert!(!one.is_empty());
 }
 
 // The messages are the official schema's: a metric is a LabelPair list and
