@@ -169,11 +169,11 @@ async fn supervise(
         }
     }
 
-    let endpoint = http_service::endpoint(dir, &args.endpoint, true, false);
+    let service = http_service::service(dir, &args.endpoint, true, false);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
-        http_service::serve(listener, endpoint, &endpoint_args, "serving", async {
+        http_service::serve(listener, service, &endpoint_args, "serving", async {
             let _ = stop_rx.await;
         })
         .await

@@ -1,5 +1,6 @@
 //! The HTTP service `serve`, `run` and `demo` start: the endpoint's flags,
-//! the endpoint and maintainer they make, and serving until told to stop.
+//! the collector, maintainer and endpoint they make, and serving until told
+//! to stop.
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -102,16 +103,20 @@ fn parse_nonzero_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// The endpoint for `dir` as the flags say, with its maintainer (recovered
-/// and run by [`serve`]): it always watches which writers are gone (files
-/// no process holds are then read no more), and reaps and compacts when
+/// What serving a directory is made of: one collector, read by the endpoint
+/// and by the maintainer's compaction passes, which must not interleave
+/// with its collections; the maintainer; the endpoint.
+pub(crate) struct Service {
+    collector: Arc<DirCollector>,
+    maintainer: Arc<Maintainer>,
+    endpoint: Endpoint,
+}
+
+/// The service for `dir` as the flags say (its maintainer is recovered and
+/// run by [`serve`]): it always watches which writers are gone (files no
+/// process holds are then read no more), and reaps and compacts when
 /// asked.
-pub(crate) fn endpoint(
-    dir: &Path,
-    args: &EndpointArgs,
-    reap_dead: bool,
-    compact: bool,
-) -> Endpoint {
+pub(crate) fn service(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Service {
     let config = EndpointConfig::default()
         .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
         .with_scrape_queue_wait(args.scrape_queue_wait)
@@ -128,17 +133,27 @@ pub(crate) fn endpoint(
     if compact {
         maintain = maintain.compact(CompactConfig::default().with_interval(args.compact_interval));
     }
-    let config = config.with_maintainer(Arc::new(Maintainer::new(dir, maintain)));
-    Endpoint::new(DirCollector::new(dir), config).with_metrics_path(&args.telemetry_path)
+    let maintainer = Arc::new(Maintainer::new(dir, maintain));
+    let collector = Arc::new(maintainer.govern(DirCollector::new(dir)));
+    let endpoint = Endpoint::new(
+        Arc::clone(&collector),
+        config.with_maintainer(Arc::clone(&maintainer)),
+    )
+    .with_metrics_path(&args.telemetry_path);
+    Service {
+        collector,
+        maintainer,
+        endpoint,
+    }
 }
 
-/// Serves `endpoint` on `listener` until `shutdown` completes. Logs the one
-/// start line (with the real address, so port 0 can be used); with a
-/// maintainer, recovers the directory and makes the first pass before the
-/// first request is answered, then runs it on its schedule.
+/// Serves `service` on `listener` until `shutdown` completes. Logs the one
+/// start line (with the real address, so port 0 can be used); recovers the
+/// directory and makes the maintainer's first pass before the first
+/// request is answered, then runs it on its schedule.
 pub(crate) async fn serve(
     listener: TcpListener,
-    endpoint: Endpoint,
+    service: Service,
     args: &EndpointArgs,
     what: &str,
     shutdown: impl Future<Output = ()>,
@@ -146,29 +161,32 @@ pub(crate) async fn serve(
     raise_open_file_limit();
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let addr = listener.local_addr()?;
-    let maintainer = endpoint.config().maintainer.clone();
+    let Service {
+        collector,
+        maintainer,
+        endpoint,
+    } = service;
     tracing::info!(
         "{what} {} at http://{addr}{} (status page http://{addr}/){}",
         endpoint.dir().display(),
         endpoint.metrics_path(),
-        if maintainer.as_ref().is_some_and(|m| m.reaps()) {
+        if maintainer.reaps() {
             ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {
             ""
         }
     );
-    let maintenance = match maintainer {
-        Some(maintainer) => Some(maintenance::start(maintainer, endpoint.clone()).await?),
-        None => None,
+    let warm_up = {
+        let endpoint = endpoint.clone();
+        move || endpoint.warm_up()
     };
+    let maintenance = maintenance::start(maintainer, collector, warm_up).await?;
     let config = ServerConfig::default()
         .with_header_read_timeout(args.header_read_timeout)
         .with_write_timeout(args.write_timeout)
         .with_max_connections(args.max_connections);
     let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
-    if let Some(maintenance) = maintenance {
-        maintenance.abort();
-    }
+    maintenance.abort();
     result
 }
 

@@ -6,30 +6,31 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use multiprom_http::Endpoint;
+use multiprom_collector::DirCollector;
 use multiprom_maintain::Maintainer;
 use tokio::task::JoinHandle;
 
 /// How long to wait before trying again after a pass panicked (a bug).
 const AFTER_A_PANIC: Duration = Duration::from_secs(1);
 
-/// Recovers the directory and makes the first pass (so a directory left by
-/// an earlier run is reaped and folded before the first scrape), then runs
+/// Recovers the directory, warms the endpoint up (`warm_up`: its first
+/// collections) and makes the first pass (so a directory left by an
+/// earlier run is reaped and folded before the first scrape), then runs
 /// the maintainer on its schedule until the returned task is aborted.
-/// Compaction passes keep `endpoint`'s collections out while they fold.
+/// Compaction passes keep `collector`'s collections out while they fold.
 pub(crate) async fn start(
     maintainer: Arc<Maintainer>,
-    endpoint: Endpoint,
+    collector: Arc<DirCollector>,
+    warm_up: impl FnOnce() + Send + 'static,
 ) -> std::io::Result<JoinHandle<()>> {
     let first = {
-        let (maintainer, endpoint) = (Arc::clone(&maintainer), endpoint.clone());
+        let (maintainer, collector) = (Arc::clone(&maintainer), Arc::clone(&collector));
         tokio::task::spawn_blocking(move || {
-            let collector = endpoint.collector();
-            maintainer.recover(collector);
+            maintainer.recover(&collector);
             // The first look at the processes after the collector has seen
             // every file, so the first scrape already answers by it.
-            endpoint.warm_up();
-            maintainer.run_due(collector)
+            warm_up();
+            maintainer.run_due(&collector)
         })
         .await
         .map_err(std::io::Error::other)?
@@ -45,17 +46,15 @@ pub(crate) async fn start(
             compact.interval
         );
     }
-    Ok(tokio::spawn(run(maintainer, endpoint, first)))
+    Ok(tokio::spawn(run(maintainer, collector, first)))
 }
 
-async fn run(maintainer: Arc<Maintainer>, endpoint: Endpoint, mut next: Instant) {
+async fn run(maintainer: Arc<Maintainer>, collector: Arc<DirCollector>, mut next: Instant) {
     loop {
         tokio::time::sleep_until(next.into()).await;
-        let (maintainer, endpoint) = (Arc::clone(&maintainer), endpoint.clone());
+        let (maintainer, collector) = (Arc::clone(&maintainer), Arc::clone(&collector));
         // Outcomes are logged and counted by the maintainer.
-        next = match tokio::task::spawn_blocking(move || maintainer.run_due(endpoint.collector()))
-            .await
-        {
+        next = match tokio::task::spawn_blocking(move || maintainer.run_due(&collector)).await {
             Ok(next) => next,
             Err(e) => {
                 tracing::error!("a maintenance pass failed: {e}");

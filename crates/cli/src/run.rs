@@ -191,11 +191,11 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener, com
     };
     let pid = Pid::from_raw(child.id() as i32);
 
-    let endpoint = http_service::endpoint(dir, &args.endpoint, true, compact);
+    let service = http_service::service(dir, &args.endpoint, true, compact);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
-        http_service::serve(listener, endpoint, &endpoint_args, "serving", async {
+        http_service::serve(listener, service, &endpoint_args, "serving", async {
             let _ = stop_rx.await;
         })
         .await

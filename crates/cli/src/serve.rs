@@ -64,8 +64,8 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let result = runtime.block_on(async {
         let stop = signals::termination()?;
-        let endpoint = http_service::endpoint(&dir, &args.endpoint, args.reap_dead, args.compact);
-        http_service::serve(listener, endpoint, &args.endpoint, "serving", async {
+        let service = http_service::service(&dir, &args.endpoint, args.reap_dead, args.compact);
+        http_service::serve(listener, service, &args.endpoint, "serving", async {
             let signal = stop.await;
             tracing::info!("{signal}: shutting down");
         })

@@ -70,10 +70,10 @@ pub struct EndpointConfig {
     pub scrape_queue_wait: Duration,
     /// How long a request waits for its collection before it gets 503.
     pub scrape_timeout: Duration,
-    /// What maintains the directory, if anything: every collection leaves
-    /// out the live gauges it has retired, and the status page and the
-    /// self-metrics show what it has done. The host runs it
-    /// ([`Maintainer::run_due`]); the endpoint never does.
+    /// What maintains the directory, if anything: the status page and the
+    /// self-metrics show what it has done. The host makes the collector
+    /// collect as it needs ([`Maintainer::govern`]) and runs it
+    /// ([`Maintainer::run_due`]); the endpoint never does either.
     pub maintainer: Option<Arc<Maintainer>>,
     /// Add `multiprom_worker_process_*{pid}` (CPU, resident memory, start
     /// time) for every live process that writes to the directory, read
@@ -139,7 +139,7 @@ pub(crate) type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
 /// The directory being served: its collector, limits, counters and the
 /// caches every request shares.
 struct ServedDir {
-    collector: DirCollector,
+    collector: Arc<DirCollector>,
     config: EndpointConfig,
     permits: Arc<Semaphore>,
     metrics: SelfMetrics,
@@ -197,30 +197,15 @@ impl fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
-    /// An endpoint for `collector`'s directory. Touches nothing on disk:
-    /// a maintainer in `config` is recovered and run by the host.
+    /// An endpoint for `collector`'s directory (a collector of its own, or
+    /// one shared with a maintainer's passes and other readers). Touches
+    /// nothing on disk: a maintainer in `config` is recovered and run by the
+    /// host.
     #[must_use]
-    pub fn new(collector: DirCollector, config: EndpointConfig) -> Self {
+    pub fn new(collector: impl Into<Arc<DirCollector>>, config: EndpointConfig) -> Self {
         let mut config = config;
         config.max_concurrent_scrapes = config.max_concurrent_scrapes.max(1);
-        // A file no process holds for writing cannot change until it is
-        // opened again, so it need not be read again; and with reaping, an
-        // exited writer's live gauges leave the output. Both by the
-        // maintainer's liveness, which says nothing is gone where the
-        // writers cannot be seen. Without a maintainer, every file is read
-        // on every scrape, as Python's collector reads them.
-        let collector = match &config.maintainer {
-            Some(maintainer) => {
-                let collector =
-                    collector.settle_exited_writers(maintainer.liveness().for_collector());
-                if maintainer.reaps() {
-                    collector.leave_out_exited_live_gauges()
-                } else {
-                    collector
-                }
-            }
-            None => collector,
-        };
+        let collector = collector.into();
         Endpoint {
             served: Arc::new(ServedDir {
                 collector,
@@ -310,14 +295,6 @@ impl Endpoint {
     #[must_use]
     pub fn config(&self) -> &EndpointConfig {
         &self.served.config
-    }
-
-    /// The collector of the directory, for a maintainer's compaction
-    /// passes ([`Maintainer::run_due`]), which must not interleave with
-    /// this endpoint's collections.
-    #[must_use]
-    pub fn collector(&self) -> &DirCollector {
-        &self.served.collector
     }
 
     /// `GET|HEAD` on the metrics path (`/metrics` unless

@@ -12,10 +12,12 @@
 //!   ([`ServerConfig`]).
 //!
 //! It only serves. What is done *to* the directory (reaping exited
-//! workers' live gauges, compaction) is `multiprom-maintain`'s: hand the
-//! endpoint a `Maintainer` ([`EndpointConfig::maintainer`]) and it leaves
-//! retired live gauges out of every answer and shows what the maintainer
-//! has done; the host runs the maintainer.
+//! workers' live gauges, compaction) is `multiprom-maintain`'s: the host
+//! owns the collector and the `Maintainer`, makes the collector collect as
+//! the maintainer needs (`Maintainer::govern`: settled files, retired live
+//! gauges left out), hands the collector to the endpoint and the
+//! maintainer to its passes, and the endpoint shows what the maintainer
+//! has done ([`EndpointConfig::maintainer`]).
 //!
 //! Collections are timed: the endpoint needs a tokio runtime with its time
 //! driver on (`#[tokio::main]`, or a `Builder` with `enable_time` or
