@@ -4,7 +4,7 @@
 //! the same file.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use multiprom_format::fork::fork_generation;
 use multiprom_format::layout::MAX_KEY_LEN;
 use multiprom_format::{
-    ExemplarSlot, ExemplarWriter, FileName, FileWriter, MetricKind, NativeHistogramConfig,
-    NativeHistogramWriter, NativeSeries, ValueSlot, WriteError,
+    ExemplarSlot, FileWriter, MetricKind, NativeHistogramConfig, NativeSeries, ProcessFiles,
+    ValueSlot, WriteError,
 };
 
 use crate::definition::Definition;
@@ -52,21 +52,15 @@ struct Registered {
 struct FilesAndRegistrations {
     /// Fork generation that `writers` and every key in `known` are current for.
     generation: u64,
-    /// Fork generation `writers` and `process_id` belong to (may be ahead of
-    /// `generation` while a re-creation after fork is incomplete).
-    writers_generation: u64,
-    process_id: String,
-    writers: BTreeMap<MetricKind, FileWriter>,
-    /// Exemplar files of `writers_generation`, opened on the first exemplar
-    /// of their kind; `None` once opening failed (reported, not retried
-    /// until the next fork).
-    exemplar_writers: BTreeMap<MetricKind, Option<ExemplarWriter>>,
+    /// Fork generation `files` belong to (may be ahead of `generation`
+    /// while a re-creation after fork is incomplete).
+    files_generation: u64,
+    /// This process's files, named after its identifier; an exemplar file
+    /// that could not be opened is not tried again until the next fork.
+    files: ProcessFiles,
     /// Every key created, in creation order: after a fork the child re-creates
     /// all of them in its own files, as Python does.
     known: Vec<(MetricKind, Arc<str>)>,
-    /// The native histogram file of `writers_generation`, opened by the
-    /// first native histogram (in a forked child: its first native update).
-    native_writer: Option<NativeHistogramWriter>,
     /// Fork generation whose native file holds every key of `known_natives`.
     natives_generation: u64,
     /// Every native series created, as `known` for values.
@@ -103,19 +97,16 @@ impl std::fmt::Debug for DirectoryWriter {
 
 impl DirectoryWriter {
     fn new(dir: PathBuf, id_source: IdSource, generation: u64) -> DirectoryWriter {
-        let process_id = id_source.id_for(generation, generation);
+        let files = ProcessFiles::new(id_source.id_for(generation, generation));
         DirectoryWriter {
             dir,
             id_source,
             original_generation: generation,
             state: Mutex::new(FilesAndRegistrations {
                 generation,
-                writers_generation: generation,
-                process_id,
-                writers: BTreeMap::new(),
-                exemplar_writers: BTreeMap::new(),
+                files_generation: generation,
+                files,
                 known: Vec::new(),
-                native_writer: None,
                 natives_generation: generation,
                 known_natives: Vec::new(),
                 registered: HashMap::new(),
@@ -147,7 +138,7 @@ impl DirectoryWriter {
         // A failure is reported where it matters (on creation); here the
         // caller only wants the name.
         let _ = self.sync_fork(&mut state);
-        state.process_id.clone()
+        state.files.id().to_owned()
     }
 
     /// Moves to the current fork generation: in a forked child, opens files
@@ -161,7 +152,7 @@ impl DirectoryWriter {
         self.switch_files(state, generation);
         for i in 0..state.known.len() {
             let (kind, key) = state.known[i].clone();
-            writer(&self.dir, state, kind)?.slot(&key)?;
+            value_file(&self.dir, state, kind)?.slot(&key)?;
         }
         state.generation = generation;
         Ok(())
@@ -170,14 +161,12 @@ impl DirectoryWriter {
     /// In a process forked since the files were opened, drops the inherited
     /// writers and names files with this process's identifier.
     fn switch_files(&self, state: &mut FilesAndRegistrations, generation: u64) {
-        if state.writers_generation != generation {
+        if state.files_generation != generation {
             // Dropping the inherited writers only unmaps and closes in this
             // process; the parent's files are untouched.
-            state.writers.clear();
-            state.exemplar_writers.clear();
-            state.native_writer = None;
-            state.process_id = self.id_source.id_for(generation, self.original_generation);
-            state.writers_generation = generation;
+            state.files =
+                ProcessFiles::new(self.id_source.id_for(generation, self.original_generation));
+            state.files_generation = generation;
         }
     }
 
@@ -198,7 +187,7 @@ impl DirectoryWriter {
         self.switch_files(state, generation);
         for i in 0..state.known_natives.len() {
             let (key, config) = state.known_natives[i].clone();
-            native_writer(&self.dir, state)?.series(&key, config)?;
+            state.files.native_file(&self.dir)?.series(&key, config)?;
         }
         state.natives_generation = generation;
         Ok(())
@@ -212,7 +201,7 @@ impl DirectoryWriter {
     ) -> Result<NativeSeries, ClientError> {
         let mut state = self.lock();
         self.sync_natives(&mut state)?;
-        Ok(native_writer(&self.dir, &mut state)?.series(key, config)?)
+        Ok(state.files.native_file(&self.dir)?.series(key, config)?)
     }
 
     /// Prints a failure to record natively after a fork, once per fork:
@@ -300,7 +289,7 @@ impl DirectoryWriter {
     ) -> Result<Box<[ValueSlot]>, ClientError> {
         let mut state = self.lock();
         self.sync_fork(&mut state)?;
-        let writer = writer(&self.dir, &mut state, kind)?;
+        let writer = value_file(&self.dir, &mut state, kind)?;
         keys.iter()
             .map(|key| writer.slot(key).map_err(ClientError::from))
             .collect()
@@ -329,22 +318,10 @@ impl DirectoryWriter {
     pub(crate) fn exemplar_slot(&self, kind: MetricKind, key: &str) -> Option<ExemplarSlot> {
         let mut state = self.lock();
         let slot = self.sync_fork(&mut state).and_then(|()| {
-            let state = &mut *state;
-            if !state.exemplar_writers.contains_key(&kind) {
-                let opened = FileName::new(kind, state.process_id.clone())
-                    .map_err(ClientError::InvalidProcessId)
-                    .and_then(|name| Ok(ExemplarWriter::open(&self.dir, &name)?));
-                let (writer, result) = match opened {
-                    Ok(writer) => (Some(writer), Ok(())),
-                    Err(err) => (None, Err(err)),
-                };
-                state.exemplar_writers.insert(kind, writer);
-                result?;
-            }
-            match state.exemplar_writers.get_mut(&kind) {
-                Some(Some(writer)) => Ok(Some(writer.slot(key)?)),
+            match state.files.exemplar_file(&self.dir, kind)? {
+                Some(writer) => Ok(Some(writer.slot(key)?)),
                 // Failed earlier in this generation, already reported.
-                _ => Ok(None),
+                None => Ok(None),
             }
         });
         drop(state);
@@ -413,7 +390,7 @@ impl Creator<'_> {
         if let Some(key) = keys.iter().find(|key| key.len() > MAX_KEY_LEN) {
             return Err(WriteError::KeyTooLong { len: key.len() }.into());
         }
-        let writer = writer(&directory.dir, self.state, kind)?;
+        let writer = value_file(&directory.dir, self.state, kind)?;
         let slots = keys
             .iter()
             .map(|key| writer.slot(key))
@@ -440,48 +417,29 @@ impl Creator<'_> {
     ) -> Result<(NativeSeries, u64), ClientError> {
         let directory = self.writer;
         directory.sync_natives(self.state)?;
-        let series = native_writer(&directory.dir, self.state)?.series(key, config)?;
+        let series = self
+            .state
+            .files
+            .native_file(&directory.dir)?
+            .series(key, config)?;
         self.state.known_natives.push((Arc::from(key), config));
         Ok((series, self.state.natives_generation))
     }
 }
 
-/// This process's native histogram file, opened on first use.
-fn native_writer<'s>(
-    dir: &Path,
-    state: &'s mut FilesAndRegistrations,
-) -> Result<&'s mut NativeHistogramWriter, ClientError> {
-    match &mut state.native_writer {
-        Some(writer) => Ok(writer),
-        empty => {
-            let name = FileName::new(MetricKind::Histogram, state.process_id.clone())
-                .map_err(ClientError::InvalidProcessId)?;
-            Ok(empty.insert(NativeHistogramWriter::open(dir, &name)?))
-        }
-    }
-}
-
-/// The writer of `kind`'s file for this process, opened on first use.
-fn writer<'s>(
+/// The `*.db` file of `kind` for this process, opened on first use. A
+/// corrupt file left under this identifier is moved aside and a new one
+/// begun, as every multiprom writer does; the move is printed.
+fn value_file<'s>(
     dir: &Path,
     state: &'s mut FilesAndRegistrations,
     kind: MetricKind,
 ) -> Result<&'s mut FileWriter, ClientError> {
-    use std::collections::btree_map::Entry;
-    match state.writers.entry(kind) {
-        Entry::Occupied(e) => Ok(e.into_mut()),
-        Entry::Vacant(e) => {
-            let name = FileName::new(kind, state.process_id.clone())
-                .map_err(ClientError::InvalidProcessId)?;
-            // A corrupt file left under this identifier is moved aside and
-            // a new one begun, as every multiprom writer does.
-            let (writer, moved) = FileWriter::open_setting_aside(dir, &name)?;
-            if let Some(moved) = moved {
-                eprintln!("multiprom-client: {moved}");
-            }
-            Ok(e.insert(writer))
-        }
+    let (file, moved) = state.files.value_file(dir, kind)?;
+    if let Some(moved) = moved {
+        eprintln!("multiprom-client: {moved}");
     }
+    Ok(file)
 }
 
 /// Process-wide table of open registries, so that building a registry twice

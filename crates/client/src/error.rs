@@ -4,7 +4,7 @@ use std::io;
 use std::path::PathBuf;
 
 use multiprom_format::{
-    EnvDirError, ExemplarError, FileNameError, GaugeMode, WriteError, DIR_ENV_VAR,
+    EnvDirError, ExemplarError, FileNameError, GaugeMode, ProcessFileError, WriteError, DIR_ENV_VAR,
 };
 
 /// Why histogram buckets were refused.
@@ -194,4 +194,13 @@ pub enum ClientError {
     /// could not be moved aside).
     #[error(transparent)]
     Write(#[from] WriteError),
+}
+
+impl From<ProcessFileError> for ClientError {
+    fn from(error: ProcessFileError) -> Self {
+        match error {
+            ProcessFileError::BadIdentifier(error) => ClientError::InvalidProcessId(error),
+            ProcessFileError::Write(error) => ClientError::Write(error),
+        }
+    }
 }

@@ -88,6 +88,7 @@ mod native_histogram;
 mod native_writer;
 mod open;
 mod parse;
+mod process_files;
 mod read;
 pub mod read_map;
 mod write_lease;
@@ -122,6 +123,7 @@ pub use parse::{
     frame_entry, parse_file, parse_header, Entry, EntryIter, FileContents, Header, ParseError,
     RawEntry, ValidPrefix,
 };
+pub use process_files::{ProcessFileError, ProcessFiles};
 pub use read::{
     read_file, read_used_bytes, read_used_into_with_hint, read_valid_prefix, UsedBytes,
 };

@@ -28,16 +28,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use multiprom_format::fork::fork_generation;
-use multiprom_format::{
-    FileName, MetricKind, NativeHistogramConfig, NativeHistogramWriter, NativeSeries,
-};
+use multiprom_format::{NativeHistogramConfig, NativeSeries, ProcessFileError, ProcessFiles};
 
-/// The writers of the current fork generation, by directory and file id
+/// The files of the current fork generation, by directory and file id
 /// (a file is opened once: two writers of one file would overwrite each
-/// other's records).
+/// other's records); only their native histogram files are used here.
 struct Writers {
     generation: u64,
-    by_file: HashMap<(PathBuf, String), NativeHistogramWriter>,
+    by_file: HashMap<(PathBuf, String), ProcessFiles>,
 }
 
 static WRITERS: Mutex<Option<Writers>> = Mutex::new(None);
@@ -102,13 +100,21 @@ pub(crate) fn series(
         dir.to_owned(),
         id.unwrap_or_else(|| std::process::id().to_string()),
     );
-    let (writer, opened) = match current.by_file.get(&file) {
-        Some(writer) => (writer, false),
-        None => {
-            let name = FileName::new(MetricKind::Histogram, file.1.clone())
-                .map_err(|e| format!("histogram_{}.db: {e}", file.1))?;
-            let writer = NativeHistogramWriter::open(dir, &name).map_err(|e| e.to_string())?;
-            (&*current.by_file.entry(file).or_insert(writer), true)
+    let opened = !current.by_file.contains_key(&file);
+    let files = current
+        .by_file
+        .entry(file)
+        .or_insert_with_key(|(_, id)| ProcessFiles::new(id.as_str()));
+    let writer = match files.native_file(dir) {
+        Ok(writer) => writer,
+        Err(error) => {
+            let error = match error {
+                ProcessFileError::BadIdentifier(e) => format!("histogram_{}.db: {e}", files.id()),
+                ProcessFileError::Write(e) => e.to_string(),
+            };
+            // Tried again (and reported as opened) on the next observation.
+            current.by_file.retain(|_, files| files.has_native_file());
+            return Err(error);
         }
     };
     let series = writer.series(key, config).map_err(|e| e.to_string())?;

@@ -9,16 +9,15 @@
 //! whether the identifier changed, which with `os.getpid` is one atomic
 //! load of the fork generation.
 
-use std::collections::hash_map::{Entry, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 use multiprom_format::fork::{fork_generation, watch_forks};
 use multiprom_format::{
-    ExemplarSlot, ExemplarWriter, FileName, FileWriter, GaugeMode, MetricKind, ValueSlot,
-    WriteError, DIR_ENV_VAR,
+    ExemplarSlot, GaugeMode, MetricKind, ProcessFileError, ProcessFiles, ValueSlot, WriteError,
+    DIR_ENV_VAR,
 };
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -44,24 +43,30 @@ pub(crate) struct ValueFiles {
     state: Mutex<State>,
 }
 
-/// A process identifier: the object `process_identifier()` returned, and
-/// its text in file names (`format(identifier)`, as `'{}'.format` does).
+/// A process identifier: the object `process_identifier()` returned (its
+/// text in file names, `format(identifier)`, is the files' identifier).
 struct Identifier {
     object: Py<PyAny>,
-    text: String,
 }
 
-#[derive(Default)]
 struct State {
-    /// Open files by file prefix (`counter`, `gauge_livesum`, ...).
-    files: HashMap<MetricKind, FileWriter>,
+    /// This process's files under the current identifier (`*.db` files by
+    /// prefix, exemplar files, opened on first use; an exemplar file that
+    /// could not be opened is reported once, then its exemplars are
+    /// dropped: they must never fail an update).
+    files: ProcessFiles,
     /// Every value made since the files were last closed, in creation
     /// order: a new identifier re-creates their entries in this order.
     values: Vec<Arc<ValueCore>>,
-    /// Exemplar files by file prefix, opened on the first exemplar; `None`
-    /// for one that could not be opened (reported once, then its
-    /// exemplars are dropped: they must never fail an update).
-    exemplar_files: HashMap<MetricKind, Option<ExemplarWriter>>,
+}
+
+impl State {
+    fn new(identifier: &str) -> Self {
+        State {
+            files: ProcessFiles::new(identifier),
+            values: Vec::new(),
+        }
+    }
 }
 
 #[pymethods]
@@ -75,12 +80,13 @@ impl ValueFiles {
         let generation = watch_forks().ok();
         let object = process_identifier.call0(py)?;
         let text = identifier_text(object.bind(py))?;
+        let state = Mutex::new(State::new(&text));
         Ok(ValueFiles {
             identifier: process_identifier,
             by_fork_generation: is_getpid && generation.is_some(),
             generation: AtomicU64::new(generation.unwrap_or(0)),
-            current: ArcSwap::from_pointee(Identifier { object, text }),
-            state: Mutex::new(State::default()),
+            current: ArcSwap::from_pointee(Identifier { object }),
+            state,
         })
     }
 
@@ -93,7 +99,8 @@ impl ValueFiles {
             for value in &state.values {
                 value.close();
             }
-            std::mem::take(&mut *state)
+            let identifier = state.files.id().to_owned();
+            std::mem::replace(&mut *state, State::new(&identifier))
         };
         // Dropped outside the lock.
         drop(closed);
@@ -136,23 +143,18 @@ impl ValueFiles {
     fn rebind_all(&self, py: Python<'_>, actual: Py<PyAny>) -> PyResult<()> {
         let text = identifier_text(actual.bind(py))?;
         let dir = dir_from_environ(py)?;
-        let previous = self.current.swap(Arc::new(Identifier {
-            object: actual,
-            text: text.clone(),
-        }));
+        let previous = self.current.swap(Arc::new(Identifier { object: actual }));
         let mut set_aside = Vec::new();
         let (result, closed) = {
             let mut state = self.lock(py);
-            let closed = std::mem::take(&mut state.files);
-            // The new identifier's exemplars go to its own exemplar files.
-            state.exemplar_files.clear();
-            let State { files, values, .. } = &mut *state;
+            // The new identifier's values and exemplars go to its own files.
+            let closed = std::mem::replace(&mut state.files, ProcessFiles::new(text.as_str()));
+            let State { files, values } = &mut *state;
             let mut result = Ok(());
             for (i, value) in values.iter().enumerate() {
                 match open_slot(
                     files,
                     dir.as_ref(),
-                    &text,
                     value.kind(),
                     value.key(),
                     &mut set_aside,
@@ -186,17 +188,9 @@ impl ValueFiles {
     ) -> PyResult<Arc<ValueCore>> {
         self.check_identifier(py)?;
         let dir = dir_from_environ(py)?;
-        let current = self.current.load_full();
         let mut set_aside = Vec::new();
         let mut state = self.lock(py);
-        let made = match open_slot(
-            &mut state.files,
-            dir.as_ref(),
-            &current.text,
-            kind,
-            &key,
-            &mut set_aside,
-        ) {
+        let made = match open_slot(&mut state.files, dir.as_ref(), kind, &key, &mut set_aside) {
             Ok(slot) => {
                 let value = Arc::new(ValueCore::new(kind, key, slot));
                 state.values.push(Arc::clone(&value));
@@ -221,26 +215,14 @@ impl ValueFiles {
             // program that unset the variable since loses its exemplars.
             Ok(None) | Err(_) => return None,
         };
-        let current = self.current.load_full();
         let (slot, failure) = {
             let mut state = self.lock(py);
-            let writer = match state.exemplar_files.entry(value.kind()) {
-                Entry::Occupied(open) => open.into_mut().as_mut(),
-                Entry::Vacant(vacant) => {
-                    let opened = FileName::new(value.kind(), current.text.as_str())
-                        .map_err(|e| e.to_string())
-                        .and_then(|name| {
-                            ExemplarWriter::open(&dir, &name).map_err(|e| e.to_string())
-                        });
-                    match opened {
-                        Ok(writer) => vacant.insert(Some(writer)).as_mut(),
-                        Err(error) => {
-                            vacant.insert(None);
-                            drop(state);
-                            report(py, &format!("cannot keep exemplars: {error}; exemplars of this process's {} metrics are dropped, their values are not", value.kind()));
-                            return None;
-                        }
-                    }
+            let writer = match state.files.exemplar_file(&dir, value.kind()) {
+                Ok(writer) => writer,
+                Err(error) => {
+                    drop(state);
+                    report(py, &format!("cannot keep exemplars: {error}; exemplars of this process's {} metrics are dropped, their values are not", value.kind()));
+                    return None;
                 }
             };
             match writer.map(|writer| writer.slot(value.key())) {
@@ -297,38 +279,27 @@ impl OpenError {
 /// file set aside as corrupt (see [`open_writer`]) is noted in `set_aside`,
 /// to be logged once the state lock is released.
 fn open_slot(
-    files: &mut HashMap<MetricKind, FileWriter>,
+    files: &mut ProcessFiles,
     dir: Option<&PathBuf>,
-    identifier: &str,
     kind: MetricKind,
     key: &str,
     set_aside: &mut Vec<String>,
 ) -> Result<ValueSlot, OpenError> {
-    let file = match files.entry(kind) {
-        Entry::Occupied(open) => open.into_mut(),
-        Entry::Vacant(vacant) => {
-            let dir = dir.ok_or(OpenError::NoDir)?;
-            let name = FileName::new(kind, identifier)
-                .map_err(|e| OpenError::BadIdentifier(identifier.to_owned(), e))?;
-            vacant.insert(open_writer(dir, &name, set_aside)?)
-        }
-    };
-    file.slot(key).map_err(OpenError::Write)
-}
-
-/// The file `name` in `dir`, to write; one that is there already but
-/// corrupt (left by an earlier process with the same identifier) is moved
-/// aside and a new one begun, as every multiprom writer does
-/// ([`FileWriter::open_setting_aside`]); what was moved is noted in
-/// `set_aside`.
-fn open_writer(
-    dir: &Path,
-    name: &FileName,
-    set_aside: &mut Vec<String>,
-) -> Result<FileWriter, OpenError> {
-    let (writer, moved) = FileWriter::open_setting_aside(dir, name).map_err(OpenError::Write)?;
+    // As Python, the directory is looked up only to open a file.
+    if let Some(file) = files.open_value_file(kind) {
+        return file.slot(key).map_err(OpenError::Write);
+    }
+    let dir = dir.ok_or(OpenError::NoDir)?;
+    let identifier = files.id().to_owned();
+    // A corrupt file left there by an earlier process with the same
+    // identifier is moved aside and a new one begun, as every multiprom
+    // writer does; what was moved is noted in `set_aside`.
+    let (file, moved) = files.value_file(dir, kind).map_err(|error| match error {
+        ProcessFileError::BadIdentifier(e) => OpenError::BadIdentifier(identifier, e),
+        ProcessFileError::Write(e) => OpenError::Write(e),
+    })?;
     set_aside.extend(moved.map(|moved| moved.to_string()));
-    Ok(writer)
+    file.slot(key).map_err(OpenError::Write)
 }
 
 /// `os.environ.get('PROMETHEUS_MULTIPROC_DIR')`.
