@@ -30,10 +30,11 @@ const IDLE: Duration = Duration::from_secs(3600);
 /// whatever work is due: a walk of the processes for the directory's
 /// [`Liveness`] (every pass: the one rule for "this writer is gone",
 /// see [`Maintainer::liveness`]), reaping and compaction as configured. It is
-/// synchronous: the host drives it from one thread or blocking task, and
-/// shares it (`Arc`) with the collections, which settle files and leave
-/// live gauges out by its liveness, and read what it has done
-/// ([`Maintainer::status`]).
+/// synchronous: the host drives it from one thread or blocking task. The
+/// collector that serves the directory collects as the maintainer's work
+/// needs once [`Maintainer::govern`] made it (settling files and leaving
+/// live gauges out by the maintainer's liveness); what the maintainer has
+/// done is [`Maintainer::status`].
 ///
 /// Compaction passes run inside [`DirCollector::while_not_collecting`] of
 /// the collector given, so that collector's scrapes never see a fold half
@@ -43,11 +44,12 @@ const IDLE: Duration = Duration::from_secs(3600);
 /// use multiprom_collector::DirCollector;
 /// use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer, ReapConfig};
 ///
-/// let collector = DirCollector::new("/run/metrics");
 /// let config = MaintainConfig::new()
 ///     .reap(ReapConfig::default())
 ///     .compact(CompactConfig::default());
 /// let maintainer = Maintainer::new("/run/metrics", config);
+/// // Scrapes collect through `collector` (shared with an `Arc`, say).
+/// let collector = maintainer.govern(DirCollector::new("/run/metrics"));
 /// maintainer.recover(&collector);
 /// loop {
 ///     let next = maintainer.run_due(&collector);
