@@ -42,7 +42,7 @@ pub(super) fn collect_paths(
     let native_files = match pass.natives {
         Natives::Skip => None,
         Natives::Merge => native_files(
-            &state.known,
+            &state.files.known,
             &order,
             pass.dir.map(|dir| (dir, Some(state.listings))),
             pass.exited.map(|_| Settling {
@@ -56,7 +56,9 @@ pub(super) fn collect_paths(
             &mut state.natives,
         ),
     };
-    let maps = pass.map_limit.map(|limit| limit.saturating_sub(state.maps));
+    let maps = pass
+        .map_limit
+        .map(|limit| limit.saturating_sub(state.files.maps));
     // The exemplar files' share: what the natives' maps leave, while the
     // watch watches their subdirectory (what makes a map trusted).
     let exemplar_maps = maps
@@ -80,7 +82,7 @@ pub(super) fn collect_paths(
             report_new_conflicts(state, &mut warnings);
             if pass.exemplars == Exemplars::Attach {
                 attach_exemplars(
-                    &state.known,
+                    &state.files.known,
                     &order,
                     pass.dir.map(|dir| (dir, Some(state.listings))),
                     pass.exited.map(|_| ExemplarSettling {
@@ -107,7 +109,7 @@ pub(super) fn collect_paths(
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.plan_generation);
     let reports = file_reports(state, &order, quiet);
-    let counts = state.report_counts;
+    let counts = state.files.report_counts;
     stats.files_ok = counts.ok;
     stats.files_bad = counts.bad;
     stats.files_vanished = counts.vanished;
@@ -174,24 +176,24 @@ fn report_new_conflicts(state: &mut CollectorState, warnings: &mut Vec<Warning>)
 
 /// Gives back memory a big file or a burst of keys left behind.
 fn give_back_memory(state: &mut CollectorState) {
-    if state.scratch.capacity() > SCRATCH_KEEP {
-        state.scratch = Vec::new();
+    if state.files.scratch.capacity() > SCRATCH_KEEP {
+        state.files.scratch = Vec::new();
     }
     if state.values.capacity() > 2 * state.values.len() + 1024 {
         state.values.shrink_to_fit();
     }
-    if state.interner.wants_sweep() {
-        let forgotten = (state.files_forgotten, state.keys.forgotten());
-        if forgotten == state.swept_at {
+    if state.files.interner.wants_sweep() {
+        let forgotten = (state.files.files_forgotten, state.files.keys.forgotten());
+        if forgotten == state.files.swept_at {
             // Growth from new files and keys only: nothing to give back, and
             // a sweep would throw away a plan that is still good.
-            state.interner.rebaseline();
+            state.files.interner.rebaseline();
         } else {
-            state.swept_at = forgotten;
+            state.files.swept_at = forgotten;
             state.plan_cache.clear();
             state.plan = Plan::default();
             state.replan = true;
-            state.interner.sweep();
+            state.files.interner.sweep();
         }
     }
 }

@@ -74,7 +74,7 @@ pub(super) fn bring_back_held(state: &mut CollectorState, exited: &ExitedWriters
     }
     state.liveness_generation = Some(generation);
     let mut back = false;
-    for entry in state.known.iter_mut().flatten() {
+    for entry in state.files.known.iter_mut().flatten() {
         let FileEntry {
             file: Some(file), ..
         } = entry
@@ -150,8 +150,8 @@ pub(super) fn with_exited_live_gauges(
     let mut retired = std::mem::take(&mut state.exited_live.retired);
     for (path, name) in live.iter() {
         let known = retired.get(path).copied().or_else(|| {
-            let index = *state.by_path.get(path_bytes(path))?;
-            let file = state.known.get(index)?.as_ref()?.file.as_ref()?;
+            let index = *state.files.by_path.get(path_bytes(path))?;
+            let file = state.files.known.get(index)?.as_ref()?.file.as_ref()?;
             Some(RetiredLive {
                 identity: file.identity()?,
                 since: file.last_event(),

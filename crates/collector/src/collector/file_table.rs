@@ -1,27 +1,67 @@
 //! The file table: a listing's paths looked up by path, new files added and those no longer listed forgotten.
+//!
+//! It owns what is known of each file between collections: its entry, the
+//! keys its entries were decoded into, whether it is mapped, and the last
+//! collection's report of it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::tracked::TrackedFile;
+use crate::intern::Interner;
+use crate::keys::KeyTable;
+use crate::tracked::{KeyHints, TrackedFile};
 
 use super::file_entry::{file_name, path_bytes, FileEntry, PathKey};
+use super::report_counts::ReportCounts;
+use super::scrape::FileReport;
 use super::state::CollectorState;
 
-/// The index in `state.known` of each of `paths`, adding new files and
+/// The files a collector has seen, by index and by path, with what their
+/// entries' keys decode to and how many of them are mapped.
+#[derive(Debug, Default)]
+pub(super) struct FileTable {
+    pub(super) known: Vec<Option<FileEntry>>,
+    /// The index in `known` of each path (the key shares `FileEntry::path`).
+    pub(super) by_path: foldhash::HashMap<PathKey, usize>,
+    /// Slots of `known` left empty by forgotten files, reused by new ones.
+    pub(super) free: Vec<usize>,
+    pub(super) keys: KeyTable,
+    pub(super) interner: Interner,
+    pub(super) hints: KeyHints,
+    /// The read buffer files are parsed from, kept between collections
+    /// (see `SCRATCH_KEEP`).
+    pub(super) scratch: Vec<u8>,
+    /// How many files of `known` are mapped.
+    pub(super) maps: usize,
+    /// Whether each file of the collection under way may be mapped (see
+    /// `decide_maps`), kept to reuse its allocation.
+    pub(super) may_map: Vec<bool>,
+    /// The last collection's file reports, and what they count.
+    pub(super) reports: Arc<[FileReport]>,
+    pub(super) report_counts: ReportCounts,
+    /// Files forgotten (no longer listed) so far.
+    pub(super) files_forgotten: u64,
+    /// `files_forgotten` and the key table's forgotten keys at the last
+    /// interner sweep: when both are unchanged there is nothing to sweep.
+    pub(super) swept_at: (u64, u64),
+}
+
+/// The index in `state.files.known` of each of `paths`, adding new files and
 /// forgetting those no longer listed.
 pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<usize> {
     let mut order: Vec<usize> = Vec::with_capacity(paths.len());
     // Sized once for a first listing of thousands of files, rather than
     // grown by doubling.
     state
+        .files
         .by_path
-        .reserve(paths.len().saturating_sub(state.by_path.len()));
+        .reserve(paths.len().saturating_sub(state.files.by_path.len()));
     state
+        .files
         .known
-        .reserve(paths.len().saturating_sub(state.known.len()));
+        .reserve(paths.len().saturating_sub(state.files.known.len()));
     for path in paths {
-        let index = match state.by_path.get(path_bytes(path)) {
+        let index = match state.files.by_path.get(path_bytes(path)) {
             Some(&index) => index,
             None => {
                 let shared: Arc<Path> = Arc::from(path.as_path());
@@ -31,17 +71,17 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
                     problem: None,
                     last_problem: None,
                 };
-                let index = match state.free.pop() {
+                let index = match state.files.free.pop() {
                     Some(index) => {
-                        state.known[index] = Some(known);
+                        state.files.known[index] = Some(known);
                         index
                     }
                     None => {
-                        state.known.push(Some(known));
-                        state.known.len() - 1
+                        state.files.known.push(Some(known));
+                        state.files.known.len() - 1
                     }
                 };
-                state.by_path.insert(PathKey(shared), index);
+                state.files.by_path.insert(PathKey(shared), index);
                 state.replan = true;
                 index
             }
@@ -49,7 +89,7 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
         order.push(index);
     }
     // Forget files no longer listed.
-    let mut listed = vec![false; state.known.len()];
+    let mut listed = vec![false; state.files.known.len()];
     for &index in &order {
         listed[index] = true;
     }
@@ -57,17 +97,17 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
         if listed {
             continue;
         }
-        if let Some(mut known) = state.known[index].take() {
+        if let Some(mut known) = state.files.known[index].take() {
             if let Some(file) = &mut known.file {
                 if file.is_mapped() {
-                    state.maps -= 1;
+                    state.files.maps -= 1;
                 }
-                file.reset(&mut state.keys);
+                file.reset(&mut state.files.keys);
             }
-            state.by_path.remove(path_bytes(&known.path));
-            state.free.push(index);
+            state.files.by_path.remove(path_bytes(&known.path));
+            state.files.free.push(index);
             state.replan = true;
-            state.files_forgotten += 1;
+            state.files.files_forgotten += 1;
         }
     }
     order
@@ -90,7 +130,9 @@ mod tests {
         let first = paths(&["counter_1.db", "counter_2.db", "notes.db"]);
         assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
         assert!(state.replan);
-        assert!(state.known[2].as_ref().is_some_and(|k| k.file.is_none()));
+        assert!(state.files.known[2]
+            .as_ref()
+            .is_some_and(|k| k.file.is_none()));
 
         state.replan = false;
         assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
@@ -98,12 +140,12 @@ mod tests {
 
         let second = paths(&["counter_1.db", "notes.db"]);
         assert_eq!(index_paths(&mut state, &second), [0, 2]);
-        assert!(state.replan && state.known[1].is_none());
-        assert_eq!(state.files_forgotten, 1);
-        assert!(!state.by_path.contains_key(path_bytes(&first[1])));
+        assert!(state.replan && state.files.known[1].is_none());
+        assert_eq!(state.files.files_forgotten, 1);
+        assert!(!state.files.by_path.contains_key(path_bytes(&first[1])));
 
         let third = paths(&["gauge_all_3.db", "counter_1.db", "notes.db"]);
         assert_eq!(index_paths(&mut state, &third), [1, 0, 2]);
-        assert_eq!(state.by_path.get(path_bytes(&third[0])), Some(&1));
+        assert_eq!(state.files.by_path.get(path_bytes(&third[0])), Some(&1));
     }
 }

@@ -101,7 +101,7 @@ pub(super) fn changed_listing(
         state.last_full_look = Some(now);
         state.full_look = true;
         state.exemplars.watched(&changes, true);
-        for known in state.known.iter_mut().flatten() {
+        for known in state.files.known.iter_mut().flatten() {
             if let Some(file) = &mut known.file {
                 file.touch_if_changed(&known.path);
             }
@@ -113,10 +113,10 @@ pub(super) fn changed_listing(
         let opened = changes.opened.iter().map(|name| (name, false));
         for (name, touched) in touched.chain(opened) {
             let path = dir.join(name);
-            if let Some(&index) = state.by_path.get(path_bytes(&path)) {
+            if let Some(&index) = state.files.by_path.get(path_bytes(&path)) {
                 if let Some(Some(FileEntry {
                     file: Some(file), ..
-                })) = state.known.get_mut(index)
+                })) = state.files.known.get_mut(index)
                 {
                     if touched {
                         file.touched();

@@ -294,7 +294,7 @@ pub(super) fn build_plan(
     options: CollectOptions,
 ) -> Plan {
     let inputs = order.iter().filter_map(|&index| {
-        let known = state.known.get(index)?.as_ref()?;
+        let known = state.files.known.get(index)?.as_ref()?;
         if known.problem.is_some() {
             return None;
         }
@@ -306,9 +306,9 @@ pub(super) fn build_plan(
     });
     Plan::build(
         inputs,
-        &state.keys,
+        &state.files.keys,
         options.accumulate,
-        &mut state.interner,
+        &mut state.files.interner,
         &mut state.plan_cache,
     )
 }
@@ -328,7 +328,7 @@ pub(super) fn merge_order(
     for _ in 0..3 {
         // A quiet collection's files are the last one's, and a file whose
         // entries changed asked for a new plan.
-        let same = unsettled.is_some() || same_files(&state.plan, order, &state.known);
+        let same = unsettled.is_some() || same_files(&state.plan, order, &state.files.known);
         if state.replan || !same {
             replan(state, order, pass.options);
             stats.planned = true;
@@ -353,7 +353,7 @@ pub(super) fn merge_order(
 /// Works out a new plan for the files of `order`.
 fn replan(state: &mut CollectorState, order: &[usize], options: CollectOptions) {
     state.plan = build_plan(state, order, options);
-    state.interner.settle();
+    state.files.interner.settle();
     state.restricted.clear();
     state.plan_generation += 1;
     state.replan = false;
@@ -372,7 +372,7 @@ fn apply_plan(
     let version = state.settle_version;
     match filter {
         None => apply(
-            &state.known,
+            &state.files.known,
             &state.plan,
             settled.map(|generation| (generation, version, &mut state.settled_sums)),
             scope,
@@ -383,7 +383,7 @@ fn apply_plan(
         Some(filter) => {
             let (restricted, sums) = restricted_plan(&mut state.restricted, &state.plan, filter);
             apply_restricted(
-                &state.known,
+                &state.files.known,
                 &state.plan,
                 restricted,
                 settled.map(|generation| (generation, version, sums)),

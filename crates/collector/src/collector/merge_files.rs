@@ -52,7 +52,7 @@ pub fn merge_files<P: AsRef<Path>>(
     )
 }
 
-/// Whether a path is given twice, compared as `CollectorState::by_path` compares
+/// Whether a path is given twice, compared as `FileTable::by_path` compares
 /// them (by their bytes).
 pub(super) fn has_duplicates(paths: &[PathBuf]) -> bool {
     let mut seen = HashSet::with_capacity(paths.len());
@@ -77,10 +77,10 @@ pub(super) fn merge_with_duplicates(
     let mut scrape = collect_paths(&mut state, &Arc::new(distinct), Pass::once(options, start));
     let order: Vec<usize> = paths
         .iter()
-        .filter_map(|p| state.by_path.get(path_bytes(p)).copied())
+        .filter_map(|p| state.files.by_path.get(path_bytes(p)).copied())
         .collect();
     let inputs = order.iter().filter_map(|&index| {
-        let known = state.known.get(index)?.as_ref()?;
+        let known = state.files.known.get(index)?.as_ref()?;
         known.problem.is_none().then_some(())?;
         Some(PlanInput {
             index,
@@ -90,14 +90,14 @@ pub(super) fn merge_with_duplicates(
     });
     let plan = Plan::build(
         inputs,
-        &state.keys,
+        &state.files.keys,
         options.accumulate,
-        &mut state.interner,
+        &mut state.files.interner,
         &mut state.plan_cache,
     );
     let mut accumulators = Accumulators::default();
     if apply(
-        &state.known,
+        &state.files.known,
         &plan,
         None,
         None,
@@ -110,7 +110,7 @@ pub(super) fn merge_with_duplicates(
         // The distinct files' exemplars were read (and any problem reported)
         // by the collection above.
         attach_exemplars(
-            &state.known,
+            &state.files.known,
             &order,
             None,
             None,
@@ -121,7 +121,7 @@ pub(super) fn merge_with_duplicates(
         );
         // Each occurrence merged again, as its samples are.
         scrape.natives = collect_natives(
-            &state.known,
+            &state.files.known,
             &order,
             None,
             None,

@@ -137,7 +137,12 @@ fn files_to_read<'p>(
         .zip(may_map)
         .filter(|&(_, &map)| !map)
         .filter_map(|((path, &index), _)| {
-            let kind = state.known[index].as_ref()?.file.as_ref()?.name.kind();
+            let kind = state.files.known[index]
+                .as_ref()?
+                .file
+                .as_ref()?
+                .name
+                .kind();
             Some((path.as_path(), kind))
         })
         .collect()

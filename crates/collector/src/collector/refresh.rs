@@ -12,7 +12,7 @@ use crate::writers::{ExitedWriters, WrittenFile};
 use super::file_entry::set_problem;
 use super::state::CollectorState;
 
-/// Refreshes the file at `state.known[index]` and records its problem. A
+/// Refreshes the file at `state.files.known[index]` and records its problem. A
 /// settled file is left as it is; with `exited`, a good file whose writer
 /// it says is gone becomes one to settle.
 pub(super) fn refresh_file(
@@ -24,7 +24,7 @@ pub(super) fn refresh_file(
     exited: Option<&ExitedWriters>,
     warnings: &mut Vec<Warning>,
 ) {
-    let Some(known) = state.known[index].as_mut() else {
+    let Some(known) = state.files.known[index].as_mut() else {
         return;
     };
     if exited.is_some()
@@ -43,15 +43,15 @@ pub(super) fn refresh_file(
         Some(file) => {
             let was_mapped = file.is_mapped();
             let mut ctx = ParseContext {
-                keys: &mut state.keys,
-                interner: &mut state.interner,
-                hints: &mut state.hints,
-                scratch: &mut state.scratch,
+                keys: &mut state.files.keys,
+                interner: &mut state.files.interner,
+                hints: &mut state.files.hints,
+                scratch: &mut state.files.scratch,
             };
             let result = file.refresh(&known.path, may_map, &mut ctx, now, prefetched);
             match (was_mapped, file.is_mapped()) {
-                (false, true) => state.maps += 1,
-                (true, false) => state.maps -= 1,
+                (false, true) => state.files.maps += 1,
+                (true, false) => state.files.maps -= 1,
                 _ => {}
             }
             match result {
@@ -87,9 +87,9 @@ pub(super) fn refresh_file(
     set_problem(known, problem, warnings);
 }
 
-/// Whether `state.known[index]` is a file to read (not a bad name).
+/// Whether `state.files.known[index]` is a file to read (not a bad name).
 pub(super) fn has_file(state: &CollectorState, index: usize) -> bool {
-    state.known[index]
+    state.files.known[index]
         .as_ref()
         .is_some_and(|known| known.file.is_some())
 }
@@ -124,12 +124,12 @@ pub(super) fn file_problem(path: &Path, trouble: ParseError) -> ReadError {
 /// Drops the file at `index`, which shrank under its map, with its
 /// problem: the plan is then worked out again without it.
 pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &mut Vec<Warning>) {
-    if let Some(known) = state.known[index].as_mut() {
+    if let Some(known) = state.files.known[index].as_mut() {
         if let Some(file) = &mut known.file {
             if file.is_mapped() {
-                state.maps -= 1;
+                state.files.maps -= 1;
             }
-            file.reset(&mut state.keys);
+            file.reset(&mut state.files.keys);
         }
         let trouble = ParseError::new(0, ReadErrorKind::ShrankUnderMap);
         let problem = file_problem(&known.path, trouble);

@@ -23,7 +23,7 @@ pub(super) fn refresh_files(
     warnings: &mut Vec<Warning>,
 ) {
     let now = Instant::now();
-    let mut may_map = std::mem::take(&mut state.may_map);
+    let mut may_map = std::mem::take(&mut state.files.may_map);
     match unsettled {
         Some(unsettled) => {
             let indexes: Vec<usize> = unsettled.refresh.iter().map(|&(index, _)| index).collect();
@@ -43,7 +43,7 @@ pub(super) fn refresh_files(
             }
         }
     }
-    state.may_map = may_map;
+    state.files.may_map = may_map;
 }
 
 /// Decides, for each file of `order`, whether this collection may map it
@@ -69,11 +69,11 @@ pub(super) fn decide_maps(
         return;
     };
     // Live workers' native histogram files share the limit.
-    let mut maps = state.maps + state.natives.mapped_files() + state.exemplars.mapped_files();
+    let mut maps = state.files.maps + state.natives.mapped_files() + state.exemplars.mapped_files();
     out.extend(order.iter().map(|&index| {
         let Some(Some(FileEntry {
             file: Some(file), ..
-        })) = state.known.get(index)
+        })) = state.files.known.get(index)
         else {
             return false;
         };

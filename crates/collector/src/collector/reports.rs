@@ -8,7 +8,7 @@ use super::report_counts::ReportCounts;
 use super::scrape::FileReport;
 use super::state::CollectorState;
 
-/// What a file's report says now: `state.known[index]`'s.
+/// What a file's report says now: `state.files.known[index]`'s.
 pub(super) fn file_report(known: &FileEntry) -> FileReport {
     let good = known.problem.is_none();
     let file = known.file.as_ref().filter(|_| good);
@@ -48,17 +48,18 @@ pub(super) fn file_reports(
     let known = || {
         order
             .iter()
-            .filter_map(|&index| state.known[index].as_ref())
+            .filter_map(|&index| state.files.known[index].as_ref())
     };
     let unchanged = match scope {
         Some(unsettled) => unsettled.refresh.iter().all(|&(index, position)| {
-            let report = state.reports.get(position);
-            let known = state.known[index].as_ref();
+            let report = state.files.reports.get(position);
+            let known = state.files.known[index].as_ref();
             matches!((report, known), (Some(report), Some(known)) if still_reports(report, known))
         }),
         None => {
-            state.reports.len() == known().count()
+            state.files.reports.len() == known().count()
                 && state
+                    .files
                     .reports
                     .iter()
                     .zip(known())
@@ -66,8 +67,8 @@ pub(super) fn file_reports(
         }
     };
     if !unchanged {
-        state.reports = known().map(file_report).collect();
-        state.report_counts = ReportCounts::of(&state.reports);
+        state.files.reports = known().map(file_report).collect();
+        state.files.report_counts = ReportCounts::of(&state.files.reports);
     }
-    Arc::clone(&state.reports)
+    Arc::clone(&state.files.reports)
 }

@@ -48,11 +48,11 @@ pub(super) fn settle_merged(
     let newly = match scope {
         Some(planned) => {
             let indexes = planned.iter().map(|p| p.index);
-            settle_gathered(&mut state.known, indexes, generation, collection)
+            settle_gathered(&mut state.files.known, indexes, generation, collection)
         }
         None => {
             let indexes = state.plan.files.iter().map(|p| p.index);
-            settle_gathered(&mut state.known, indexes, generation, collection)
+            settle_gathered(&mut state.files.known, indexes, generation, collection)
         }
     };
     if newly > 0 {
@@ -69,9 +69,14 @@ pub(super) fn keep_unsettled(
 ) -> usize {
     let next = match unsettled {
         Some(unsettled) if unsettled.generation == state.plan_generation => {
-            unsettled.still(&state.known)
+            unsettled.still(&state.files.known)
         }
-        _ => Unsettled::of(&state.known, &state.plan, state.plan_generation, order),
+        _ => Unsettled::of(
+            &state.files.known,
+            &state.plan,
+            state.plan_generation,
+            order,
+        ),
     };
     let settled = next.settled;
     state.unsettled = Some(next);

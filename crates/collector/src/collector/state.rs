@@ -6,22 +6,18 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::filter::NameFilter;
-use crate::intern::Interner;
-use crate::keys::KeyTable;
 use crate::plan::{Accumulators, Plan, PlanCache, RestrictedPlan};
 use crate::problem::Conflict;
 use crate::settled_sums::SettledSums;
-use crate::tracked::KeyHints;
 use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
 use super::exited::ExitedLive;
-use super::file_entry::{FileEntry, PathKey};
+use super::file_table::FileTable;
 use super::natives::NativeState;
 use super::quiet::Unsettled;
-use super::report_counts::ReportCounts;
-use super::scrape::{CollectOptions, Exemplars, FileReport, Natives};
+use super::scrape::{CollectOptions, Exemplars, Natives};
 
 /// A listing, the files left out of it, and the rest.
 pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
@@ -30,13 +26,8 @@ pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec
 /// and its values, the listing and the directory watch.
 #[derive(Debug, Default)]
 pub(super) struct CollectorState {
-    pub(super) known: Vec<Option<FileEntry>>,
-    /// The index in `known` of each path (the key shares `FileEntry::path`).
-    pub(super) by_path: foldhash::HashMap<PathKey, usize>,
-    pub(super) free: Vec<usize>,
-    pub(super) keys: KeyTable,
-    pub(super) interner: Interner,
-    pub(super) hints: KeyHints,
+    /// The files seen, their keys, maps and reports.
+    pub(super) files: FileTable,
     pub(super) plan_cache: PlanCache,
     pub(super) plan: Plan,
     /// Counts the plans built: a settled file's values in `values` are
@@ -45,9 +36,6 @@ pub(super) struct CollectorState {
     /// The last listing that had files left out, the files left out, and
     /// the rest: the same listing less the same files is the same listing.
     pub(super) kept: Option<KeptListing>,
-    /// The last collection's file reports, and what they count.
-    pub(super) reports: Arc<[FileReport]>,
-    pub(super) report_counts: ReportCounts,
     /// The listing of the collection under way came with no event and no
     /// look at every file: nothing but the files' values and appended
     /// entries can have changed since the last collection.
@@ -67,16 +55,11 @@ pub(super) struct CollectorState {
     pub(super) accumulators: Accumulators,
     /// Each plan operation's value (and timestamp), copied out of the files.
     pub(super) values: Vec<(f64, f64)>,
-    pub(super) scratch: Vec<u8>,
     pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
     /// The exemplar files last reported bad, and what exemplar keys resolved to.
     pub(super) exemplars: ExemplarState,
     /// The native histogram files last reported bad, and what their keys name.
     pub(super) natives: NativeState,
-    pub(super) maps: usize,
-    /// Whether each file of the collection under way may be mapped (see
-    /// `decide_maps`), kept to reuse its allocation.
-    pub(super) may_map: Vec<bool>,
     pub(super) collections: u64,
     /// The directory watch, when one could be set.
     pub(super) watch: Option<DirWatch>,
@@ -98,11 +81,6 @@ pub(super) struct CollectorState {
     pub(super) last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
     /// When every file was last looked at.
     pub(super) last_full_look: Option<Instant>,
-    /// Files forgotten (no longer listed) so far.
-    pub(super) files_forgotten: u64,
-    /// `files_forgotten` and the key table's forgotten keys at the last
-    /// interner sweep: when both are unchanged there is nothing to sweep.
-    pub(super) swept_at: (u64, u64),
     /// The generation of the caller's liveness last asked about settled
     /// files.
     pub(super) liveness_generation: Option<u64>,
