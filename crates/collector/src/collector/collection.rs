@@ -44,7 +44,7 @@ pub(super) fn collect_paths(
         Natives::Merge => native_files(
             &state.files.known,
             &order,
-            pass.dir.map(|dir| (dir, Some(state.listings))),
+            pass.dir.map(|dir| (dir, Some(state.listing.listings))),
             pass.exited.map(|_| Settling {
                 generation: state.plan_generation,
                 version: state.settle_version,
@@ -65,7 +65,7 @@ pub(super) fn collect_paths(
         .filter(|_| pass.exemplars == Exemplars::Attach && state.exemplars.saw_dir())
         .and_then(|maps| {
             let subdir = pass.dir?.join(EXEMPLAR_DIR);
-            let watched = state.watch.as_mut()?.watch_subdir(&subdir);
+            let watched = state.listing.watch.as_mut()?.watch_subdir(&subdir);
             watched.then(|| maps.saturating_sub(state.natives.mapped_files()))
         });
     let mut native_state = std::mem::take(&mut state.natives);
@@ -84,10 +84,10 @@ pub(super) fn collect_paths(
                 attach_exemplars(
                     &state.files.known,
                     &order,
-                    pass.dir.map(|dir| (dir, Some(state.listings))),
+                    pass.dir.map(|dir| (dir, Some(state.listing.listings))),
                     pass.exited.map(|_| ExemplarSettling {
                         generation: state.plan_generation,
-                        full_look: state.full_look,
+                        full_look: state.listing.full_look,
                         version: state.settle_version,
                     }),
                     exemplar_maps,
@@ -118,7 +118,7 @@ pub(super) fn collect_paths(
         stats.files_settled = keep_unsettled(state, unsettled, &order);
     }
     give_back_memory(state);
-    state.last_paths = Some((Arc::clone(paths), order));
+    state.listing.last_paths = Some((Arc::clone(paths), order));
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = pass.start.elapsed();
     Scrape {
@@ -138,8 +138,8 @@ fn order_of(
     paths: &Arc<Vec<PathBuf>>,
     settling: bool,
 ) -> (Vec<usize>, Option<Unsettled>) {
-    let quiet_listing = std::mem::take(&mut state.quiet_listing);
-    let (order, order_reused) = match state.last_paths.take() {
+    let quiet_listing = std::mem::take(&mut state.listing.quiet_listing);
+    let (order, order_reused) = match state.listing.last_paths.take() {
         Some((last, order)) if Arc::ptr_eq(&last, paths) => (order, true),
         _ => (index_paths(state, paths), false),
     };

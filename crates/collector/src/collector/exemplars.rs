@@ -144,7 +144,7 @@ pub(super) struct ExemplarSettling {
 /// attaches the latest exemplar of each series to its sample in `families`.
 /// A bad exemplar file is skipped and reported in `warnings` once. `dir`:
 /// the directory all the files are in, if they are in one, and which
-/// listing of it this is (see `CollectorState::listings`; `None`: not
+/// listing of it this is (see `Listing::listings`; `None`: not
 /// known). With `settling`, a settled file's exemplar file is read once
 /// and kept (a missing one too) until the file stops being settled. `maps`:
 /// how many live files' exemplar files may be kept mapped (`None`: none).

@@ -98,7 +98,7 @@ pub(super) fn bring_back_held(state: &mut CollectorState, exited: &ExitedWriters
     }
     if back {
         // Not a quiet collection: it must look at the files brought back.
-        state.quiet_listing = false;
+        state.listing.quiet_listing = false;
         state.settle_version += 1;
     }
 }
@@ -113,7 +113,7 @@ pub(super) fn with_exited_live_gauges(
     exited: &ExitedWriters,
 ) -> Arc<HashSet<PathBuf>> {
     let generation = exited.generation();
-    let unchanged = state.quiet_listing
+    let unchanged = state.listing.quiet_listing
         && state
             .exited_live
             .last_asked

@@ -392,7 +392,7 @@ impl DirCollector {
         let mut paths = if self.map_files {
             changed_listing(&self.dir, &mut state, start)?
         } else {
-            state.listings += 1;
+            state.listing.listings += 1;
             Arc::new(scan_dir(&self.dir).map_err(|source| CollectError {
                 dir: self.dir.clone(),
                 source,
@@ -401,7 +401,7 @@ impl DirCollector {
         let listing = Arc::clone(&paths);
         let listed = listing.len();
         let map = self.map_files && guard_sigbus();
-        let settle = map && state.watch.is_some();
+        let settle = map && state.listing.watch.is_some();
         let exited = self.exited.as_ref().filter(|_| settle);
         if let Some(exited) = exited {
             if std::mem::take(&mut state.look_again) {
@@ -418,7 +418,7 @@ impl DirCollector {
             // The same listing less the same files as last time is the
             // same listing (the same `Arc`): a collection on it need not
             // look every path up again, and can be a quiet one.
-            paths = match state.kept.take() {
+            paths = match state.listing.kept.take() {
                 Some((last, left, kept))
                     if Arc::ptr_eq(&last, &listing) && Arc::ptr_eq(&left, &left_out) =>
                 {
@@ -430,7 +430,7 @@ impl DirCollector {
                     Arc::new(kept)
                 }
             };
-            state.kept = Some((listing, left_out, Arc::clone(&paths)));
+            state.listing.kept = Some((listing, left_out, Arc::clone(&paths)));
         }
         state.collections += 1;
         let pass = Pass {
@@ -447,7 +447,7 @@ impl DirCollector {
         scrape.stats.collection = state.collections;
         scrape.stats.files_left_out = listed - paths.len();
         // Without maps there is no watch: every file is opened every time.
-        scrape.stats.full_look = std::mem::take(&mut state.full_look) || !self.map_files;
+        scrape.stats.full_look = std::mem::take(&mut state.listing.full_look) || !self.map_files;
         let scrape = Arc::new(scrape);
         *self
             .last

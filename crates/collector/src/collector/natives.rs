@@ -365,7 +365,7 @@ pub(super) fn collect_natives(
 /// The companions of the good histogram files of `order` (in `known`) to
 /// read (`None`: the directory has no native histogram subdirectory).
 /// `dir`: the directory all the files are in, if they are in one, and
-/// which listing of it this is (see `CollectorState::listings`; `None`:
+/// which listing of it this is (see `Listing::listings`; `None`:
 /// not known). `settling`: which files are settled and may be kept merged
 /// (`None`: nothing settles).
 ///

@@ -1,26 +1,21 @@
 //! What a collector keeps between collections, and how one collection runs.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Instant;
 
 use crate::filter::NameFilter;
 use crate::plan::{Accumulators, Plan, PlanCache, RestrictedPlan};
 use crate::problem::Conflict;
 use crate::settled_sums::SettledSums;
-use crate::watch::DirWatch;
 use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
 use super::exited::ExitedLive;
 use super::file_table::FileTable;
+use super::listing::Listing;
 use super::natives::NativeState;
 use super::quiet::Unsettled;
 use super::scrape::{CollectOptions, Exemplars, Natives};
-
-/// A listing, the files left out of it, and the rest.
-pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
 
 /// What a collector keeps between collections: the file table, the plan
 /// and its values, the listing and the directory watch.
@@ -29,17 +24,12 @@ pub(super) struct CollectorState {
     /// The files seen, their keys, maps and reports.
     pub(super) files: FileTable,
     pub(super) plan_cache: PlanCache,
+    /// The directory watch and the listings it keeps.
+    pub(super) listing: Listing,
     pub(super) plan: Plan,
     /// Counts the plans built: a settled file's values in `values` are
     /// those of the plan of this generation.
     pub(super) plan_generation: u64,
-    /// The last listing that had files left out, the files left out, and
-    /// the rest: the same listing less the same files is the same listing.
-    pub(super) kept: Option<KeptListing>,
-    /// The listing of the collection under way came with no event and no
-    /// look at every file: nothing but the files' values and appended
-    /// entries can have changed since the last collection.
-    pub(super) quiet_listing: bool,
     /// Bumped whenever files may have become settled or unsettled: settled
     /// sums made at another version are stale.
     pub(super) settle_version: u64,
@@ -61,33 +51,11 @@ pub(super) struct CollectorState {
     /// The native histogram files last reported bad, and what their keys name.
     pub(super) natives: NativeState,
     pub(super) collections: u64,
-    /// The directory watch, when one could be set.
-    pub(super) watch: Option<DirWatch>,
-    /// The process that set `watch`.
-    pub(super) watch_pid: u32,
-    /// The listing of the collection under way came with a full look.
-    pub(super) full_look: bool,
-    /// Counts the times the directory was listed afresh: while it stays
-    /// the same, the watch saw no name added, removed or renamed in the
-    /// directory (so no subdirectory came or went either).
-    pub(super) listings: u64,
-    /// When setting a watch last failed (it is tried again after a while).
-    pub(super) watch_failed: Option<Instant>,
-    /// The listing as of the last change, in listing order.
-    pub(super) listing: Option<Arc<Vec<PathBuf>>>,
-    /// The paths of the last collection and their indexes in `known`: when
-    /// the next collection has the very same paths (no event changed the
-    /// listing), the lookups by path are skipped.
-    pub(super) last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
-    /// When every file was last looked at.
-    pub(super) last_full_look: Option<Instant>,
     /// The generation of the caller's liveness last asked about settled
     /// files.
     pub(super) liveness_generation: Option<u64>,
     /// The live gauges left out as their writers are gone.
     pub(super) exited_live: ExitedLive,
-    /// When the watch's events were last taken.
-    pub(super) events_taken_at: Option<Instant>,
     /// Ask the caller's liveness for a new look at the processes: a file
     /// was opened while this collector opened it too.
     pub(super) look_again: bool,
