@@ -46,11 +46,11 @@ pub(super) fn collect_paths(
             &order,
             pass.dir.map(|dir| (dir, Some(state.listing.listings))),
             pass.exited.map(|_| Settling {
-                generation: state.plan_generation,
+                generation: state.merge.plan_generation,
                 version: state.settle_version,
                 unsettled: unsettled
                     .as_ref()
-                    .filter(|unsettled| unsettled.generation == state.plan_generation)
+                    .filter(|unsettled| unsettled.generation == state.merge.plan_generation)
                     .map(|unsettled| unsettled.refresh.as_slice()),
             }),
             &mut state.natives,
@@ -86,7 +86,7 @@ pub(super) fn collect_paths(
                     &order,
                     pass.dir.map(|dir| (dir, Some(state.listing.listings))),
                     pass.exited.map(|_| ExemplarSettling {
-                        generation: state.plan_generation,
+                        generation: state.merge.plan_generation,
                         full_look: state.listing.full_look,
                         version: state.settle_version,
                     }),
@@ -107,7 +107,7 @@ pub(super) fn collect_paths(
     );
     let quiet = unsettled
         .as_ref()
-        .filter(|unsettled| unsettled.generation == state.plan_generation);
+        .filter(|unsettled| unsettled.generation == state.merge.plan_generation);
     let reports = file_reports(state, &order, quiet);
     let counts = state.files.report_counts;
     stats.files_ok = counts.ok;
@@ -143,7 +143,7 @@ fn order_of(
         Some((last, order)) if Arc::ptr_eq(&last, paths) => (order, true),
         _ => (index_paths(state, paths), false),
     };
-    let generation = state.plan_generation;
+    let generation = state.merge.plan_generation;
     let unsettled = state.unsettled.take().filter(|unsettled| {
         settling && quiet_listing && order_reused && unsettled.generation == generation
     });
@@ -158,18 +158,19 @@ fn order_of(
 /// stable order.
 fn report_new_conflicts(state: &mut CollectorState, warnings: &mut Vec<Warning>) {
     let mut new_conflicts: Vec<Conflict> = state
+        .merge
         .plan
         .conflicts
         .iter()
-        .filter(|c| !state.reported_conflicts.contains(*c))
+        .filter(|c| !state.merge.reported_conflicts.contains(*c))
         .cloned()
         .collect();
     new_conflicts.sort_by_key(ToString::to_string);
-    if state.reported_conflicts.len() > 10_000 {
-        state.reported_conflicts.clear();
+    if state.merge.reported_conflicts.len() > 10_000 {
+        state.merge.reported_conflicts.clear();
     }
     for conflict in new_conflicts {
-        state.reported_conflicts.insert(conflict.clone());
+        state.merge.reported_conflicts.insert(conflict.clone());
         warnings.push(Warning::Conflict(conflict));
     }
 }
@@ -179,8 +180,8 @@ fn give_back_memory(state: &mut CollectorState) {
     if state.files.scratch.capacity() > SCRATCH_KEEP {
         state.files.scratch = Vec::new();
     }
-    if state.values.capacity() > 2 * state.values.len() + 1024 {
-        state.values.shrink_to_fit();
+    if state.merge.values.capacity() > 2 * state.merge.values.len() + 1024 {
+        state.merge.values.shrink_to_fit();
     }
     if state.files.interner.wants_sweep() {
         let forgotten = (state.files.files_forgotten, state.files.keys.forgotten());
@@ -190,9 +191,9 @@ fn give_back_memory(state: &mut CollectorState) {
             state.files.interner.rebaseline();
         } else {
             state.files.swept_at = forgotten;
-            state.plan_cache.clear();
-            state.plan = Plan::default();
-            state.replan = true;
+            state.merge.plan_cache.clear();
+            state.merge.plan = Plan::default();
+            state.merge.replan = true;
             state.files.interner.sweep();
         }
     }

@@ -82,7 +82,7 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
                     }
                 };
                 state.files.by_path.insert(PathKey(shared), index);
-                state.replan = true;
+                state.merge.replan = true;
                 index
             }
         };
@@ -106,7 +106,7 @@ pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<
             }
             state.files.by_path.remove(path_bytes(&known.path));
             state.files.free.push(index);
-            state.replan = true;
+            state.merge.replan = true;
             state.files.files_forgotten += 1;
         }
     }
@@ -129,18 +129,18 @@ mod tests {
         let mut state = CollectorState::default();
         let first = paths(&["counter_1.db", "counter_2.db", "notes.db"]);
         assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
-        assert!(state.replan);
+        assert!(state.merge.replan);
         assert!(state.files.known[2]
             .as_ref()
             .is_some_and(|k| k.file.is_none()));
 
-        state.replan = false;
+        state.merge.replan = false;
         assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
-        assert!(!state.replan);
+        assert!(!state.merge.replan);
 
         let second = paths(&["counter_1.db", "notes.db"]);
         assert_eq!(index_paths(&mut state, &second), [0, 2]);
-        assert!(state.replan && state.files.known[1].is_none());
+        assert!(state.merge.replan && state.files.known[1].is_none());
         assert_eq!(state.files.files_forgotten, 1);
         assert!(!state.files.by_path.contains_key(path_bytes(&first[1])));
 

@@ -1,7 +1,7 @@
 //! Merging: the plan worked out for the files, and applied to their values, whole or restricted by a filter.
 
 use crate::filter::NameFilter;
-use crate::plan::{Accumulators, Plan, PlanInput, RestrictedPlan};
+use crate::plan::{Accumulators, Plan, PlanCache, PlanInput, RestrictedPlan};
 use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::Settled;
 
@@ -16,7 +16,35 @@ use super::settle::settle_merged;
 use super::state::{CollectorState, Pass};
 use super::threads::on_threads;
 use crate::family::MergedFamily;
-use crate::problem::Warning;
+use crate::problem::{Conflict, Warning};
+
+/// What the merge keeps between collections: the plan, what filters keep
+/// of it, the settled files' share of it, and the buffers it is applied
+/// with.
+#[derive(Debug, Default)]
+pub(super) struct MergeState {
+    /// What outlives one plan (see `PlanCache`).
+    pub(super) plan_cache: PlanCache,
+    /// Which entry of which file feeds which output series: worked out
+    /// again only when files or keys change.
+    pub(super) plan: Plan,
+    /// Counts the plans built: a settled file's values in `values` are
+    /// those of the plan of this generation.
+    pub(super) plan_generation: u64,
+    /// What recent filters keep of `plan` (cleared with each new plan),
+    /// with the settled files' share of each.
+    pub(super) restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
+    /// The settled files' share of `plan`.
+    pub(super) settled_sums: SettledSums,
+    /// The plan must be rebuilt before the next use.
+    pub(super) replan: bool,
+    /// Where the plan is applied, kept to reuse its memory.
+    pub(super) accumulators: Accumulators,
+    /// Each plan operation's value (and timestamp), copied out of the files.
+    pub(super) values: Vec<(f64, f64)>,
+    /// The plan's conflicts already reported, so each is reported once.
+    pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
+}
 
 /// Applies `plan` to the values of its files. `Err(index)`: that file shrank
 /// under its map.
@@ -309,7 +337,7 @@ pub(super) fn build_plan(
         &state.files.keys,
         options.accumulate,
         &mut state.files.interner,
-        &mut state.plan_cache,
+        &mut state.merge.plan_cache,
     )
 }
 
@@ -328,14 +356,14 @@ pub(super) fn merge_order(
     for _ in 0..3 {
         // A quiet collection's files are the last one's, and a file whose
         // entries changed asked for a new plan.
-        let same = unsettled.is_some() || same_files(&state.plan, order, &state.files.known);
-        if state.replan || !same {
+        let same = unsettled.is_some() || same_files(&state.merge.plan, order, &state.files.known);
+        if state.merge.replan || !same {
             replan(state, order, pass.options);
             stats.planned = true;
         }
-        let settled = pass.exited.map(|_| state.plan_generation);
+        let settled = pass.exited.map(|_| state.merge.plan_generation);
         let scope = unsettled
-            .filter(|unsettled| unsettled.generation == state.plan_generation)
+            .filter(|unsettled| unsettled.generation == state.merge.plan_generation)
             .map(|unsettled| unsettled.planned.as_slice());
         match apply_plan(state, pass.filter, settled, scope) {
             Ok(families) => {
@@ -352,11 +380,11 @@ pub(super) fn merge_order(
 
 /// Works out a new plan for the files of `order`.
 fn replan(state: &mut CollectorState, order: &[usize], options: CollectOptions) {
-    state.plan = build_plan(state, order, options);
+    state.merge.plan = build_plan(state, order, options);
     state.files.interner.settle();
-    state.restricted.clear();
-    state.plan_generation += 1;
-    state.replan = false;
+    state.merge.restricted.clear();
+    state.merge.plan_generation += 1;
+    state.merge.replan = false;
 }
 
 /// Applies the plan to the files' values, keeping what `filter` names
@@ -373,23 +401,24 @@ fn apply_plan(
     match filter {
         None => apply(
             &state.files.known,
-            &state.plan,
-            settled.map(|generation| (generation, version, &mut state.settled_sums)),
+            &state.merge.plan,
+            settled.map(|generation| (generation, version, &mut state.merge.settled_sums)),
             scope,
-            &mut state.accumulators,
-            &mut state.values,
+            &mut state.merge.accumulators,
+            &mut state.merge.values,
         )
-        .map(|()| state.accumulators.finish(&state.plan)),
+        .map(|()| state.merge.accumulators.finish(&state.merge.plan)),
         Some(filter) => {
-            let (restricted, sums) = restricted_plan(&mut state.restricted, &state.plan, filter);
+            let (restricted, sums) =
+                restricted_plan(&mut state.merge.restricted, &state.merge.plan, filter);
             apply_restricted(
                 &state.files.known,
-                &state.plan,
+                &state.merge.plan,
                 restricted,
                 settled.map(|generation| (generation, version, sums)),
                 scope,
-                &mut state.accumulators,
-                &mut state.values,
+                &mut state.merge.accumulators,
+                &mut state.merge.values,
             )
             .map(|()| {
                 // Only the samples named (a most-recent family was merged
@@ -397,8 +426,9 @@ fn apply_plan(
                 // out, as Python's `_restricted_metric` leaves it out.
                 filter.restrict(
                     state
+                        .merge
                         .accumulators
-                        .finish_restricted(&state.plan, restricted),
+                        .finish_restricted(&state.merge.plan, restricted),
                 )
             })
         }

@@ -93,7 +93,7 @@ pub(super) fn merge_with_duplicates(
         &state.files.keys,
         options.accumulate,
         &mut state.files.interner,
-        &mut state.plan_cache,
+        &mut state.merge.plan_cache,
     );
     let mut accumulators = Accumulators::default();
     if apply(

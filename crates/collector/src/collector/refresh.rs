@@ -32,7 +32,7 @@ pub(super) fn refresh_file(
         && known
             .file
             .as_ref()
-            .is_some_and(|file| file.is_settled(state.plan_generation))
+            .is_some_and(|file| file.is_settled(state.merge.plan_generation))
     {
         return;
     }
@@ -57,7 +57,7 @@ pub(super) fn refresh_file(
             match result {
                 Ok(refreshed) => {
                     if refreshed == Refreshed::Changed {
-                        state.replan = true;
+                        state.merge.replan = true;
                     }
                     if let Some(exited) = exited {
                         let gone = |identity| {
@@ -82,7 +82,7 @@ pub(super) fn refresh_file(
         }
     };
     if was_bad || problem.is_some() {
-        state.replan = true;
+        state.merge.replan = true;
     }
     set_problem(known, problem, warnings);
 }
@@ -135,5 +135,5 @@ pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &m
         let problem = file_problem(&known.path, trouble);
         set_problem(known, Some(problem), warnings);
     }
-    state.replan = true;
+    state.merge.replan = true;
 }

@@ -51,7 +51,7 @@ pub(super) fn settle_merged(
             settle_gathered(&mut state.files.known, indexes, generation, collection)
         }
         None => {
-            let indexes = state.plan.files.iter().map(|p| p.index);
+            let indexes = state.merge.plan.files.iter().map(|p| p.index);
             settle_gathered(&mut state.files.known, indexes, generation, collection)
         }
     };
@@ -68,13 +68,13 @@ pub(super) fn keep_unsettled(
     order: &[usize],
 ) -> usize {
     let next = match unsettled {
-        Some(unsettled) if unsettled.generation == state.plan_generation => {
+        Some(unsettled) if unsettled.generation == state.merge.plan_generation => {
             unsettled.still(&state.files.known)
         }
         _ => Unsettled::of(
             &state.files.known,
-            &state.plan,
-            state.plan_generation,
+            &state.merge.plan,
+            state.merge.plan_generation,
             order,
         ),
     };

@@ -4,15 +4,13 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::filter::NameFilter;
-use crate::plan::{Accumulators, Plan, PlanCache, RestrictedPlan};
-use crate::problem::Conflict;
-use crate::settled_sums::SettledSums;
 use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
 use super::exited::ExitedLive;
 use super::file_table::FileTable;
 use super::listing::Listing;
+use super::merge::MergeState;
 use super::natives::NativeState;
 use super::quiet::Unsettled;
 use super::scrape::{CollectOptions, Exemplars, Natives};
@@ -23,29 +21,15 @@ use super::scrape::{CollectOptions, Exemplars, Natives};
 pub(super) struct CollectorState {
     /// The files seen, their keys, maps and reports.
     pub(super) files: FileTable,
-    pub(super) plan_cache: PlanCache,
     /// The directory watch and the listings it keeps.
     pub(super) listing: Listing,
-    pub(super) plan: Plan,
-    /// Counts the plans built: a settled file's values in `values` are
-    /// those of the plan of this generation.
-    pub(super) plan_generation: u64,
+    /// The merge plan, its values and what it last reported.
+    pub(super) merge: MergeState,
     /// Bumped whenever files may have become settled or unsettled: settled
     /// sums made at another version are stale.
     pub(super) settle_version: u64,
     /// The files not settled after the last collection, for a quiet one.
     pub(super) unsettled: Option<Unsettled>,
-    /// What recent filters keep of `plan` (cleared with each new plan),
-    /// with the settled files' share of each.
-    pub(super) restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
-    /// The settled files' share of `plan`.
-    pub(super) settled_sums: SettledSums,
-    /// The plan must be rebuilt before the next use.
-    pub(super) replan: bool,
-    pub(super) accumulators: Accumulators,
-    /// Each plan operation's value (and timestamp), copied out of the files.
-    pub(super) values: Vec<(f64, f64)>,
-    pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
     /// The exemplar files last reported bad, and what exemplar keys resolved to.
     pub(super) exemplars: ExemplarState,
     /// The native histogram files last reported bad, and what their keys name.
