@@ -47,7 +47,7 @@ pub(super) fn collect_paths(
             pass.dir.map(|dir| (dir, Some(state.listing.listings))),
             pass.exited.map(|_| Settling {
                 generation: state.merge.plan_generation,
-                version: state.settle_version,
+                version: state.settling.settle_version,
                 unsettled: unsettled
                     .as_ref()
                     .filter(|unsettled| unsettled.generation == state.merge.plan_generation)
@@ -88,7 +88,7 @@ pub(super) fn collect_paths(
                     pass.exited.map(|_| ExemplarSettling {
                         generation: state.merge.plan_generation,
                         full_look: state.listing.full_look,
-                        version: state.settle_version,
+                        version: state.settling.settle_version,
                     }),
                     exemplar_maps,
                     &mut families,
@@ -144,12 +144,12 @@ fn order_of(
         _ => (index_paths(state, paths), false),
     };
     let generation = state.merge.plan_generation;
-    let unsettled = state.unsettled.take().filter(|unsettled| {
+    let unsettled = state.settling.unsettled.take().filter(|unsettled| {
         settling && quiet_listing && order_reused && unsettled.generation == generation
     });
     if unsettled.is_none() {
         // Events may have brought settled files back.
-        state.settle_version += 1;
+        state.settling.settle_version += 1;
     }
     (order, unsettled)
 }

@@ -135,7 +135,7 @@ pub(super) struct ExemplarSettling {
     pub(super) generation: u64,
     /// This collection looks at every file: nothing kept is trusted.
     pub(super) full_look: bool,
-    /// The settling version (see `CollectorState::settle_version`): the
+    /// The settling version (see `SettleState::settle_version`): the
     /// same one, on the same plan, means no file settled or changed since.
     pub(super) version: u64,
 }

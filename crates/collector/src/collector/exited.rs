@@ -69,10 +69,10 @@ impl ExitedLive {
 /// `exited` no longer says is gone: asked only when its generation moved.
 pub(super) fn bring_back_held(state: &mut CollectorState, exited: &ExitedWriters) {
     let generation = exited.generation();
-    if state.liveness_generation == Some(generation) {
+    if state.settling.liveness_generation == Some(generation) {
         return;
     }
-    state.liveness_generation = Some(generation);
+    state.settling.liveness_generation = Some(generation);
     let mut back = false;
     for entry in state.files.known.iter_mut().flatten() {
         let FileEntry {
@@ -99,7 +99,7 @@ pub(super) fn bring_back_held(state: &mut CollectorState, exited: &ExitedWriters
     if back {
         // Not a quiet collection: it must look at the files brought back.
         state.listing.quiet_listing = false;
-        state.settle_version += 1;
+        state.settling.settle_version += 1;
     }
 }
 
@@ -115,19 +115,20 @@ pub(super) fn with_exited_live_gauges(
     let generation = exited.generation();
     let unchanged = state.listing.quiet_listing
         && state
+            .settling
             .exited_live
             .last_asked
             .as_ref()
             .is_some_and(|(last, asked)| Arc::ptr_eq(last, listing) && *asked == generation);
-    state.exited_live.last_asked = Some((Arc::clone(listing), generation));
+    state.settling.exited_live.last_asked = Some((Arc::clone(listing), generation));
     if unchanged {
-        match &state.exited_live.last {
+        match &state.settling.exited_live.last {
             None => return given,
             Some((last_given, last)) if same_given(last_given, &given) => return Arc::clone(last),
             Some(_) => {}
         }
     }
-    let live = match &state.exited_live.live {
+    let live = match &state.settling.exited_live.live {
         Some((last, live)) if Arc::ptr_eq(last, listing) => Arc::clone(live),
         _ => {
             let live: LiveFiles = Arc::new(
@@ -142,12 +143,12 @@ pub(super) fn with_exited_live_gauges(
                     })
                     .collect(),
             );
-            state.exited_live.live = Some((Arc::clone(listing), Arc::clone(&live)));
+            state.settling.exited_live.live = Some((Arc::clone(listing), Arc::clone(&live)));
             live
         }
     };
     let mut left_out = HashSet::new();
-    let mut retired = std::mem::take(&mut state.exited_live.retired);
+    let mut retired = std::mem::take(&mut state.settling.exited_live.retired);
     for (path, name) in live.iter() {
         let known = retired.get(path).copied().or_else(|| {
             let index = *state.files.by_path.get(path_bytes(path))?;
@@ -175,19 +176,19 @@ pub(super) fn with_exited_live_gauges(
         }
     }
     retired.retain(|path, _| left_out.contains(path));
-    state.exited_live.retired = retired;
+    state.settling.exited_live.retired = retired;
     if left_out.is_empty() {
-        state.exited_live.last = None;
+        state.settling.exited_live.last = None;
         return given;
     }
     left_out.extend(given.iter().cloned());
-    if let Some((last_given, last)) = &state.exited_live.last {
+    if let Some((last_given, last)) = &state.settling.exited_live.last {
         if same_given(last_given, &given) && **last == left_out {
             return Arc::clone(last);
         }
     }
     let left_out = Arc::new(left_out);
-    state.exited_live.last = Some((given, Arc::clone(&left_out)));
+    state.settling.exited_live.last = Some((given, Arc::clone(&left_out)));
     left_out
 }
 

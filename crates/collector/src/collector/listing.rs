@@ -148,7 +148,7 @@ pub(super) fn changed_listing(
                 file.touch_if_changed(&known.path);
             }
         }
-        state.exited_live.look_at_every_file();
+        state.settling.exited_live.look_at_every_file();
     } else {
         state.exemplars.watched(&changes, false);
         let touched = changes.touched.iter().map(|name| (name, true));
@@ -165,13 +165,13 @@ pub(super) fn changed_listing(
                     } else if last_take.is_some_and(|at| file.opened_by_us_since(at)) {
                         // Ours, perhaps with another: a new look tells.
                         file.opened_perhaps_by_us();
-                        state.look_again = true;
+                        state.settling.look_again = true;
                     } else {
                         file.opened();
                     }
                 }
             } else {
-                state.exited_live.event(&path);
+                state.settling.exited_live.event(&path);
             }
         }
     }

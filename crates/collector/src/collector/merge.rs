@@ -397,7 +397,7 @@ fn apply_plan(
     settled: Option<u64>,
     scope: Option<&[PlannedUnsettled]>,
 ) -> Result<Vec<MergedFamily>, usize> {
-    let version = state.settle_version;
+    let version = state.settling.settle_version;
     match filter {
         None => apply(
             &state.files.known,

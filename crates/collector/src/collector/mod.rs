@@ -404,7 +404,7 @@ impl DirCollector {
         let settle = map && state.listing.watch.is_some();
         let exited = self.exited.as_ref().filter(|_| settle);
         if let Some(exited) = exited {
-            if std::mem::take(&mut state.look_again) {
+            if std::mem::take(&mut state.settling.look_again) {
                 exited.look_again();
             }
             bring_back_held(&mut state, exited);

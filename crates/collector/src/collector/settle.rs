@@ -2,9 +2,30 @@
 
 use crate::tracked::Settled;
 
+use super::exited::ExitedLive;
 use super::file_entry::FileEntry;
 use super::quiet::{PlannedUnsettled, Unsettled};
 use super::state::CollectorState;
+
+/// What settling keeps between collections: which version of the settled
+/// files the sums are for, the files not settled, and what the caller's
+/// liveness last said of the files and of the live gauges.
+#[derive(Debug, Default)]
+pub(super) struct SettleState {
+    /// Bumped whenever files may have become settled or unsettled: settled
+    /// sums made at another version are stale.
+    pub(super) settle_version: u64,
+    /// The files not settled after the last collection, for a quiet one.
+    pub(super) unsettled: Option<Unsettled>,
+    /// The generation of the caller's liveness last asked about settled
+    /// files.
+    pub(super) liveness_generation: Option<u64>,
+    /// The live gauges left out as their writers are gone.
+    pub(super) exited_live: ExitedLive,
+    /// Ask the caller's liveness for a new look at the processes: a file
+    /// was opened while this collector opened it too.
+    pub(super) look_again: bool,
+}
 
 /// Marks the files of `indexes` (planned files) whose writer is gone, and
 /// whose values the collection just read whole into the value buffer, as
@@ -56,7 +77,7 @@ pub(super) fn settle_merged(
         }
     };
     if newly > 0 {
-        state.settle_version += 1;
+        state.settling.settle_version += 1;
     }
 }
 
@@ -79,6 +100,6 @@ pub(super) fn keep_unsettled(
         ),
     };
     let settled = next.settled;
-    state.unsettled = Some(next);
+    state.settling.unsettled = Some(next);
     settled
 }

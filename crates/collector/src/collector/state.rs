@@ -7,16 +7,17 @@ use crate::filter::NameFilter;
 use crate::writers::ExitedWriters;
 
 use super::exemplars::ExemplarState;
-use super::exited::ExitedLive;
 use super::file_table::FileTable;
 use super::listing::Listing;
 use super::merge::MergeState;
 use super::natives::NativeState;
-use super::quiet::Unsettled;
 use super::scrape::{CollectOptions, Exemplars, Natives};
+use super::settle::SettleState;
 
-/// What a collector keeps between collections: the file table, the plan
-/// and its values, the listing and the directory watch.
+/// What a collector keeps between collections, part by part: the file
+/// table, the listing and the directory watch, the plan and its values,
+/// the settling of exited writers' files, and the native histogram and
+/// exemplar files.
 #[derive(Debug, Default)]
 pub(super) struct CollectorState {
     /// The files seen, their keys, maps and reports.
@@ -25,24 +26,14 @@ pub(super) struct CollectorState {
     pub(super) listing: Listing,
     /// The merge plan, its values and what it last reported.
     pub(super) merge: MergeState,
-    /// Bumped whenever files may have become settled or unsettled: settled
-    /// sums made at another version are stale.
-    pub(super) settle_version: u64,
-    /// The files not settled after the last collection, for a quiet one.
-    pub(super) unsettled: Option<Unsettled>,
+    /// Which files are settled, and what the caller's liveness last said.
+    pub(super) settling: SettleState,
     /// The exemplar files last reported bad, and what exemplar keys resolved to.
     pub(super) exemplars: ExemplarState,
     /// The native histogram files last reported bad, and what their keys name.
     pub(super) natives: NativeState,
+    /// Counts the collections.
     pub(super) collections: u64,
-    /// The generation of the caller's liveness last asked about settled
-    /// files.
-    pub(super) liveness_generation: Option<u64>,
-    /// The live gauges left out as their writers are gone.
-    pub(super) exited_live: ExitedLive,
-    /// Ask the caller's liveness for a new look at the processes: a file
-    /// was opened while this collector opened it too.
-    pub(super) look_again: bool,
 }
 
 /// How one collection runs.
