@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use multiprom_format::exemplar_file::EXEMPLAR_DIR;
 
@@ -9,12 +10,11 @@ use crate::plan::Plan;
 use crate::problem::{Conflict, Warning};
 
 use super::exemplars::{attach_exemplars, ExemplarSettling};
-use super::file_table::index_paths;
-use super::merge::merge_order;
+use super::file_table::FileTable;
+use super::merge::{merge_order, MergeState};
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
-use super::refresh_files::refresh_files;
-use super::reports::file_reports;
+use super::refresh::Refreshing;
 use super::scrape::{Exemplars, Natives, Scrape, ScrapeStats};
 use super::settle::keep_unsettled;
 use super::state::{CollectorState, Pass};
@@ -29,14 +29,20 @@ pub(super) fn collect_paths(
     let mut warnings = Vec::new();
     let mut stats = ScrapeStats::default();
     let (order, unsettled) = order_of(state, paths, pass.exited.is_some());
-    refresh_files(
-        state,
-        paths,
-        &order,
-        unsettled.as_ref(),
-        pass,
-        &mut warnings,
-    );
+    let refreshing = Refreshing {
+        now: Instant::now(),
+        map_limit: pass.map_limit,
+        companion_maps: state.natives.mapped_files() + state.exemplars.mapped_files(),
+        exited: pass.exited,
+        generation: state.merge.plan_generation,
+        collection: state.collections,
+    };
+    if state
+        .files
+        .refresh_files(paths, &order, unsettled.as_ref(), refreshing, &mut warnings)
+    {
+        state.merge.replan = true;
+    }
     // The companions are found before the merge, so that live workers'
     // are read on the other cores while this one merges the `*.db` files.
     let native_files = match pass.natives {
@@ -108,7 +114,7 @@ pub(super) fn collect_paths(
     let quiet = unsettled
         .as_ref()
         .filter(|unsettled| unsettled.generation == state.merge.plan_generation);
-    let reports = file_reports(state, &order, quiet);
+    let reports = state.files.file_reports(&order, quiet);
     let counts = state.files.report_counts;
     stats.files_ok = counts.ok;
     stats.files_bad = counts.bad;
@@ -117,7 +123,7 @@ pub(super) fn collect_paths(
     if pass.exited.is_some() {
         stats.files_settled = keep_unsettled(state, unsettled, &order);
     }
-    give_back_memory(state);
+    give_back_memory(&mut state.files, &mut state.merge);
     state.listing.last_paths = Some((Arc::clone(paths), order));
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = pass.start.elapsed();
@@ -141,7 +147,13 @@ fn order_of(
     let quiet_listing = std::mem::take(&mut state.listing.quiet_listing);
     let (order, order_reused) = match state.listing.last_paths.take() {
         Some((last, order)) if Arc::ptr_eq(&last, paths) => (order, true),
-        _ => (index_paths(state, paths), false),
+        _ => {
+            let (order, changed) = state.files.index_paths(paths);
+            if changed {
+                state.merge.replan = true;
+            }
+            (order, false)
+        }
     };
     let generation = state.merge.plan_generation;
     let unsettled = state.settling.unsettled.take().filter(|unsettled| {
@@ -175,29 +187,16 @@ fn report_new_conflicts(state: &mut CollectorState, warnings: &mut Vec<Warning>)
     }
 }
 
-/// Gives back memory a big file or a burst of keys left behind.
-fn give_back_memory(state: &mut CollectorState) {
-    if state.files.scratch.capacity() > SCRATCH_KEEP {
-        state.files.scratch = Vec::new();
+/// Gives back memory a big file or a burst of keys left behind: the
+/// file table's, and the merge's, whose plan is dropped when the interner
+/// it refers into is swept.
+fn give_back_memory(files: &mut FileTable, merge: &mut MergeState) {
+    if merge.values.capacity() > 2 * merge.values.len() + 1024 {
+        merge.values.shrink_to_fit();
     }
-    if state.merge.values.capacity() > 2 * state.merge.values.len() + 1024 {
-        state.merge.values.shrink_to_fit();
-    }
-    if state.files.interner.wants_sweep() {
-        let forgotten = (state.files.files_forgotten, state.files.keys.forgotten());
-        if forgotten == state.files.swept_at {
-            // Growth from new files and keys only: nothing to give back, and
-            // a sweep would throw away a plan that is still good.
-            state.files.interner.rebaseline();
-        } else {
-            state.files.swept_at = forgotten;
-            state.merge.plan_cache.clear();
-            state.merge.plan = Plan::default();
-            state.merge.replan = true;
-            state.files.interner.sweep();
-        }
-    }
+    files.give_back_memory(|| {
+        merge.plan_cache.clear();
+        merge.plan = Plan::default();
+        merge.replan = true;
+    });
 }
-
-/// The read buffer kept between collections; a bigger one is freed.
-pub(super) const SCRATCH_KEEP: usize = 1 << 20;

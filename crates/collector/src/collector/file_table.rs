@@ -14,7 +14,6 @@ use crate::tracked::{KeyHints, TrackedFile};
 use super::file_entry::{file_name, path_bytes, FileEntry, PathKey};
 use super::report_counts::ReportCounts;
 use super::scrape::FileReport;
-use super::state::CollectorState;
 
 /// The files a collector has seen, by index and by path, with what their
 /// entries' keys decode to and how many of them are mapped.
@@ -46,72 +45,97 @@ pub(super) struct FileTable {
     pub(super) swept_at: (u64, u64),
 }
 
-/// The index in `state.files.known` of each of `paths`, adding new files and
-/// forgetting those no longer listed.
-pub(super) fn index_paths(state: &mut CollectorState, paths: &[PathBuf]) -> Vec<usize> {
-    let mut order: Vec<usize> = Vec::with_capacity(paths.len());
-    // Sized once for a first listing of thousands of files, rather than
-    // grown by doubling.
-    state
-        .files
-        .by_path
-        .reserve(paths.len().saturating_sub(state.files.by_path.len()));
-    state
-        .files
-        .known
-        .reserve(paths.len().saturating_sub(state.files.known.len()));
-    for path in paths {
-        let index = match state.files.by_path.get(path_bytes(path)) {
-            Some(&index) => index,
-            None => {
-                let shared: Arc<Path> = Arc::from(path.as_path());
-                let known = FileEntry {
-                    path: Arc::clone(&shared),
-                    file: file_name(path).map(TrackedFile::new),
-                    problem: None,
-                    last_problem: None,
-                };
-                let index = match state.files.free.pop() {
-                    Some(index) => {
-                        state.files.known[index] = Some(known);
-                        index
-                    }
-                    None => {
-                        state.files.known.push(Some(known));
-                        state.files.known.len() - 1
-                    }
-                };
-                state.files.by_path.insert(PathKey(shared), index);
-                state.merge.replan = true;
-                index
-            }
-        };
-        order.push(index);
-    }
-    // Forget files no longer listed.
-    let mut listed = vec![false; state.files.known.len()];
-    for &index in &order {
-        listed[index] = true;
-    }
-    for (index, listed) in listed.into_iter().enumerate() {
-        if listed {
-            continue;
-        }
-        if let Some(mut known) = state.files.known[index].take() {
-            if let Some(file) = &mut known.file {
-                if file.is_mapped() {
-                    state.files.maps -= 1;
+impl FileTable {
+    /// The index in `known` of each of `paths`, adding new files and
+    /// forgetting those no longer listed; and whether it did either, when
+    /// the plan must be worked out again.
+    pub(super) fn index_paths(&mut self, paths: &[PathBuf]) -> (Vec<usize>, bool) {
+        let mut order: Vec<usize> = Vec::with_capacity(paths.len());
+        let mut changed = false;
+        // Sized once for a first listing of thousands of files, rather than
+        // grown by doubling.
+        self.by_path
+            .reserve(paths.len().saturating_sub(self.by_path.len()));
+        self.known
+            .reserve(paths.len().saturating_sub(self.known.len()));
+        for path in paths {
+            let index = match self.by_path.get(path_bytes(path)) {
+                Some(&index) => index,
+                None => {
+                    let shared: Arc<Path> = Arc::from(path.as_path());
+                    let known = FileEntry {
+                        path: Arc::clone(&shared),
+                        file: file_name(path).map(TrackedFile::new),
+                        problem: None,
+                        last_problem: None,
+                    };
+                    let index = match self.free.pop() {
+                        Some(index) => {
+                            self.known[index] = Some(known);
+                            index
+                        }
+                        None => {
+                            self.known.push(Some(known));
+                            self.known.len() - 1
+                        }
+                    };
+                    self.by_path.insert(PathKey(shared), index);
+                    changed = true;
+                    index
                 }
-                file.reset(&mut state.files.keys);
+            };
+            order.push(index);
+        }
+        // Forget files no longer listed.
+        let mut listed = vec![false; self.known.len()];
+        for &index in &order {
+            listed[index] = true;
+        }
+        for (index, listed) in listed.into_iter().enumerate() {
+            if listed {
+                continue;
             }
-            state.files.by_path.remove(path_bytes(&known.path));
-            state.files.free.push(index);
-            state.merge.replan = true;
-            state.files.files_forgotten += 1;
+            if let Some(mut known) = self.known[index].take() {
+                if let Some(file) = &mut known.file {
+                    if file.is_mapped() {
+                        self.maps -= 1;
+                    }
+                    file.reset(&mut self.keys);
+                }
+                self.by_path.remove(path_bytes(&known.path));
+                self.free.push(index);
+                changed = true;
+                self.files_forgotten += 1;
+            }
+        }
+        (order, changed)
+    }
+
+    /// Gives back memory a big file or a burst of keys left behind.
+    /// `before_sweep` runs before the interner is swept: what still holds
+    /// interned names (the plan) must let go of them first, or the sweep
+    /// cannot free them.
+    pub(super) fn give_back_memory(&mut self, before_sweep: impl FnOnce()) {
+        if self.scratch.capacity() > SCRATCH_KEEP {
+            self.scratch = Vec::new();
+        }
+        if self.interner.wants_sweep() {
+            let forgotten = (self.files_forgotten, self.keys.forgotten());
+            if forgotten == self.swept_at {
+                // Growth from new files and keys only: nothing to give back, and
+                // a sweep would throw away a plan that is still good.
+                self.interner.rebaseline();
+            } else {
+                self.swept_at = forgotten;
+                before_sweep();
+                self.interner.sweep();
+            }
         }
     }
-    order
 }
+
+/// The read buffer kept between collections; a bigger one is freed.
+pub(super) const SCRATCH_KEEP: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -126,26 +150,26 @@ mod tests {
     // same paths changes nothing.
     #[test]
     fn the_file_table_adds_forgets_and_reuses_slots() {
-        let mut state = CollectorState::default();
+        let mut files = FileTable::default();
         let first = paths(&["counter_1.db", "counter_2.db", "notes.db"]);
-        assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
-        assert!(state.merge.replan);
-        assert!(state.files.known[2]
-            .as_ref()
-            .is_some_and(|k| k.file.is_none()));
+        let (order, changed) = files.index_paths(&first);
+        assert_eq!(order, [0, 1, 2]);
+        assert!(changed);
+        assert!(files.known[2].as_ref().is_some_and(|k| k.file.is_none()));
 
-        state.merge.replan = false;
-        assert_eq!(index_paths(&mut state, &first), [0, 1, 2]);
-        assert!(!state.merge.replan);
+        let (order, changed) = files.index_paths(&first);
+        assert_eq!(order, [0, 1, 2]);
+        assert!(!changed);
 
         let second = paths(&["counter_1.db", "notes.db"]);
-        assert_eq!(index_paths(&mut state, &second), [0, 2]);
-        assert!(state.merge.replan && state.files.known[1].is_none());
-        assert_eq!(state.files.files_forgotten, 1);
-        assert!(!state.files.by_path.contains_key(path_bytes(&first[1])));
+        let (order, changed) = files.index_paths(&second);
+        assert_eq!(order, [0, 2]);
+        assert!(changed && files.known[1].is_none());
+        assert_eq!(files.files_forgotten, 1);
+        assert!(!files.by_path.contains_key(path_bytes(&first[1])));
 
         let third = paths(&["gauge_all_3.db", "counter_1.db", "notes.db"]);
-        assert_eq!(index_paths(&mut state, &third), [1, 0, 2]);
-        assert_eq!(state.files.by_path.get(path_bytes(&third[0])), Some(&1));
+        assert_eq!(files.index_paths(&third).0, [1, 0, 2]);
+        assert_eq!(files.by_path.get(path_bytes(&third[0])), Some(&1));
     }
 }

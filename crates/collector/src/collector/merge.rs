@@ -9,7 +9,6 @@ use super::file_entry::{tracked_file, FileEntry};
 use super::gather::{gather, gather_threads};
 use super::quiet::PlannedUnsettled;
 use super::quiet::Unsettled;
-use super::refresh::drop_shrunk;
 use super::scrape::CollectOptions;
 use super::scrape::ScrapeStats;
 use super::settle::settle_merged;
@@ -372,7 +371,10 @@ pub(super) fn merge_order(
                 }
                 return families;
             }
-            Err(index) => drop_shrunk(state, index, warnings),
+            Err(index) => {
+                state.files.drop_shrunk(index, warnings);
+                state.merge.replan = true;
+            }
         }
     }
     Vec::new()

@@ -1,14 +1,12 @@
 //! The read-ahead pipeline: files opened and read by other threads while this one parses.
 
+use super::file_table::FileTable;
 use super::gather::cores;
-use super::refresh::{has_file, refresh_file};
-use super::state::CollectorState;
+use super::refresh::Refreshing;
 use crate::problem::Warning;
-use crate::writers::ExitedWriters;
 use std::path::Path;
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
-use std::time::Instant;
 
 use multiprom_format::{MetricKind, OpenDir};
 
@@ -64,88 +62,83 @@ pub(super) fn read_ahead(
     }
 }
 
-/// Whether enough files of `order` are to be read with `pread` (not
-/// mapped, `may_map`) for reading them ahead on other threads to pay.
-pub(super) fn worth_reading_ahead(
-    state: &CollectorState,
-    order: &[usize],
-    may_map: &[bool],
-) -> bool {
-    let reads = order
-        .iter()
-        .zip(may_map)
-        .filter(|&(&index, &map)| !map && has_file(state, index))
-        .count();
-    reads >= PREFETCH_MIN_FILES && cores() > 1
-}
+impl FileTable {
+    /// Whether enough files of `order` are to be read with `pread` (not
+    /// mapped, `may_map`) for reading them ahead on other threads to pay.
+    pub(super) fn worth_reading_ahead(&self, order: &[usize], may_map: &[bool]) -> bool {
+        let reads = order
+            .iter()
+            .zip(may_map)
+            .filter(|&(&index, &map)| !map && self.has_file(index))
+            .count();
+        reads >= PREFETCH_MIN_FILES && cores() > 1
+    }
 
-/// Refreshes the files of `order` on this thread while other threads open
-/// and read the ones not mapped ahead of it, through bounded queues.
-pub(super) fn refresh_reading_ahead(
-    state: &mut CollectorState,
-    paths: &[PathBuf],
-    order: &[usize],
-    may_map: &[bool],
-    now: Instant,
-    exited: Option<&ExitedWriters>,
-    warnings: &mut Vec<Warning>,
-) {
-    let ahead = files_to_read(state, paths, order, may_map);
-    // The files of a directory are opened by name in it.
-    let dir = ahead
-        .first()
-        .and_then(|(path, _)| OpenDir::open(path.parent()?).ok());
-    let (senders, receivers): (Vec<_>, Vec<_>) = (0..PREFETCH_READERS)
-        .map(|_| std::sync::mpsc::sync_channel(PREFETCH_QUEUE))
-        .unzip();
-    std::thread::scope(|scope| {
-        for (nth, sender) in senders.into_iter().enumerate() {
-            let (ahead, dir) = (&ahead, dir.as_ref());
-            // A thread that cannot be started drops its sender: this
-            // thread then reads the files itself.
-            let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
-                read_ahead(ahead, dir, sender, nth, PREFETCH_READERS);
-            });
-        }
-        let mut batches = BatchesInTurn::new(receivers);
-        for (&index, &map) in order.iter().zip(may_map) {
-            let prefetched = if !map && has_file(state, index) {
-                batches.next_file()
-            } else {
-                None
-            };
-            refresh_file(state, index, map, now, prefetched, exited, warnings);
-        }
-        // Dropping the receivers stops the reading threads if this side
-        // stopped early.
-        drop(batches);
-    });
-}
+    /// Refreshes the files of `order` on this thread while other threads open
+    /// and read the ones not mapped ahead of it, through bounded queues.
+    /// `true`: the plan must be worked out again.
+    pub(super) fn refresh_reading_ahead(
+        &mut self,
+        paths: &[PathBuf],
+        order: &[usize],
+        may_map: &[bool],
+        how: Refreshing<'_>,
+        warnings: &mut Vec<Warning>,
+    ) -> bool {
+        let ahead = self.files_to_read(paths, order, may_map);
+        // The files of a directory are opened by name in it.
+        let dir = ahead
+            .first()
+            .and_then(|(path, _)| OpenDir::open(path.parent()?).ok());
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..PREFETCH_READERS)
+            .map(|_| std::sync::mpsc::sync_channel(PREFETCH_QUEUE))
+            .unzip();
+        let mut replan = false;
+        std::thread::scope(|scope| {
+            for (nth, sender) in senders.into_iter().enumerate() {
+                let (ahead, dir) = (&ahead, dir.as_ref());
+                // A thread that cannot be started drops its sender: this
+                // thread then reads the files itself.
+                let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
+                    read_ahead(ahead, dir, sender, nth, PREFETCH_READERS);
+                });
+            }
+            let mut batches = BatchesInTurn::new(receivers);
+            for (&index, &map) in order.iter().zip(may_map) {
+                let prefetched = if !map && self.has_file(index) {
+                    batches.next_file()
+                } else {
+                    None
+                };
+                replan |= self.refresh_file(index, map, prefetched, how, warnings);
+            }
+            // Dropping the receivers stops the reading threads if this side
+            // stopped early.
+            drop(batches);
+        });
+        replan
+    }
 
-/// The files of `paths` to read with `pread` (not mapped, `may_map`), in
-/// merge order, with their kinds. `order` holds the index of each of
-/// `paths`, in the same order.
-fn files_to_read<'p>(
-    state: &CollectorState,
-    paths: &'p [PathBuf],
-    order: &[usize],
-    may_map: &[bool],
-) -> Vec<(&'p Path, MetricKind)> {
-    paths
-        .iter()
-        .zip(order)
-        .zip(may_map)
-        .filter(|&(_, &map)| !map)
-        .filter_map(|((path, &index), _)| {
-            let kind = state.files.known[index]
-                .as_ref()?
-                .file
-                .as_ref()?
-                .name
-                .kind();
-            Some((path.as_path(), kind))
-        })
-        .collect()
+    /// The files of `paths` to read with `pread` (not mapped, `may_map`), in
+    /// merge order, with their kinds. `order` holds the index of each of
+    /// `paths`, in the same order.
+    fn files_to_read<'p>(
+        &self,
+        paths: &'p [PathBuf],
+        order: &[usize],
+        may_map: &[bool],
+    ) -> Vec<(&'p Path, MetricKind)> {
+        paths
+            .iter()
+            .zip(order)
+            .zip(may_map)
+            .filter(|&(_, &map)| !map)
+            .filter_map(|((path, &index), _)| {
+                let kind = self.known[index].as_ref()?.file.as_ref()?.name.kind();
+                Some((path.as_path(), kind))
+            })
+            .collect()
+    }
 }
 
 /// The files read ahead, taken batch by batch from each reading thread in

@@ -10,88 +10,124 @@ use crate::tracked::{ParseContext, Prefetched, Refreshed, Settled};
 use crate::writers::{ExitedWriters, WrittenFile};
 
 use super::file_entry::set_problem;
-use super::state::CollectorState;
+use super::file_table::FileTable;
 
-/// Refreshes the file at `state.files.known[index]` and records its problem. A
-/// settled file is left as it is; with `exited`, a good file whose writer
-/// it says is gone becomes one to settle.
-pub(super) fn refresh_file(
-    state: &mut CollectorState,
-    index: usize,
-    may_map: bool,
-    now: Instant,
-    prefetched: Option<Prefetched>,
-    exited: Option<&ExitedWriters>,
-    warnings: &mut Vec<Warning>,
-) {
-    let Some(known) = state.files.known[index].as_mut() else {
-        return;
-    };
-    if exited.is_some()
-        && known.problem.is_none()
-        && known
-            .file
-            .as_ref()
-            .is_some_and(|file| file.is_settled(state.merge.plan_generation))
-    {
-        return;
-    }
-    let collection = state.collections;
-    let was_bad = known.problem.is_some();
-    let problem = match &mut known.file {
-        None => Some(name_problem(&known.path)),
-        Some(file) => {
-            let was_mapped = file.is_mapped();
-            let mut ctx = ParseContext {
-                keys: &mut state.files.keys,
-                interner: &mut state.files.interner,
-                hints: &mut state.files.hints,
-                scratch: &mut state.files.scratch,
-            };
-            let result = file.refresh(&known.path, may_map, &mut ctx, now, prefetched);
-            match (was_mapped, file.is_mapped()) {
-                (false, true) => state.files.maps += 1,
-                (true, false) => state.files.maps -= 1,
-                _ => {}
-            }
-            match result {
-                Ok(refreshed) => {
-                    if refreshed == Refreshed::Changed {
-                        state.merge.replan = true;
-                    }
-                    if let Some(exited) = exited {
-                        let gone = |identity| {
-                            exited.test(&WrittenFile {
-                                name: &file.name,
-                                identity,
-                                since: file.last_event(),
-                            })
-                        };
-                        if file.settled == Settled::No
-                            && file.is_mapped()
-                            && file.identity().is_some_and(gone)
-                        {
-                            file.settled = Settled::WriterGone;
-                            file.writer_gone_in = collection;
-                        }
-                    }
-                    None
-                }
-                Err(trouble) => Some(file_problem(&known.path, trouble)),
-            }
-        }
-    };
-    if was_bad || problem.is_some() {
-        state.merge.replan = true;
-    }
-    set_problem(known, problem, warnings);
+/// What a collection's refresh of its files goes by.
+#[derive(Clone, Copy)]
+pub(super) struct Refreshing<'a> {
+    pub(super) now: Instant,
+    /// Files may be mapped, up to this many maps (`None`: none).
+    pub(super) map_limit: Option<usize>,
+    /// The maps the native histogram and exemplar files hold: they share
+    /// the limit.
+    pub(super) companion_maps: usize,
+    /// Settle files whose writer this says is gone (`None`: settle none).
+    pub(super) exited: Option<&'a ExitedWriters>,
+    /// The generation of the plan a settled file is settled for.
+    pub(super) generation: u64,
+    /// The collection under way, kept by a file found to settle.
+    pub(super) collection: u64,
 }
 
-/// Whether `state.files.known[index]` is a file to read (not a bad name).
-pub(super) fn has_file(state: &CollectorState, index: usize) -> bool {
-    state.files.known[index]
-        .as_ref()
-        .is_some_and(|known| known.file.is_some())
+impl FileTable {
+    /// Refreshes the file at `known[index]` and records its problem. A
+    /// settled file is left as it is; with `exited`, a good file whose
+    /// writer it says is gone becomes one to settle. `true`: the plan must
+    /// be worked out again (the file's entries changed, or it is bad or was).
+    pub(super) fn refresh_file(
+        &mut self,
+        index: usize,
+        may_map: bool,
+        prefetched: Option<Prefetched>,
+        how: Refreshing<'_>,
+        warnings: &mut Vec<Warning>,
+    ) -> bool {
+        let Some(known) = self.known[index].as_mut() else {
+            return false;
+        };
+        if how.exited.is_some()
+            && known.problem.is_none()
+            && known
+                .file
+                .as_ref()
+                .is_some_and(|file| file.is_settled(how.generation))
+        {
+            return false;
+        }
+        let mut replan = false;
+        let was_bad = known.problem.is_some();
+        let problem = match &mut known.file {
+            None => Some(name_problem(&known.path)),
+            Some(file) => {
+                let was_mapped = file.is_mapped();
+                let mut ctx = ParseContext {
+                    keys: &mut self.keys,
+                    interner: &mut self.interner,
+                    hints: &mut self.hints,
+                    scratch: &mut self.scratch,
+                };
+                let result = file.refresh(&known.path, may_map, &mut ctx, how.now, prefetched);
+                match (was_mapped, file.is_mapped()) {
+                    (false, true) => self.maps += 1,
+                    (true, false) => self.maps -= 1,
+                    _ => {}
+                }
+                match result {
+                    Ok(refreshed) => {
+                        if refreshed == Refreshed::Changed {
+                            replan = true;
+                        }
+                        if let Some(exited) = how.exited {
+                            let gone = |identity| {
+                                exited.test(&WrittenFile {
+                                    name: &file.name,
+                                    identity,
+                                    since: file.last_event(),
+                                })
+                            };
+                            if file.settled == Settled::No
+                                && file.is_mapped()
+                                && file.identity().is_some_and(gone)
+                            {
+                                file.settled = Settled::WriterGone;
+                                file.writer_gone_in = how.collection;
+                            }
+                        }
+                        None
+                    }
+                    Err(trouble) => Some(file_problem(&known.path, trouble)),
+                }
+            }
+        };
+        if was_bad || problem.is_some() {
+            replan = true;
+        }
+        set_problem(known, problem, warnings);
+        replan
+    }
+
+    /// Whether `known[index]` is a file to read (not a bad name).
+    pub(super) fn has_file(&self, index: usize) -> bool {
+        self.known[index]
+            .as_ref()
+            .is_some_and(|known| known.file.is_some())
+    }
+
+    /// Drops the file at `index`, which shrank under its map, with its
+    /// problem: the plan must then be worked out again without it.
+    pub(super) fn drop_shrunk(&mut self, index: usize, warnings: &mut Vec<Warning>) {
+        if let Some(known) = self.known[index].as_mut() {
+            if let Some(file) = &mut known.file {
+                if file.is_mapped() {
+                    self.maps -= 1;
+                }
+                file.reset(&mut self.keys);
+            }
+            let trouble = ParseError::new(0, ReadErrorKind::ShrankUnderMap);
+            let problem = file_problem(&known.path, trouble);
+            set_problem(known, Some(problem), warnings);
+        }
+    }
 }
 
 /// Why a file whose name is not a metrics file name is skipped.
@@ -119,21 +155,4 @@ pub(super) fn file_problem(path: &Path, trouble: ParseError) -> ReadError {
     } else {
         problem
     }
-}
-
-/// Drops the file at `index`, which shrank under its map, with its
-/// problem: the plan is then worked out again without it.
-pub(super) fn drop_shrunk(state: &mut CollectorState, index: usize, warnings: &mut Vec<Warning>) {
-    if let Some(known) = state.files.known[index].as_mut() {
-        if let Some(file) = &mut known.file {
-            if file.is_mapped() {
-                state.files.maps -= 1;
-            }
-            file.reset(&mut state.files.keys);
-        }
-        let trouble = ParseError::new(0, ReadErrorKind::ShrankUnderMap);
-        let problem = file_problem(&known.path, trouble);
-        set_problem(known, Some(problem), warnings);
-    }
-    state.merge.replan = true;
 }

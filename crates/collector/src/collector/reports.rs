@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use super::file_entry::FileEntry;
+use super::file_table::FileTable;
 use super::quiet::Unsettled;
 use super::report_counts::ReportCounts;
 use super::scrape::FileReport;
-use super::state::CollectorState;
 
-/// What a file's report says now: `state.files.known[index]`'s.
+/// What a file's report says now: `known`'s.
 pub(super) fn file_report(known: &FileEntry) -> FileReport {
     let good = known.problem.is_none();
     let file = known.file.as_ref().filter(|_| good);
@@ -37,38 +37,35 @@ pub(super) fn still_reports(report: &FileReport, known: &FileEntry) -> bool {
         && report.problem.as_ref() == known.problem.as_deref()
 }
 
-/// The reports of the files of `order`: the last collection's when none
-/// changed, else new ones. A quiet collection (`scope`) compares only the
-/// files that are not settled: the others did not change.
-pub(super) fn file_reports(
-    state: &mut CollectorState,
-    order: &[usize],
-    scope: Option<&Unsettled>,
-) -> Arc<[FileReport]> {
-    let known = || {
-        order
-            .iter()
-            .filter_map(|&index| state.files.known[index].as_ref())
-    };
-    let unchanged = match scope {
-        Some(unsettled) => unsettled.refresh.iter().all(|&(index, position)| {
-            let report = state.files.reports.get(position);
-            let known = state.files.known[index].as_ref();
-            matches!((report, known), (Some(report), Some(known)) if still_reports(report, known))
-        }),
-        None => {
-            state.files.reports.len() == known().count()
-                && state
-                    .files
-                    .reports
-                    .iter()
-                    .zip(known())
-                    .all(|(report, known)| still_reports(report, known))
+impl FileTable {
+    /// The reports of the files of `order`: the last collection's when none
+    /// changed, else new ones. A quiet collection (`scope`) compares only the
+    /// files that are not settled: the others did not change.
+    pub(super) fn file_reports(
+        &mut self,
+        order: &[usize],
+        scope: Option<&Unsettled>,
+    ) -> Arc<[FileReport]> {
+        let known = || order.iter().filter_map(|&index| self.known[index].as_ref());
+        let unchanged = match scope {
+            Some(unsettled) => unsettled.refresh.iter().all(|&(index, position)| {
+                let report = self.reports.get(position);
+                let known = self.known[index].as_ref();
+                matches!((report, known), (Some(report), Some(known)) if still_reports(report, known))
+            }),
+            None => {
+                self.reports.len() == known().count()
+                    && self
+                        .reports
+                        .iter()
+                        .zip(known())
+                        .all(|(report, known)| still_reports(report, known))
+            }
+        };
+        if !unchanged {
+            self.reports = known().map(file_report).collect();
+            self.report_counts = ReportCounts::of(&self.reports);
         }
-    };
-    if !unchanged {
-        state.files.reports = known().map(file_report).collect();
-        state.files.report_counts = ReportCounts::of(&state.files.reports);
+        Arc::clone(&self.reports)
     }
-    Arc::clone(&state.files.reports)
 }
