@@ -6,12 +6,9 @@ use std::time::Instant;
 
 use multiprom_format::exemplar_file::EXEMPLAR_DIR;
 
-use crate::plan::Plan;
-use crate::problem::{Conflict, Warning};
-
 use super::exemplars::{attach_exemplars, ExemplarSettling};
 use super::file_table::FileTable;
-use super::merge::{merge_order, MergeState};
+use super::merge::MergeState;
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh::Refreshing;
@@ -35,7 +32,7 @@ pub(super) fn collect_paths(
         companion_maps: state.natives.mapped_files() + state.exemplars.mapped_files(),
         exited: pass.exited,
         generation: state.merge.plan_generation,
-        collection: state.collections,
+        collection: pass.collection,
     };
     if state
         .files
@@ -77,15 +74,16 @@ pub(super) fn collect_paths(
     let mut native_state = std::mem::take(&mut state.natives);
     let (families, live_natives) =
         read_live_beside(&mut native_state, native_files.as_ref(), maps, || {
-            let mut families = merge_order(
-                state,
+            let (mut families, planned) = state.merge.merge_order(
+                &mut state.files,
+                &mut state.settling,
                 &order,
                 unsettled.as_ref(),
                 pass,
-                &mut stats,
                 &mut warnings,
             );
-            report_new_conflicts(state, &mut warnings);
+            stats.planned = planned;
+            state.merge.report_new_conflicts(&mut warnings);
             if pass.exemplars == Exemplars::Attach {
                 attach_exemplars(
                     &state.files.known,
@@ -166,37 +164,10 @@ fn order_of(
     (order, unsettled)
 }
 
-/// Queues a warning for each conflict of the plan not reported yet, in a
-/// stable order.
-fn report_new_conflicts(state: &mut CollectorState, warnings: &mut Vec<Warning>) {
-    let mut new_conflicts: Vec<Conflict> = state
-        .merge
-        .plan
-        .conflicts
-        .iter()
-        .filter(|c| !state.merge.reported_conflicts.contains(*c))
-        .cloned()
-        .collect();
-    new_conflicts.sort_by_key(ToString::to_string);
-    if state.merge.reported_conflicts.len() > 10_000 {
-        state.merge.reported_conflicts.clear();
-    }
-    for conflict in new_conflicts {
-        state.merge.reported_conflicts.insert(conflict.clone());
-        warnings.push(Warning::Conflict(conflict));
-    }
-}
-
 /// Gives back memory a big file or a burst of keys left behind: the
 /// file table's, and the merge's, whose plan is dropped when the interner
 /// it refers into is swept.
 fn give_back_memory(files: &mut FileTable, merge: &mut MergeState) {
-    if merge.values.capacity() > 2 * merge.values.len() + 1024 {
-        merge.values.shrink_to_fit();
-    }
-    files.give_back_memory(|| {
-        merge.plan_cache.clear();
-        merge.plan = Plan::default();
-        merge.replan = true;
-    });
+    merge.shrink_values();
+    files.give_back_memory(|| merge.forget_plan());
 }

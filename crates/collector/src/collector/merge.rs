@@ -6,13 +6,13 @@ use crate::settled_sums::{OpGroup, SettledSums};
 use crate::tracked::Settled;
 
 use super::file_entry::{tracked_file, FileEntry};
+use super::file_table::FileTable;
 use super::gather::{gather, gather_threads};
 use super::quiet::PlannedUnsettled;
 use super::quiet::Unsettled;
 use super::scrape::CollectOptions;
-use super::scrape::ScrapeStats;
-use super::settle::settle_merged;
-use super::state::{CollectorState, Pass};
+use super::settle::SettleState;
+use super::state::Pass;
 use super::threads::on_threads;
 use crate::family::MergedFamily;
 use crate::problem::{Conflict, Warning};
@@ -315,13 +315,15 @@ pub(super) fn same_files(plan: &Plan, order: &[usize], known: &[Option<FileEntry
     planned.next().is_none()
 }
 
+/// A plan for the good files of `order`, in that order.
 pub(super) fn build_plan(
-    state: &mut CollectorState,
+    files: &mut FileTable,
+    plan_cache: &mut PlanCache,
     order: &[usize],
     options: CollectOptions,
 ) -> Plan {
     let inputs = order.iter().filter_map(|&index| {
-        let known = state.files.known.get(index)?.as_ref()?;
+        let known = files.known.get(index)?.as_ref()?;
         if known.problem.is_some() {
             return None;
         }
@@ -333,106 +335,159 @@ pub(super) fn build_plan(
     });
     Plan::build(
         inputs,
-        &state.files.keys,
+        &files.keys,
         options.accumulate,
-        &mut state.files.interner,
-        &mut state.merge.plan_cache,
+        &mut files.interner,
+        plan_cache,
     )
 }
 
-/// Merges the files of `order`: plans anew when files or entries changed,
-/// then applies the plan to the values (whole, or restricted to the
-/// filter's names). A file that shrank under its map is dropped and the
-/// plan rebuilt without it, at most twice.
-pub(super) fn merge_order(
-    state: &mut CollectorState,
-    order: &[usize],
-    unsettled: Option<&Unsettled>,
-    pass: Pass<'_>,
-    stats: &mut ScrapeStats,
-    warnings: &mut Vec<Warning>,
-) -> Vec<MergedFamily> {
-    for _ in 0..3 {
-        // A quiet collection's files are the last one's, and a file whose
-        // entries changed asked for a new plan.
-        let same = unsettled.is_some() || same_files(&state.merge.plan, order, &state.files.known);
-        if state.merge.replan || !same {
-            replan(state, order, pass.options);
-            stats.planned = true;
-        }
-        let settled = pass.exited.map(|_| state.merge.plan_generation);
-        let scope = unsettled
-            .filter(|unsettled| unsettled.generation == state.merge.plan_generation)
-            .map(|unsettled| unsettled.planned.as_slice());
-        match apply_plan(state, pass.filter, settled, scope) {
-            Ok(families) => {
-                if let Some(generation) = settled {
-                    settle_merged(state, scope, generation);
-                }
-                return families;
+impl MergeState {
+    /// Merges the files of `order`: plans anew when files or entries
+    /// changed, then applies the plan to the values (whole, or restricted to
+    /// the filter's names), and settles the files whose writer is gone
+    /// once their values are read whole. A file that shrank under its map
+    /// is dropped and the plan rebuilt without it, at most twice. With the
+    /// families, whether a plan was worked out.
+    pub(super) fn merge_order(
+        &mut self,
+        files: &mut FileTable,
+        settling: &mut SettleState,
+        order: &[usize],
+        unsettled: Option<&Unsettled>,
+        pass: Pass<'_>,
+        warnings: &mut Vec<Warning>,
+    ) -> (Vec<MergedFamily>, bool) {
+        let mut planned = false;
+        for _ in 0..3 {
+            // A quiet collection's files are the last one's, and a file whose
+            // entries changed asked for a new plan.
+            let same = unsettled.is_some() || same_files(&self.plan, order, &files.known);
+            if self.replan || !same {
+                self.plan_again(files, order, pass.options);
+                planned = true;
             }
-            Err(index) => {
-                state.files.drop_shrunk(index, warnings);
-                state.merge.replan = true;
+            let settled = pass.exited.map(|_| self.plan_generation);
+            let scope = unsettled
+                .filter(|unsettled| unsettled.generation == self.plan_generation)
+                .map(|unsettled| unsettled.planned.as_slice());
+            match self.apply_plan(
+                &files.known,
+                settling.settle_version,
+                pass.filter,
+                settled,
+                scope,
+            ) {
+                Ok(families) => {
+                    if let Some(generation) = settled {
+                        let (known, collection) = (&mut files.known, pass.collection);
+                        match scope {
+                            Some(planned) => {
+                                let indexes = planned.iter().map(|p| p.index);
+                                settling.settle_merged(known, indexes, generation, collection);
+                            }
+                            None => {
+                                let indexes = self.plan.files.iter().map(|p| p.index);
+                                settling.settle_merged(known, indexes, generation, collection);
+                            }
+                        }
+                    }
+                    return (families, planned);
+                }
+                Err(index) => {
+                    files.drop_shrunk(index, warnings);
+                    self.replan = true;
+                }
+            }
+        }
+        (Vec::new(), planned)
+    }
+
+    /// Works out a new plan for the files of `order`.
+    fn plan_again(&mut self, files: &mut FileTable, order: &[usize], options: CollectOptions) {
+        self.plan = build_plan(files, &mut self.plan_cache, order, options);
+        files.interner.settle();
+        self.restricted.clear();
+        self.plan_generation += 1;
+        self.replan = false;
+    }
+
+    /// Applies the plan to the values of the files of `known`, keeping what
+    /// `filter` names (all without one). `settled`: the generation files are
+    /// settled for, when settling, and `version` the settle version; `scope`:
+    /// the files a quiet collection reads. `Err(index)`: that file shrank
+    /// under its map.
+    fn apply_plan(
+        &mut self,
+        known: &[Option<FileEntry>],
+        version: u64,
+        filter: Option<&NameFilter>,
+        settled: Option<u64>,
+        scope: Option<&[PlannedUnsettled]>,
+    ) -> Result<Vec<MergedFamily>, usize> {
+        match filter {
+            None => apply(
+                known,
+                &self.plan,
+                settled.map(|generation| (generation, version, &mut self.settled_sums)),
+                scope,
+                &mut self.accumulators,
+                &mut self.values,
+            )
+            .map(|()| self.accumulators.finish(&self.plan)),
+            Some(filter) => {
+                let (restricted, sums) = restricted_plan(&mut self.restricted, &self.plan, filter);
+                apply_restricted(
+                    known,
+                    &self.plan,
+                    restricted,
+                    settled.map(|generation| (generation, version, sums)),
+                    scope,
+                    &mut self.accumulators,
+                    &mut self.values,
+                )
+                .map(|()| {
+                    // Only the samples named (a most-recent family was merged
+                    // whole, for its order); a family left with nothing is left
+                    // out, as Python's `_restricted_metric` leaves it out.
+                    filter.restrict(self.accumulators.finish_restricted(&self.plan, restricted))
+                })
             }
         }
     }
-    Vec::new()
-}
 
-/// Works out a new plan for the files of `order`.
-fn replan(state: &mut CollectorState, order: &[usize], options: CollectOptions) {
-    state.merge.plan = build_plan(state, order, options);
-    state.files.interner.settle();
-    state.merge.restricted.clear();
-    state.merge.plan_generation += 1;
-    state.merge.replan = false;
-}
-
-/// Applies the plan to the files' values, keeping what `filter` names
-/// (all without one). `settled`: the generation files are settled for,
-/// when settling; `scope`: the files a quiet collection reads.
-/// `Err(index)`: that file shrank under its map.
-fn apply_plan(
-    state: &mut CollectorState,
-    filter: Option<&NameFilter>,
-    settled: Option<u64>,
-    scope: Option<&[PlannedUnsettled]>,
-) -> Result<Vec<MergedFamily>, usize> {
-    let version = state.settling.settle_version;
-    match filter {
-        None => apply(
-            &state.files.known,
-            &state.merge.plan,
-            settled.map(|generation| (generation, version, &mut state.merge.settled_sums)),
-            scope,
-            &mut state.merge.accumulators,
-            &mut state.merge.values,
-        )
-        .map(|()| state.merge.accumulators.finish(&state.merge.plan)),
-        Some(filter) => {
-            let (restricted, sums) =
-                restricted_plan(&mut state.merge.restricted, &state.merge.plan, filter);
-            apply_restricted(
-                &state.files.known,
-                &state.merge.plan,
-                restricted,
-                settled.map(|generation| (generation, version, sums)),
-                scope,
-                &mut state.merge.accumulators,
-                &mut state.merge.values,
-            )
-            .map(|()| {
-                // Only the samples named (a most-recent family was merged
-                // whole, for its order); a family left with nothing is left
-                // out, as Python's `_restricted_metric` leaves it out.
-                filter.restrict(
-                    state
-                        .merge
-                        .accumulators
-                        .finish_restricted(&state.merge.plan, restricted),
-                )
-            })
+    /// Queues a warning for each conflict of the plan not reported yet, in a
+    /// stable order.
+    pub(super) fn report_new_conflicts(&mut self, warnings: &mut Vec<Warning>) {
+        let mut new_conflicts: Vec<Conflict> = self
+            .plan
+            .conflicts
+            .iter()
+            .filter(|c| !self.reported_conflicts.contains(*c))
+            .cloned()
+            .collect();
+        new_conflicts.sort_by_key(ToString::to_string);
+        if self.reported_conflicts.len() > 10_000 {
+            self.reported_conflicts.clear();
         }
+        for conflict in new_conflicts {
+            self.reported_conflicts.insert(conflict.clone());
+            warnings.push(Warning::Conflict(conflict));
+        }
+    }
+
+    /// Gives back the value buffer a burst of entries left behind.
+    pub(super) fn shrink_values(&mut self) {
+        if self.values.capacity() > 2 * self.values.len() + 1024 {
+            self.values.shrink_to_fit();
+        }
+    }
+
+    /// Drops the plan and what outlives it, as the interner they refer into
+    /// is about to be swept: the next merge plans anew.
+    pub(super) fn forget_plan(&mut self) {
+        self.plan_cache.clear();
+        self.plan = Plan::default();
+        self.replan = true;
     }
 }

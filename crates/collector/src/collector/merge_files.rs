@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::plan::{Accumulators, Plan, PlanInput};
+use crate::plan::Accumulators;
 
 use super::collection::collect_paths;
 use super::exemplars::attach_exemplars;
 use super::file_entry::path_bytes;
-use super::merge::apply;
+use super::merge::{apply, build_plan};
 use super::natives::collect_natives;
 use super::scrape::{CollectOptions, Scrape};
 use super::state::{CollectorState, Pass};
@@ -79,21 +79,11 @@ pub(super) fn merge_with_duplicates(
         .iter()
         .filter_map(|p| state.files.by_path.get(path_bytes(p)).copied())
         .collect();
-    let inputs = order.iter().filter_map(|&index| {
-        let known = state.files.known.get(index)?.as_ref()?;
-        known.problem.is_none().then_some(())?;
-        Some(PlanInput {
-            index,
-            path: &known.path,
-            file: known.file.as_ref()?,
-        })
-    });
-    let plan = Plan::build(
-        inputs,
-        &state.files.keys,
-        options.accumulate,
-        &mut state.files.interner,
+    let plan = build_plan(
+        &mut state.files,
         &mut state.merge.plan_cache,
+        &order,
+        options,
     );
     let mut accumulators = Accumulators::default();
     if apply(

@@ -437,6 +437,7 @@ impl DirCollector {
             options: self.options,
             map_limit: map.then_some(self.map_limit),
             start,
+            collection: state.collections,
             filter,
             exited,
             dir: Some(&self.dir),

@@ -4,7 +4,7 @@ use crate::tracked::Settled;
 
 use super::exited::ExitedLive;
 use super::file_entry::FileEntry;
-use super::quiet::{PlannedUnsettled, Unsettled};
+use super::quiet::Unsettled;
 use super::state::CollectorState;
 
 /// What settling keeps between collections: which version of the settled
@@ -58,26 +58,20 @@ pub(super) fn settle_gathered(
     newly
 }
 
-/// After a merge that read the values of the files of `scope` (all planned
-/// files without one) whole: settles those whose writer is gone.
-pub(super) fn settle_merged(
-    state: &mut CollectorState,
-    scope: Option<&[PlannedUnsettled]>,
-    generation: u64,
-) {
-    let collection = state.collections;
-    let newly = match scope {
-        Some(planned) => {
-            let indexes = planned.iter().map(|p| p.index);
-            settle_gathered(&mut state.files.known, indexes, generation, collection)
+impl SettleState {
+    /// After a merge that read the values of the files of `indexes` (the
+    /// quiet collection's planned files, or all planned files) whole:
+    /// settles those whose writer is gone.
+    pub(super) fn settle_merged(
+        &mut self,
+        known: &mut [Option<FileEntry>],
+        indexes: impl Iterator<Item = usize>,
+        generation: u64,
+        collection: u64,
+    ) {
+        if settle_gathered(known, indexes, generation, collection) > 0 {
+            self.settle_version += 1;
         }
-        None => {
-            let indexes = state.merge.plan.files.iter().map(|p| p.index);
-            settle_gathered(&mut state.files.known, indexes, generation, collection)
-        }
-    };
-    if newly > 0 {
-        state.settling.settle_version += 1;
     }
 }
 

@@ -43,6 +43,8 @@ pub(super) struct Pass<'a> {
     /// Files may be mapped, up to this many maps (`None`: none).
     pub(super) map_limit: Option<usize>,
     pub(super) start: Instant,
+    /// Which collection this is (0: a merge of files once).
+    pub(super) collection: u64,
     /// Keep only the samples it names.
     pub(super) filter: Option<&'a NameFilter>,
     /// Settle files whose writer this says is gone (`None`: settle none).
@@ -64,6 +66,7 @@ impl Pass<'_> {
             options,
             map_limit: None,
             start,
+            collection: 0,
             filter: None,
             exited: None,
             dir: None,
