@@ -13,7 +13,6 @@ use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh::Refreshing;
 use super::scrape::{Exemplars, Natives, Scrape, ScrapeStats};
-use super::settle::keep_unsettled;
 use super::state::{CollectorState, Pass};
 
 /// One collection of `paths` (in merge order) into `state`: the files
@@ -119,7 +118,13 @@ pub(super) fn collect_paths(
     stats.files_vanished = counts.vanished;
     stats.bytes_read = counts.bytes_read;
     if pass.exited.is_some() {
-        stats.files_settled = keep_unsettled(state, unsettled, &order);
+        stats.files_settled = state.settling.keep_unsettled(
+            unsettled,
+            &state.files.known,
+            &state.merge.plan,
+            state.merge.plan_generation,
+            &order,
+        );
     }
     give_back_memory(&mut state.files, &mut state.merge);
     state.listing.last_paths = Some((Arc::clone(paths), order));

@@ -1,6 +1,7 @@
 //! What the caller's [`WriterLiveness`] decides at the start of a
-//! collection: settled files whose writer is back are read again, and the
-//! `gauge_live*` files of writers that are gone are left out.
+//! collection: settled files whose writer is back are read again (see
+//! `SettleState::bring_back_held`), and the `gauge_live*` files of writers
+//! that are gone are left out.
 //!
 //! [`WriterLiveness`]: crate::WriterLiveness
 
@@ -11,11 +12,10 @@ use std::time::Instant;
 
 use multiprom_format::{FileIdentity, FileName, MetricKind};
 
-use crate::tracked::Settled;
 use crate::writers::{ExitedWriters, WrittenFile};
 
-use super::file_entry::{file_name, path_bytes, FileEntry};
-use super::state::CollectorState;
+use super::file_entry::{file_name, path_bytes};
+use super::file_table::FileTable;
 
 /// A `gauge_live*` file left out because its writer is gone: which file it
 /// was, and when something last happened to it. It is remembered apart
@@ -63,133 +63,98 @@ impl ExitedLive {
         self.retired
             .retain(|path, retired| FileIdentity::of(path).is_ok_and(|id| id == retired.identity));
     }
-}
 
-/// Reads again, from this collection on, every settled file whose writer
-/// `exited` no longer says is gone: asked only when its generation moved.
-pub(super) fn bring_back_held(state: &mut CollectorState, exited: &ExitedWriters) {
-    let generation = exited.generation();
-    if state.settling.liveness_generation == Some(generation) {
-        return;
-    }
-    state.settling.liveness_generation = Some(generation);
-    let mut back = false;
-    for entry in state.files.known.iter_mut().flatten() {
-        let FileEntry {
-            file: Some(file), ..
-        } = entry
-        else {
-            continue;
-        };
-        if file.settled == Settled::No {
-            continue;
-        }
-        let gone = file.identity().is_some_and(|identity| {
-            exited.test(&WrittenFile {
-                name: &file.name,
-                identity,
-                since: file.last_event(),
-            })
-        });
-        if !gone {
-            file.unsettle();
-            back = true;
-        }
-    }
-    if back {
-        // Not a quiet collection: it must look at the files brought back.
-        state.listing.quiet_listing = false;
-        state.settling.settle_version += 1;
-    }
-}
-
-/// `given` (files the caller leaves out) and the `gauge_live*` files of
-/// `listing` whose writer `exited` says is gone, as
-/// `mark_process_dead` would have removed them.
-pub(super) fn with_exited_live_gauges(
-    state: &mut CollectorState,
-    listing: &Arc<Vec<PathBuf>>,
-    given: Arc<HashSet<PathBuf>>,
-    exited: &ExitedWriters,
-) -> Arc<HashSet<PathBuf>> {
-    let generation = exited.generation();
-    let unchanged = state.listing.quiet_listing
-        && state
-            .settling
-            .exited_live
-            .last_asked
-            .as_ref()
-            .is_some_and(|(last, asked)| Arc::ptr_eq(last, listing) && *asked == generation);
-    state.settling.exited_live.last_asked = Some((Arc::clone(listing), generation));
-    if unchanged {
-        match &state.settling.exited_live.last {
-            None => return given,
-            Some((last_given, last)) if same_given(last_given, &given) => return Arc::clone(last),
-            Some(_) => {}
-        }
-    }
-    let live = match &state.settling.exited_live.live {
-        Some((last, live)) if Arc::ptr_eq(last, listing) => Arc::clone(live),
-        _ => {
-            let live: LiveFiles = Arc::new(
-                listing
-                    .iter()
-                    .filter_map(|path| {
-                        let name = file_name(path)?;
-                        let MetricKind::Gauge(mode) = name.kind() else {
-                            return None;
-                        };
-                        mode.is_live().then(|| (path.clone(), name))
-                    })
-                    .collect(),
-            );
-            state.settling.exited_live.live = Some((Arc::clone(listing), Arc::clone(&live)));
-            live
-        }
-    };
-    let mut left_out = HashSet::new();
-    let mut retired = std::mem::take(&mut state.settling.exited_live.retired);
-    for (path, name) in live.iter() {
-        let known = retired.get(path).copied().or_else(|| {
-            let index = *state.files.by_path.get(path_bytes(path))?;
-            let file = state.files.known.get(index)?.as_ref()?.file.as_ref()?;
-            Some(RetiredLive {
-                identity: file.identity()?,
-                since: file.last_event(),
-            })
-        });
-        let gone = known.is_some_and(|known| {
-            exited.test(&WrittenFile {
-                name,
-                identity: known.identity,
-                since: known.since,
-            })
-        });
-        match (gone, known) {
-            (true, Some(known)) => {
-                left_out.insert(path.clone());
-                retired.insert(path.clone(), known);
+    /// `given` (files the caller leaves out) and the `gauge_live*` files of
+    /// `listing` whose writer `exited` says is gone, as
+    /// `mark_process_dead` would have removed them. `files`: what the file
+    /// table knows of them; `quiet_listing`: the listing came with no event.
+    pub(super) fn with_exited_live_gauges(
+        &mut self,
+        files: &FileTable,
+        quiet_listing: bool,
+        listing: &Arc<Vec<PathBuf>>,
+        given: Arc<HashSet<PathBuf>>,
+        exited: &ExitedWriters,
+    ) -> Arc<HashSet<PathBuf>> {
+        let generation = exited.generation();
+        let unchanged = quiet_listing
+            && self
+                .last_asked
+                .as_ref()
+                .is_some_and(|(last, asked)| Arc::ptr_eq(last, listing) && *asked == generation);
+        self.last_asked = Some((Arc::clone(listing), generation));
+        if unchanged {
+            match &self.last {
+                None => return given,
+                Some((last_given, last)) if same_given(last_given, &given) => {
+                    return Arc::clone(last)
+                }
+                Some(_) => {}
             }
+        }
+        let live = match &self.live {
+            Some((last, live)) if Arc::ptr_eq(last, listing) => Arc::clone(live),
             _ => {
-                retired.remove(path);
+                let live: LiveFiles = Arc::new(
+                    listing
+                        .iter()
+                        .filter_map(|path| {
+                            let name = file_name(path)?;
+                            let MetricKind::Gauge(mode) = name.kind() else {
+                                return None;
+                            };
+                            mode.is_live().then(|| (path.clone(), name))
+                        })
+                        .collect(),
+                );
+                self.live = Some((Arc::clone(listing), Arc::clone(&live)));
+                live
+            }
+        };
+        let mut left_out = HashSet::new();
+        let mut retired = std::mem::take(&mut self.retired);
+        for (path, name) in live.iter() {
+            let known = retired.get(path).copied().or_else(|| {
+                let index = *files.by_path.get(path_bytes(path))?;
+                let file = files.known.get(index)?.as_ref()?.file.as_ref()?;
+                Some(RetiredLive {
+                    identity: file.identity()?,
+                    since: file.last_event(),
+                })
+            });
+            let gone = known.is_some_and(|known| {
+                exited.test(&WrittenFile {
+                    name,
+                    identity: known.identity,
+                    since: known.since,
+                })
+            });
+            match (gone, known) {
+                (true, Some(known)) => {
+                    left_out.insert(path.clone());
+                    retired.insert(path.clone(), known);
+                }
+                _ => {
+                    retired.remove(path);
+                }
             }
         }
-    }
-    retired.retain(|path, _| left_out.contains(path));
-    state.settling.exited_live.retired = retired;
-    if left_out.is_empty() {
-        state.settling.exited_live.last = None;
-        return given;
-    }
-    left_out.extend(given.iter().cloned());
-    if let Some((last_given, last)) = &state.settling.exited_live.last {
-        if same_given(last_given, &given) && **last == left_out {
-            return Arc::clone(last);
+        retired.retain(|path, _| left_out.contains(path));
+        self.retired = retired;
+        if left_out.is_empty() {
+            self.last = None;
+            return given;
         }
+        left_out.extend(given.iter().cloned());
+        if let Some((last_given, last)) = &self.last {
+            if same_given(last_given, &given) && **last == left_out {
+                return Arc::clone(last);
+            }
+        }
+        let left_out = Arc::new(left_out);
+        self.last = Some((given, Arc::clone(&left_out)));
+        left_out
     }
-    let left_out = Arc::new(left_out);
-    state.settling.exited_live.last = Some((given, Arc::clone(&left_out)));
-    left_out
 }
 
 /// Whether the caller left out the same files: the same set, or none

@@ -19,7 +19,6 @@ use crate::writers::{ExitedWriters, WriterLiveness};
 use multiprom_format::scan_dir;
 
 use collection::collect_paths;
-use exited::{bring_back_held, with_exited_live_gauges};
 use listing::changed_listing;
 use state::{CollectorState, Pass};
 
@@ -370,10 +369,11 @@ impl DirCollector {
         let arrived = Instant::now();
         // A panic elsewhere while holding a lock leaves state that is still
         // consistent enough to go on from; never poison scrapes.
-        let mut state = self
+        let mut guard = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = &mut *guard;
         {
             let last = self
                 .last
@@ -390,7 +390,7 @@ impl DirCollector {
         }
         let start = Instant::now();
         let mut paths = if self.map_files {
-            changed_listing(&self.dir, &mut state, start)?
+            changed_listing(&self.dir, state, start)?
         } else {
             state.listing.listings += 1;
             Arc::new(scan_dir(&self.dir).map_err(|source| CollectError {
@@ -407,11 +407,23 @@ impl DirCollector {
             if std::mem::take(&mut state.settling.look_again) {
                 exited.look_again();
             }
-            bring_back_held(&mut state, exited);
+            if state
+                .settling
+                .bring_back_held(&mut state.files.known, exited)
+            {
+                // Not a quiet collection: it must look at the files brought back.
+                state.listing.quiet_listing = false;
+            }
         }
         let left_out = leave_out(&listing);
         let left_out = match exited.filter(|_| self.leave_out_live) {
-            Some(exited) => with_exited_live_gauges(&mut state, &listing, left_out, exited),
+            Some(exited) => state.settling.exited_live.with_exited_live_gauges(
+                &state.files,
+                state.listing.quiet_listing,
+                &listing,
+                left_out,
+                exited,
+            ),
             None => left_out,
         };
         if !left_out.is_empty() {
@@ -444,7 +456,7 @@ impl DirCollector {
             natives,
             exemplars,
         };
-        let mut scrape = collect_paths(&mut state, &paths, pass);
+        let mut scrape = collect_paths(state, &paths, pass);
         scrape.stats.collection = state.collections;
         scrape.stats.files_left_out = listed - paths.len();
         // Without maps there is no watch: every file is opened every time.

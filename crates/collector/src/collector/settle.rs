@@ -1,11 +1,13 @@
-//! Settling the files of exited writers once their values are read whole.
+//! Settling the files of exited writers once their values are read whole, and
+//! reading them again once the caller's liveness says their writer is back.
 
+use crate::plan::Plan;
 use crate::tracked::Settled;
+use crate::writers::{ExitedWriters, WrittenFile};
 
 use super::exited::ExitedLive;
 use super::file_entry::FileEntry;
 use super::quiet::Unsettled;
-use super::state::CollectorState;
 
 /// What settling keeps between collections: which version of the settled
 /// files the sums are for, the files not settled, and what the caller's
@@ -59,6 +61,49 @@ pub(super) fn settle_gathered(
 }
 
 impl SettleState {
+    /// Reads again, from this collection on, every settled file of `known`
+    /// whose writer `exited` no longer says is gone: asked only when its
+    /// generation moved. `true`: files were brought back, so the collection
+    /// is not a quiet one (it must look at them).
+    pub(super) fn bring_back_held(
+        &mut self,
+        known: &mut [Option<FileEntry>],
+        exited: &ExitedWriters,
+    ) -> bool {
+        let generation = exited.generation();
+        if self.liveness_generation == Some(generation) {
+            return false;
+        }
+        self.liveness_generation = Some(generation);
+        let mut back = false;
+        for entry in known.iter_mut().flatten() {
+            let FileEntry {
+                file: Some(file), ..
+            } = entry
+            else {
+                continue;
+            };
+            if file.settled == Settled::No {
+                continue;
+            }
+            let gone = file.identity().is_some_and(|identity| {
+                exited.test(&WrittenFile {
+                    name: &file.name,
+                    identity,
+                    since: file.last_event(),
+                })
+            });
+            if !gone {
+                file.unsettle();
+                back = true;
+            }
+        }
+        if back {
+            self.settle_version += 1;
+        }
+        back
+    }
+
     /// After a merge that read the values of the files of `indexes` (the
     /// quiet collection's planned files, or all planned files) whole:
     /// settles those whose writer is gone.
@@ -73,27 +118,25 @@ impl SettleState {
             self.settle_version += 1;
         }
     }
-}
 
-/// Keeps the files not settled after this collection, for the next one if
-/// it is quiet: how many files are settled.
-pub(super) fn keep_unsettled(
-    state: &mut CollectorState,
-    unsettled: Option<Unsettled>,
-    order: &[usize],
-) -> usize {
-    let next = match unsettled {
-        Some(unsettled) if unsettled.generation == state.merge.plan_generation => {
-            unsettled.still(&state.files.known)
-        }
-        _ => Unsettled::of(
-            &state.files.known,
-            &state.merge.plan,
-            state.merge.plan_generation,
-            order,
-        ),
-    };
-    let settled = next.settled;
-    state.settling.unsettled = Some(next);
-    settled
+    /// Keeps the files not settled after this collection, for the next one
+    /// if it is quiet: how many files are settled. `unsettled`: the ones
+    /// this collection started from; `plan` and `generation`: the plan of
+    /// the files of `order` in `known`.
+    pub(super) fn keep_unsettled(
+        &mut self,
+        unsettled: Option<Unsettled>,
+        known: &[Option<FileEntry>],
+        plan: &Plan,
+        generation: u64,
+        order: &[usize],
+    ) -> usize {
+        let next = match unsettled {
+            Some(unsettled) if unsettled.generation == generation => unsettled.still(known),
+            _ => Unsettled::of(known, plan, generation, order),
+        };
+        let settled = next.settled;
+        self.unsettled = Some(next);
+        settled
+    }
 }
