@@ -1,6 +1,6 @@
 //! One collection: the steps of a collection of a listing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,11 +8,12 @@ use multiprom_format::exemplar_file::EXEMPLAR_DIR;
 
 use super::exemplars::{attach_exemplars, ExemplarSettling};
 use super::file_table::FileTable;
+use super::listing::mark_changes;
 use super::merge::MergeState;
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh::Refreshing;
-use super::scrape::{Exemplars, Natives, Scrape, ScrapeStats};
+use super::scrape::{CollectError, Exemplars, Natives, Scrape, ScrapeStats};
 use super::state::{CollectorState, Pass};
 
 /// One collection of `paths` (in merge order) into `state`: the files
@@ -137,6 +138,27 @@ pub(super) fn collect_paths(
         warnings,
         stats,
     }
+}
+
+/// The listing of `dir`, from the watch's events when nothing changed,
+/// else from the directory; marks files touched since the last collection.
+pub(super) fn changed_listing(
+    dir: &Path,
+    state: &mut CollectorState,
+    now: Instant,
+) -> Result<Arc<Vec<PathBuf>>, CollectError> {
+    let listed = state.listing.list(dir, now, state.collections)?;
+    let look_again = mark_changes(
+        dir,
+        &listed,
+        &mut state.files,
+        &mut state.exemplars,
+        &mut state.settling.exited_live,
+    );
+    if look_again {
+        state.settling.look_again = true;
+    }
+    Ok(listed.paths)
 }
 
 /// The index in the file table of each of `paths` (the last collection's

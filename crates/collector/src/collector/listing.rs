@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 use crate::watch::{Changes, DirWatch};
 use multiprom_format::scan_dir;
 
+use super::exemplars::ExemplarState;
+use super::exited::ExitedLive;
 use super::file_entry::{path_bytes, FileEntry};
+use super::file_table::FileTable;
 use super::scrape::CollectError;
-use super::state::CollectorState;
 
 /// A listing, the files left out of it, and the rest.
 pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
@@ -55,131 +57,173 @@ pub(super) struct Listing {
 /// a guard against anything a watch can miss.
 pub(super) const RESYNC: Duration = Duration::from_secs(60);
 
-/// The listing of `dir`, from the watch's events when nothing changed, else
-/// from the directory; marks files touched since the last collection.
-pub(super) fn changed_listing(
-    dir: &Path,
-    state: &mut CollectorState,
-    now: Instant,
-) -> Result<Arc<Vec<PathBuf>>, CollectError> {
-    // A watch set before a fork (a collector made in a pre-fork
-    // server's master) shares its inotify descriptor with the parent:
-    // reading it would take the parent's events. Set a new one; dropping
-    // the inherited one closes only this process's descriptor.
-    let pid = std::process::id();
-    if state.listing.watch_pid != pid {
-        state.listing.watch = None;
-        state.listing.watch_pid = pid;
-    }
-    let changes = match &mut state.listing.watch {
-        Some(watch) => watch.take(),
-        None => Changes {
-            everything: true,
-            ..Changes::default()
-        },
-    };
-    // Opens this collector made since the last take are among `opened`.
-    let last_take = state.listing.events_taken_at.replace(now);
-    if changes.everything {
-        // Events were lost or the directory went away: start a new watch
-        // (before listing, so nothing between the two is missed).
-        state.listing.watch = None;
-        // A collector's first collection reads every file afresh with
-        // `pread` (see `decide_maps`), so it needs no watch yet; the
-        // second sets one before it lists, and reopens every file
-        // anyway to map it. A collector used once (a process's first
-        // scrape, `multiprom scrape`) so never pays for a watch, nor for
-        // the event its every open of a file raises in one.
-        let retry = state.collections > 0
-            && state
-                .listing
-                .watch_failed
-                .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
-        if retry {
-            match DirWatch::new(dir) {
-                Ok(watch) => {
-                    state.listing.watch = Some(watch);
-                    state.listing.watch_failed = None;
+/// A listing, and what the watch said happened since the last one.
+pub(super) struct Listed {
+    pub(super) paths: Arc<Vec<PathBuf>>,
+    /// Every file is to be looked at (no watch, events missed, or the
+    /// periodic resync).
+    pub(super) full_look: bool,
+    pub(super) changes: Changes,
+    /// When the events were taken before these: opens this collector made
+    /// since are among `changes.opened`.
+    pub(super) last_take: Option<Instant>,
+}
+
+impl Listing {
+    /// The listing of `dir`, from the watch's events when nothing changed,
+    /// else from the directory, with the events. `collections`: how many
+    /// collections came before this one.
+    pub(super) fn list(
+        &mut self,
+        dir: &Path,
+        now: Instant,
+        collections: u64,
+    ) -> Result<Listed, CollectError> {
+        // A watch set before a fork (a collector made in a pre-fork
+        // server's master) shares its inotify descriptor with the parent:
+        // reading it would take the parent's events. Set a new one; dropping
+        // the inherited one closes only this process's descriptor.
+        let pid = std::process::id();
+        if self.watch_pid != pid {
+            self.watch = None;
+            self.watch_pid = pid;
+        }
+        let changes = match &mut self.watch {
+            Some(watch) => watch.take(),
+            None => Changes {
+                everything: true,
+                ..Changes::default()
+            },
+        };
+        // Opens this collector made since the last take are among `opened`.
+        let last_take = self.events_taken_at.replace(now);
+        if changes.everything {
+            // Events were lost or the directory went away: start a new watch
+            // (before listing, so nothing between the two is missed).
+            self.watch = None;
+            // A collector's first collection reads every file afresh with
+            // `pread` (see `decide_maps`), so it needs no watch yet; the
+            // second sets one before it lists, and reopens every file
+            // anyway to map it. A collector used once (a process's first
+            // scrape, `multiprom scrape`) so never pays for a watch, nor for
+            // the event its every open of a file raises in one.
+            let retry = collections > 0
+                && self
+                    .watch_failed
+                    .is_none_or(|failed| now.saturating_duration_since(failed) >= RESYNC);
+            if retry {
+                match DirWatch::new(dir) {
+                    Ok(watch) => {
+                        self.watch = Some(watch);
+                        self.watch_failed = None;
+                    }
+                    Err(_) => self.watch_failed = Some(now),
                 }
-                Err(_) => state.listing.watch_failed = Some(now),
             }
         }
+        let full_look = changes.everything
+            || self
+                .last_full_look
+                .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
+        let paths = match self.paths.take() {
+            Some(listing) if !full_look && !changes.relist => listing,
+            _ => match scan_dir(dir) {
+                Ok(listing) => {
+                    self.listings += 1;
+                    Arc::new(listing)
+                }
+                Err(source) => {
+                    self.watch = None;
+                    return Err(CollectError {
+                        dir: dir.to_path_buf(),
+                        source,
+                    });
+                }
+            },
+        };
+        if full_look {
+            tracing::debug!(
+                "{}: looking at every file ({})",
+                dir.display(),
+                if collections == 0 {
+                    "first collection"
+                } else if self.watch.is_none() {
+                    "no directory watch"
+                } else if changes.everything {
+                    "events may have been missed"
+                } else {
+                    "periodic resync"
+                }
+            );
+            self.last_full_look = Some(now);
+            self.full_look = true;
+        }
+        self.quiet_listing = self.watch.is_some()
+            && !full_look
+            && !changes.relist
+            && changes.touched.is_empty()
+            && changes.opened.is_empty();
+        self.paths = Some(Arc::clone(&paths));
+        Ok(Listed {
+            paths,
+            full_look,
+            changes,
+            last_take,
+        })
     }
-    let full_look = changes.everything
-        || state
-            .listing
-            .last_full_look
-            .is_none_or(|at| now.saturating_duration_since(at) >= RESYNC);
-    let listing = match state.listing.paths.take() {
-        Some(listing) if !full_look && !changes.relist => listing,
-        _ => match scan_dir(dir) {
-            Ok(listing) => {
-                state.listing.listings += 1;
-                Arc::new(listing)
-            }
-            Err(source) => {
-                state.listing.watch = None;
-                return Err(CollectError {
-                    dir: dir.to_path_buf(),
-                    source,
-                });
-            }
-        },
-    };
-    if full_look {
-        tracing::debug!(
-            "{}: looking at every file ({})",
-            dir.display(),
-            if state.collections == 0 {
-                "first collection"
-            } else if state.listing.watch.is_none() {
-                "no directory watch"
-            } else if changes.everything {
-                "events may have been missed"
-            } else {
-                "periodic resync"
-            }
-        );
-        state.listing.last_full_look = Some(now);
-        state.listing.full_look = true;
-        state.exemplars.watched(&changes, true);
-        for known in state.files.known.iter_mut().flatten() {
+}
+
+/// Marks what `listed` says changed in `dir` since the last collection: on
+/// a full look, every file of the table whose file changed, and every live
+/// gauge left out; else the files the events name. The exemplar files'
+/// share of the events goes to `exemplars`. `true`: a file was opened
+/// while this collector opened it too, and the caller's liveness is to
+/// look at the processes again.
+pub(super) fn mark_changes(
+    dir: &Path,
+    listed: &Listed,
+    files: &mut FileTable,
+    exemplars: &mut ExemplarState,
+    exited_live: &mut ExitedLive,
+) -> bool {
+    let changes = &listed.changes;
+    let mut look_again = false;
+    if listed.full_look {
+        exemplars.watched(changes, true);
+        for known in files.known.iter_mut().flatten() {
             if let Some(file) = &mut known.file {
                 file.touch_if_changed(&known.path);
             }
         }
-        state.settling.exited_live.look_at_every_file();
+        exited_live.look_at_every_file();
     } else {
-        state.exemplars.watched(&changes, false);
+        exemplars.watched(changes, false);
         let touched = changes.touched.iter().map(|name| (name, true));
         let opened = changes.opened.iter().map(|name| (name, false));
         for (name, touched) in touched.chain(opened) {
             let path = dir.join(name);
-            if let Some(&index) = state.files.by_path.get(path_bytes(&path)) {
+            if let Some(&index) = files.by_path.get(path_bytes(&path)) {
                 if let Some(Some(FileEntry {
                     file: Some(file), ..
-                })) = state.files.known.get_mut(index)
+                })) = files.known.get_mut(index)
                 {
                     if touched {
                         file.touched();
-                    } else if last_take.is_some_and(|at| file.opened_by_us_since(at)) {
+                    } else if listed
+                        .last_take
+                        .is_some_and(|at| file.opened_by_us_since(at))
+                    {
                         // Ours, perhaps with another: a new look tells.
                         file.opened_perhaps_by_us();
-                        state.settling.look_again = true;
+                        look_again = true;
                     } else {
                         file.opened();
                     }
                 }
             } else {
-                state.settling.exited_live.event(&path);
+                exited_live.event(&path);
             }
         }
     }
-    state.listing.quiet_listing = state.listing.watch.is_some()
-        && !full_look
-        && !changes.relist
-        && changes.touched.is_empty()
-        && changes.opened.is_empty();
-    state.listing.paths = Some(Arc::clone(&listing));
-    Ok(listing)
+    look_again
 }

@@ -18,8 +18,7 @@ use crate::filter::NameFilter;
 use crate::writers::{ExitedWriters, WriterLiveness};
 use multiprom_format::scan_dir;
 
-use collection::collect_paths;
-use listing::changed_listing;
+use collection::{changed_listing, collect_paths};
 use state::{CollectorState, Pass};
 
 mod appended;
