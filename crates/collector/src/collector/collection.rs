@@ -8,12 +8,13 @@ use multiprom_format::exemplar_file::EXEMPLAR_DIR;
 
 use super::exemplars::{attach_exemplars, ExemplarSettling};
 use super::file_table::FileTable;
-use super::listing::mark_changes;
+use super::listing::{mark_changes, Listing};
 use super::merge::MergeState;
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
 use super::quiet::Unsettled;
 use super::refresh::Refreshing;
 use super::scrape::{CollectError, Exemplars, Natives, Scrape, ScrapeStats};
+use super::settle::SettleState;
 use super::state::{CollectorState, Pass};
 
 /// One collection of `paths` (in merge order) into `state`: the files
@@ -23,117 +24,110 @@ pub(super) fn collect_paths(
     paths: &Arc<Vec<PathBuf>>,
     pass: Pass<'_>,
 ) -> Scrape {
+    let CollectorState {
+        files,
+        listing,
+        merge,
+        settling,
+        natives,
+        exemplars,
+        collections: _,
+    } = state;
     let mut warnings = Vec::new();
     let mut stats = ScrapeStats::default();
-    let (order, unsettled) = order_of(state, paths, pass.exited.is_some());
+    let settle = pass.exited.is_some();
+    let (order, unsettled) = order_of(files, listing, merge, settling, paths, settle);
     let refreshing = Refreshing {
         now: Instant::now(),
         map_limit: pass.map_limit,
-        companion_maps: state.natives.mapped_files() + state.exemplars.mapped_files(),
+        companion_maps: natives.mapped_files() + exemplars.mapped_files(),
         exited: pass.exited,
-        generation: state.merge.plan_generation,
+        generation: merge.plan_generation,
         collection: pass.collection,
     };
-    if state
-        .files
-        .refresh_files(paths, &order, unsettled.as_ref(), refreshing, &mut warnings)
-    {
-        state.merge.replan = true;
-    }
+    merge.replan |=
+        files.refresh_files(paths, &order, unsettled.as_ref(), refreshing, &mut warnings);
     // The companions are found before the merge, so that live workers'
     // are read on the other cores while this one merges the `*.db` files.
+    let dir = pass.dir.map(|dir| (dir, Some(listing.listings)));
     let native_files = match pass.natives {
         Natives::Skip => None,
         Natives::Merge => native_files(
-            &state.files.known,
+            &files.known,
             &order,
-            pass.dir.map(|dir| (dir, Some(state.listing.listings))),
+            dir,
             pass.exited.map(|_| Settling {
-                generation: state.merge.plan_generation,
-                version: state.settling.settle_version,
+                generation: merge.plan_generation,
+                version: settling.settle_version,
                 unsettled: unsettled
                     .as_ref()
-                    .filter(|unsettled| unsettled.generation == state.merge.plan_generation)
+                    .filter(|unsettled| unsettled.generation == merge.plan_generation)
                     .map(|unsettled| unsettled.refresh.as_slice()),
             }),
-            &mut state.natives,
+            natives,
         ),
     };
-    let maps = pass
-        .map_limit
-        .map(|limit| limit.saturating_sub(state.files.maps));
+    let maps = pass.map_limit.map(|limit| limit.saturating_sub(files.maps));
     // The exemplar files' share: what the natives' maps leave, while the
     // watch watches their subdirectory (what makes a map trusted).
     let exemplar_maps = maps
-        .filter(|_| pass.exemplars == Exemplars::Attach && state.exemplars.saw_dir())
+        .filter(|_| pass.exemplars == Exemplars::Attach && exemplars.saw_dir())
         .and_then(|maps| {
             let subdir = pass.dir?.join(EXEMPLAR_DIR);
-            let watched = state.listing.watch.as_mut()?.watch_subdir(&subdir);
-            watched.then(|| maps.saturating_sub(state.natives.mapped_files()))
+            let watched = listing.watch.as_mut()?.watch_subdir(&subdir);
+            watched.then(|| maps.saturating_sub(natives.mapped_files()))
         });
-    let mut native_state = std::mem::take(&mut state.natives);
-    let (families, live_natives) =
-        read_live_beside(&mut native_state, native_files.as_ref(), maps, || {
-            let (mut families, planned) = state.merge.merge_order(
-                &mut state.files,
-                &mut state.settling,
+    let (families, live_natives) = read_live_beside(natives, native_files.as_ref(), maps, || {
+        let (mut families, planned) = merge.merge_order(
+            files,
+            settling,
+            &order,
+            unsettled.as_ref(),
+            pass,
+            &mut warnings,
+        );
+        stats.planned = planned;
+        merge.report_new_conflicts(&mut warnings);
+        if pass.exemplars == Exemplars::Attach {
+            attach_exemplars(
+                &files.known,
                 &order,
-                unsettled.as_ref(),
-                pass,
+                dir,
+                pass.exited.map(|_| ExemplarSettling {
+                    generation: merge.plan_generation,
+                    full_look: listing.full_look,
+                    version: settling.settle_version,
+                }),
+                exemplar_maps,
+                &mut families,
+                exemplars,
                 &mut warnings,
             );
-            stats.planned = planned;
-            state.merge.report_new_conflicts(&mut warnings);
-            if pass.exemplars == Exemplars::Attach {
-                attach_exemplars(
-                    &state.files.known,
-                    &order,
-                    pass.dir.map(|dir| (dir, Some(state.listing.listings))),
-                    pass.exited.map(|_| ExemplarSettling {
-                        generation: state.merge.plan_generation,
-                        full_look: state.listing.full_look,
-                        version: state.settling.settle_version,
-                    }),
-                    exemplar_maps,
-                    &mut families,
-                    &mut state.exemplars,
-                    &mut warnings,
-                );
-            }
-            families
-        });
-    state.natives = native_state;
-    let natives = merge_natives(
-        native_files,
-        live_natives,
-        &mut state.natives,
-        &mut warnings,
-    );
+        }
+        families
+    });
+    let merged_natives = merge_natives(native_files, live_natives, natives, &mut warnings);
     let quiet = unsettled
         .as_ref()
-        .filter(|unsettled| unsettled.generation == state.merge.plan_generation);
-    let reports = state.files.file_reports(&order, quiet);
-    let counts = state.files.report_counts;
-    stats.files_ok = counts.ok;
-    stats.files_bad = counts.bad;
-    stats.files_vanished = counts.vanished;
-    stats.bytes_read = counts.bytes_read;
-    if pass.exited.is_some() {
-        stats.files_settled = state.settling.keep_unsettled(
+        .filter(|unsettled| unsettled.generation == merge.plan_generation);
+    let reports = files.file_reports(&order, quiet);
+    files.report_counts.count_into(&mut stats);
+    if settle {
+        stats.files_settled = settling.keep_unsettled(
             unsettled,
-            &state.files.known,
-            &state.merge.plan,
-            state.merge.plan_generation,
+            &files.known,
+            &merge.plan,
+            merge.plan_generation,
             &order,
         );
     }
-    give_back_memory(&mut state.files, &mut state.merge);
-    state.listing.last_paths = Some((Arc::clone(paths), order));
+    give_back_memory(files, merge);
+    listing.last_paths = Some((Arc::clone(paths), order));
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = pass.start.elapsed();
     Scrape {
         families,
-        natives,
+        natives: merged_natives,
         files: reports,
         warnings,
         stats,
@@ -162,32 +156,28 @@ pub(super) fn changed_listing(
 }
 
 /// The index in the file table of each of `paths` (the last collection's
-/// when the listing is the same), and, for a quiet collection, the files
-/// not settled, the only ones it looks at.
+/// when the listing is the same), and, for a quiet collection (`settle`,
+/// on a quiet listing of the same paths), the files not settled, the only
+/// ones it looks at.
 fn order_of(
-    state: &mut CollectorState,
+    files: &mut FileTable,
+    listing: &mut Listing,
+    merge: &mut MergeState,
+    settling: &mut SettleState,
     paths: &Arc<Vec<PathBuf>>,
-    settling: bool,
+    settle: bool,
 ) -> (Vec<usize>, Option<Unsettled>) {
-    let quiet_listing = std::mem::take(&mut state.listing.quiet_listing);
-    let (order, order_reused) = match state.listing.last_paths.take() {
-        Some((last, order)) if Arc::ptr_eq(&last, paths) => (order, true),
-        _ => {
-            let (order, changed) = state.files.index_paths(paths);
-            if changed {
-                state.merge.replan = true;
-            }
+    let quiet_listing = std::mem::take(&mut listing.quiet_listing);
+    let (order, order_reused) = match listing.take_last_order(paths) {
+        Some(order) => (order, true),
+        None => {
+            let (order, changed) = files.index_paths(paths);
+            merge.replan |= changed;
             (order, false)
         }
     };
-    let generation = state.merge.plan_generation;
-    let unsettled = state.settling.unsettled.take().filter(|unsettled| {
-        settling && quiet_listing && order_reused && unsettled.generation == generation
-    });
-    if unsettled.is_none() {
-        // Events may have brought settled files back.
-        state.settling.settle_version += 1;
-    }
+    let quiet = settle && quiet_listing && order_reused;
+    let unsettled = settling.take_unsettled(quiet, merge.plan_generation);
     (order, unsettled)
 }
 

@@ -70,6 +70,16 @@ pub(super) struct Listed {
 }
 
 impl Listing {
+    /// The last collection's index in the file table of each of its paths,
+    /// taken, when `paths` is its very listing (the same `Arc`): the
+    /// lookups by path can be skipped.
+    pub(super) fn take_last_order(&mut self, paths: &Arc<Vec<PathBuf>>) -> Option<Vec<usize>> {
+        match self.last_paths.take() {
+            Some((last, order)) if Arc::ptr_eq(&last, paths) => Some(order),
+            _ => None,
+        }
+    }
+
     /// The listing of `dir`, from the watch's events when nothing changed,
     /// else from the directory, with the events. `collections`: how many
     /// collections came before this one.

@@ -1,6 +1,6 @@
 //! The counts of the last collection's file reports, kept with them for the collection's statistics.
 
-use super::scrape::{FileReport, FileState};
+use super::scrape::{FileReport, FileState, ScrapeStats};
 
 /// What the file reports count: files ok, bad and vanished, bytes read.
 #[derive(Debug, Default, Clone, Copy)]
@@ -25,5 +25,13 @@ impl ReportCounts {
             }
         }
         counts
+    }
+
+    /// Writes the counts into a collection's statistics.
+    pub(super) fn count_into(self, stats: &mut ScrapeStats) {
+        stats.files_ok = self.ok;
+        stats.files_bad = self.bad;
+        stats.files_vanished = self.vanished;
+        stats.bytes_read = self.bytes_read;
     }
 }

@@ -61,6 +61,22 @@ pub(super) fn settle_gathered(
 }
 
 impl SettleState {
+    /// The files not settled after the last collection, taken, when this
+    /// one is `quiet` (settling, on a quiet listing of the same paths) on
+    /// the same plan (of generation `generation`). Otherwise none, and the
+    /// settled sums are stale: events may have brought settled files back.
+    pub(super) fn take_unsettled(&mut self, quiet: bool, generation: u64) -> Option<Unsettled> {
+        let unsettled = self
+            .unsettled
+            .take()
+            .filter(|unsettled| quiet && unsettled.generation == generation);
+        if unsettled.is_none() {
+            // Events may have brought settled files back.
+            self.settle_version += 1;
+        }
+        unsettled
+    }
+
     /// Reads again, from this collection on, every settled file of `known`
     /// whose writer `exited` no longer says is gone: asked only when its
     /// generation moved. `true`: files were brought back, so the collection
