@@ -80,6 +80,31 @@ impl Listing {
         }
     }
 
+    /// `listing` less the files of `left_out`. The same listing less the
+    /// same files as last time is the same listing (the same `Arc`): a
+    /// collection on it need not look every path up again, and can be a
+    /// quiet one.
+    pub(super) fn less(
+        &mut self,
+        listing: Arc<Vec<PathBuf>>,
+        left_out: Arc<HashSet<PathBuf>>,
+    ) -> Arc<Vec<PathBuf>> {
+        let paths = match self.kept.take() {
+            Some((last, left, kept))
+                if Arc::ptr_eq(&last, &listing) && Arc::ptr_eq(&left, &left_out) =>
+            {
+                kept
+            }
+            _ => {
+                let mut kept = Vec::clone(&listing);
+                kept.retain(|p| !left_out.contains(p));
+                Arc::new(kept)
+            }
+        };
+        self.kept = Some((listing, left_out, Arc::clone(&paths)));
+        paths
+    }
+
     /// The listing of `dir`, from the watch's events when nothing changed,
     /// else from the directory, with the events. `collections`: how many
     /// collections came before this one.

@@ -426,22 +426,7 @@ impl DirCollector {
             None => left_out,
         };
         if !left_out.is_empty() {
-            // The same listing less the same files as last time is the
-            // same listing (the same `Arc`): a collection on it need not
-            // look every path up again, and can be a quiet one.
-            paths = match state.listing.kept.take() {
-                Some((last, left, kept))
-                    if Arc::ptr_eq(&last, &listing) && Arc::ptr_eq(&left, &left_out) =>
-                {
-                    kept
-                }
-                _ => {
-                    let mut kept = Vec::clone(&paths);
-                    kept.retain(|p| !left_out.contains(p));
-                    Arc::new(kept)
-                }
-            };
-            state.listing.kept = Some((listing, left_out, Arc::clone(&paths)));
+            paths = state.listing.less(listing, left_out);
         }
         state.collections += 1;
         let pass = Pass {
