@@ -11,11 +11,12 @@ use super::file_table::FileTable;
 use super::listing::{mark_changes, Listing};
 use super::merge::MergeState;
 use super::natives::{merge_natives, native_files, read_live_beside, Settling};
+use super::pass::Pass;
 use super::quiet::Unsettled;
 use super::refresh::Refreshing;
 use super::scrape::{CollectError, Exemplars, Natives, Scrape, ScrapeStats};
 use super::settle::SettleState;
-use super::state::{CollectorState, Pass};
+use super::state::CollectorState;
 
 /// One collection of `paths` (in merge order) into `state`: the files
 /// looked up in the file table, refreshed, merged, and reported.

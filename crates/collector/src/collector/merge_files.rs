@@ -12,8 +12,9 @@ use super::exemplars::attach_exemplars;
 use super::file_entry::path_bytes;
 use super::merge::{apply, build_plan};
 use super::natives::collect_natives;
+use super::pass::Pass;
 use super::scrape::{CollectOptions, Scrape};
-use super::state::{CollectorState, Pass};
+use super::state::CollectorState;
 
 /// Reads and merges the given files once, in the order given, as Python's
 /// `MultiProcessCollector.merge(files, accumulate)` does (a file given twice

@@ -1,11 +1,13 @@
 //! [`DirCollector`]: scan, read (incrementally), merge.
 //!
-//! One job per module: [`scrape`] the results, `file_table` the files seen,
-//! `listing` the directory listing and its watch, `refresh` reading files
-//! (with `read_ahead` threads for a cold collection), `merge` and `gather`
-//! the plan applied to the values, `settle` and `quiet` the files of exited
-//! writers, `reports` each file's report, `collection` one collection's
-//! steps, and `merge_files` a merge of given files.
+//! One job per module: [`scrape`] the results, `state` what a collector
+//! keeps, part by part, `file_table` the files seen, `listing` the
+//! directory listing and its watch, `refresh` reading files (with
+//! `read_ahead` threads for a cold collection), `merge` and `gather` the
+//! plan applied to the values, `settle` and `quiet` the files of exited
+//! writers, `reports` each file's report, `pass` how one collection runs,
+//! `collection` one collection's steps across the parts, and `merge_files`
+//! a merge of given files.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,8 @@ use crate::writers::{ExitedWriters, WriterLiveness};
 use multiprom_format::scan_dir;
 
 use collection::{changed_listing, collect_paths};
-use state::{CollectorState, Pass};
+use pass::Pass;
+use state::CollectorState;
 
 mod appended;
 mod collection;
@@ -36,6 +39,7 @@ mod live_natives;
 mod merge;
 mod merge_files;
 mod natives;
+mod pass;
 mod quiet;
 mod read_ahead;
 mod refresh;
