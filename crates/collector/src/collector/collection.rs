@@ -123,7 +123,7 @@ pub(super) fn collect_paths(
         );
     }
     give_back_memory(files, merge);
-    listing.last_paths = Some((Arc::clone(paths), order));
+    listing.keep_order(paths, order);
     stats.series = families.iter().map(|f| f.samples.len()).sum();
     stats.duration = pass.start.elapsed();
     Scrape {

@@ -23,7 +23,7 @@ pub(super) struct FileTable {
     /// The index in `known` of each path (the key shares `FileEntry::path`).
     pub(super) by_path: foldhash::HashMap<PathKey, usize>,
     /// Slots of `known` left empty by forgotten files, reused by new ones.
-    pub(super) free: Vec<usize>,
+    free: Vec<usize>,
     pub(super) keys: KeyTable,
     pub(super) interner: Interner,
     pub(super) hints: KeyHints,
@@ -39,10 +39,10 @@ pub(super) struct FileTable {
     pub(super) reports: Arc<[FileReport]>,
     pub(super) report_counts: ReportCounts,
     /// Files forgotten (no longer listed) so far.
-    pub(super) files_forgotten: u64,
+    files_forgotten: u64,
     /// `files_forgotten` and the key table's forgotten keys at the last
     /// interner sweep: when both are unchanged there is nothing to sweep.
-    pub(super) swept_at: (u64, u64),
+    swept_at: (u64, u64),
 }
 
 impl FileTable {

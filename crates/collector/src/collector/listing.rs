@@ -15,7 +15,7 @@ use super::file_table::FileTable;
 use super::scrape::CollectError;
 
 /// A listing, the files left out of it, and the rest.
-pub(super) type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
+type KeptListing = (Arc<Vec<PathBuf>>, Arc<HashSet<PathBuf>>, Arc<Vec<PathBuf>>);
 
 /// The directory watch and what the listings of the last collections
 /// were: what tells a collection whether it must list the directory afresh
@@ -25,17 +25,17 @@ pub(super) struct Listing {
     /// The directory watch, when one could be set.
     pub(super) watch: Option<DirWatch>,
     /// The process that set `watch`.
-    pub(super) watch_pid: u32,
+    watch_pid: u32,
     /// When setting a watch last failed (it is tried again after a while).
-    pub(super) watch_failed: Option<Instant>,
+    watch_failed: Option<Instant>,
     /// The listing as of the last change, in listing order.
-    pub(super) paths: Option<Arc<Vec<PathBuf>>>,
+    paths: Option<Arc<Vec<PathBuf>>>,
     /// Counts the times the directory was listed afresh: while it stays
     /// the same, the watch saw no name added, removed or renamed in the
     /// directory (so no subdirectory came or went either).
     pub(super) listings: u64,
     /// When every file was last looked at.
-    pub(super) last_full_look: Option<Instant>,
+    last_full_look: Option<Instant>,
     /// The listing of the collection under way came with a full look.
     pub(super) full_look: bool,
     /// The listing of the collection under way came with no event and no
@@ -43,14 +43,14 @@ pub(super) struct Listing {
     /// entries can have changed since the last collection.
     pub(super) quiet_listing: bool,
     /// When the watch's events were last taken.
-    pub(super) events_taken_at: Option<Instant>,
+    events_taken_at: Option<Instant>,
     /// The paths of the last collection and their indexes in the file table: when
     /// the next collection has the very same paths (no event changed the
     /// listing), the lookups by path are skipped.
-    pub(super) last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
+    last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
     /// The last listing that had files left out, the files left out, and
     /// the rest: the same listing less the same files is the same listing.
-    pub(super) kept: Option<KeptListing>,
+    kept: Option<KeptListing>,
 }
 
 /// How often every file is looked at even when no event said it changed, as
@@ -70,6 +70,12 @@ pub(super) struct Listed {
 }
 
 impl Listing {
+    /// Keeps `order`, the index in the file table of each of `paths`, for
+    /// the next collection.
+    pub(super) fn keep_order(&mut self, paths: &Arc<Vec<PathBuf>>, order: Vec<usize>) {
+        self.last_paths = Some((Arc::clone(paths), order));
+    }
+
     /// The last collection's index in the file table of each of its paths,
     /// taken, when `paths` is its very listing (the same `Arc`): the
     /// lookups by path can be skipped.

@@ -32,17 +32,17 @@ pub(super) struct MergeState {
     pub(super) plan_generation: u64,
     /// What recent filters keep of `plan` (cleared with each new plan),
     /// with the settled files' share of each.
-    pub(super) restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
+    restricted: Vec<(NameFilter, RestrictedPlan, SettledSums)>,
     /// The settled files' share of `plan`.
-    pub(super) settled_sums: SettledSums,
+    settled_sums: SettledSums,
     /// The plan must be rebuilt before the next use.
     pub(super) replan: bool,
     /// Where the plan is applied, kept to reuse its memory.
-    pub(super) accumulators: Accumulators,
+    accumulators: Accumulators,
     /// Each plan operation's value (and timestamp), copied out of the files.
-    pub(super) values: Vec<(f64, f64)>,
+    values: Vec<(f64, f64)>,
     /// The plan's conflicts already reported, so each is reported once.
-    pub(super) reported_conflicts: foldhash::HashSet<Conflict>,
+    reported_conflicts: foldhash::HashSet<Conflict>,
 }
 
 /// Applies `plan` to the values of its files. `Err(index)`: that file shrank

@@ -18,10 +18,10 @@ pub(super) struct SettleState {
     /// sums made at another version are stale.
     pub(super) settle_version: u64,
     /// The files not settled after the last collection, for a quiet one.
-    pub(super) unsettled: Option<Unsettled>,
+    unsettled: Option<Unsettled>,
     /// The generation of the caller's liveness last asked about settled
     /// files.
-    pub(super) liveness_generation: Option<u64>,
+    liveness_generation: Option<u64>,
     /// The live gauges left out as their writers are gone.
     pub(super) exited_live: ExitedLive,
     /// Ask the caller's liveness for a new look at the processes: a file
