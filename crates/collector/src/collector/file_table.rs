@@ -19,6 +19,8 @@ use super::scrape::FileReport;
 /// entries' keys decode to and how many of them are mapped.
 #[derive(Debug, Default)]
 pub(super) struct FileTable {
+    /// Each file seen, at the index it keeps while listed (`None`: a slot
+    /// left free).
     pub(super) known: Vec<Option<FileEntry>>,
     /// The index in `known` of each path (the key shares `FileEntry::path`).
     pub(super) by_path: foldhash::HashMap<PathKey, usize>,

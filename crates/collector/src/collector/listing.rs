@@ -44,9 +44,9 @@ pub(super) struct Listing {
     pub(super) quiet_listing: bool,
     /// When the watch's events were last taken.
     events_taken_at: Option<Instant>,
-    /// The paths of the last collection and their indexes in the file table: when
-    /// the next collection has the very same paths (no event changed the
-    /// listing), the lookups by path are skipped.
+    /// The paths of the last collection and their indexes in the file
+    /// table: when the next collection has the very same paths (no event
+    /// changed the listing), the lookups by path are skipped.
     last_paths: Option<(Arc<Vec<PathBuf>>, Vec<usize>)>,
     /// The last listing that had files left out, the files left out, and
     /// the rest: the same listing less the same files is the same listing.
