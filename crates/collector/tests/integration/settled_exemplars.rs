@@ -28,6 +28,16 @@ fn store(dir: &Path, pid: &str, key: &str, trace: &str, timestamp: f64) {
         .unwrap();
 }
 
+/// Adds 1 to `key` in `pid`'s counter file.
+fn add_one(dir: &Path, pid: &str, key: &str) {
+    let name = FileName::new(MetricKind::Counter, pid).unwrap();
+    FileWriter::open(dir, &name)
+        .unwrap()
+        .slot(key)
+        .unwrap()
+        .add(1.0);
+}
+
 fn line<'a>(text: &'a str, start: &str) -> &'a str {
     text.lines()
         .find(|l| l.starts_with(start))
@@ -116,12 +126,7 @@ fn a_collection_for_text_attaches_no_exemplar_and_reads_no_exemplar_file() {
     use multiprom_collector::{Exemplars, Natives};
     let dir = tempfile::tempdir().unwrap();
     let ok = requests("200");
-    let name = FileName::new(MetricKind::Counter, "1").unwrap();
-    FileWriter::open(dir.path(), &name)
-        .unwrap()
-        .slot(&ok)
-        .unwrap()
-        .add(1.0);
+    add_one(dir.path(), "1", &ok);
     store(dir.path(), "1", &ok, "t", 10.0);
     let collector = DirCollector::new(dir.path());
     let for_text = || {
@@ -224,12 +229,7 @@ fn kept_exemplars_win_as_a_fresh_collection_picks_them_in_merge_order() {
 fn what_a_look_at_every_file_reads_of_a_settled_file_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let ok = requests("200");
-    let name = FileName::new(MetricKind::Counter, "1").unwrap();
-    FileWriter::open(dir.path(), &name)
-        .unwrap()
-        .slot(&ok)
-        .unwrap()
-        .add(1.0);
+    add_one(dir.path(), "1", &ok);
     store(dir.path(), "1", &ok, "gone", 20.0);
     let collector =
         DirCollector::new(dir.path()).settle_exited_writers(|name: &FileName| name.id() == "1");
