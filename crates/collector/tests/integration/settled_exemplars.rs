@@ -38,6 +38,22 @@ fn add_one(dir: &Path, pid: &str, key: &str) {
         .add(1.0);
 }
 
+/// Asserts that `text` serves `requests_total{code}` with the exemplar
+/// whose trace is `trace`.
+fn assert_trace(text: &str, code: &str, trace: &str) {
+    let sample = format!("requests_total{{code=\"{code}\"}}");
+    assert!(
+        line(text, &sample).contains(&format!("trace_id=\"{trace}\"")),
+        "{text}"
+    );
+}
+
+/// Replaces the file at `path` with bytes that are no exemplar file: a
+/// collection that reads it again reports it.
+fn spoil(path: &Path) {
+    std::fs::write(path, b"not an exemplar file").unwrap();
+}
+
 fn line<'a>(text: &'a str, start: &str) -> &'a str {
     text.lines()
         .find(|l| l.starts_with(start))
@@ -67,45 +83,29 @@ fn a_settled_file_s_exemplars_are_kept_until_its_file_is_opened() {
     }
     let exemplars = dir.path().join("exemplars");
     let text = collector.collect().unwrap().encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
-        "{text}"
-    );
+    assert_trace(&text, "200", "gone");
 
     // The settled file's exemplar file is not read again: replaced by
     // bytes that are no exemplar file, nothing changes and nothing is
     // reported. (Nothing but a writer of its `*.db` file writes it.)
     let kept = std::fs::read(exemplars.join("counter_1.exemplars")).unwrap();
-    std::fs::write(
-        exemplars.join("counter_1.exemplars"),
-        b"not an exemplar file",
-    )
-    .unwrap();
+    spoil(&exemplars.join("counter_1.exemplars"));
     let scrape = collector.collect().unwrap();
     assert!(scrape.warnings.is_empty(), "{:?}", scrape.warnings);
     let text = scrape.encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
-        "{text}"
-    );
+    assert_trace(&text, "200", "gone");
     std::fs::write(exemplars.join("counter_1.exemplars"), kept).unwrap();
     // The live writer's file is read every time.
     store(dir.path(), "2", &failed, "live-later", 30.0);
     let text = collector.collect().unwrap().encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"500\"}").contains("trace_id=\"live-later\""),
-        "{text}"
-    );
+    assert_trace(&text, "500", "live-later");
 
     // A new process with the identifier opens the `*.db` file, then
     // records a later exemplar: it is read.
     drop(File::open(dir.path().join("counter_1.db")).unwrap());
     store(dir.path(), "1", &ok, "back", 40.0);
     let text = collector.collect().unwrap().encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"back\""),
-        "{text}"
-    );
+    assert_trace(&text, "200", "back");
     // And kept again once settled anew, equal to what a fresh collector
     // shows.
     for _ in 0..5 {
@@ -137,11 +137,7 @@ fn a_collection_for_text_attaches_no_exemplar_and_reads_no_exemplar_file() {
     let scrape = for_text();
     assert!(scrape.families[0].samples[0].exemplar.is_none());
     // A damaged exemplar file is not even read.
-    std::fs::write(
-        dir.path().join("exemplars/counter_1.exemplars"),
-        b"not an exemplar file",
-    )
-    .unwrap();
+    spoil(&dir.path().join("exemplars/counter_1.exemplars"));
     assert!(for_text().warnings.is_empty());
     // A collection that attaches them reads it, and reports it.
     let scrape = collector.collect().unwrap();
@@ -236,31 +232,29 @@ fn what_a_look_at_every_file_reads_of_a_settled_file_is_kept() {
     for _ in 0..5 {
         collector.collect().unwrap();
     }
-    // More events than the kernel queues for a watch (16,384 by default):
-    // the next collection looks at every file, as the periodic resync
-    // does, and trusts nothing kept.
+    // More events than the kernel queues for a watch
+    // (`fs.inotify.max_queued_events`, 16,384 by default): the next
+    // collection looks at every file, as the periodic resync does, and
+    // trusts nothing kept. Each round raises two events.
+    let queued: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|limit| limit.trim().parse().ok())
+        .unwrap_or(16_384);
     let other = dir.path().join("other.tmp");
-    for _ in 0..20_000 {
+    for _ in 0..queued {
         File::create(&other).unwrap();
         std::fs::remove_file(&other).unwrap();
     }
     let scrape = collector.collect().unwrap();
     assert!(scrape.stats.full_look, "the events overflowed");
     let text = scrape.encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
-        "{text}"
-    );
+    assert_trace(&text, "200", "gone");
     // What it read of the settled file's exemplar file is kept: the next
     // collection does not read it again (replaced by bytes that are no
     // exemplar file, nothing changes and nothing is reported). Thousands
     // of settled exemplar files are read in one collection, not two.
     let exemplars = dir.path().join("exemplars");
-    std::fs::write(
-        exemplars.join("counter_1.exemplars"),
-        b"not an exemplar file",
-    )
-    .unwrap();
+    spoil(&exemplars.join("counter_1.exemplars"));
     let scrape = collector.collect().unwrap();
     assert!(!scrape.stats.full_look);
     assert!(
@@ -269,8 +263,5 @@ fn what_a_look_at_every_file_reads_of_a_settled_file_is_kept() {
         scrape.warnings
     );
     let text = scrape.encode(Format::OpenMetrics);
-    assert!(
-        line(&text, "requests_total{code=\"200\"}").contains("trace_id=\"gone\""),
-        "{text}"
-    );
+    assert_trace(&text, "200", "gone");
 }
