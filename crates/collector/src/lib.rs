@@ -31,8 +31,10 @@ mod plan;
 mod problem;
 #[cfg(feature = "prometheus-client")]
 mod registry;
+mod served;
 mod settled_sums;
 mod stamp;
+mod start_times;
 mod tracked;
 mod watch;
 mod writers;
@@ -48,6 +50,8 @@ pub use native_histograms::NativeHistograms;
 pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
+pub use served::{Served, ServedView};
+pub use start_times::{StartTimes, START_TIMES_FILE};
 // The listing `merge_files` takes; the rule lives with the file names.
 pub use multiprom_format::scan_dir;
 pub use writers::{WriterLiveness, WrittenFile};
