@@ -1,0 +1,70 @@
+//! A pusher's encoder: the served view as one request body of its
+//! protocol, compressed as the protocol says.
+
+use std::io::Write;
+
+use multiprom_collector::Served;
+
+use crate::config::Protocol;
+use crate::otlp::OtlpEncoder;
+
+/// One pusher's encoder (cloned before each push, kept only when the push
+/// is accepted: a delta encoder's last values are the accepted ones).
+#[derive(Debug, Clone)]
+pub(crate) enum Encoder {
+    Otlp { encoder: OtlpEncoder, gzip: bool },
+    RemoteWrite,
+}
+
+impl Encoder {
+    pub(crate) fn new(protocol: &Protocol) -> Encoder {
+        match protocol {
+            Protocol::Otlp {
+                temporality,
+                resource,
+                gzip,
+            } => Encoder::Otlp {
+                encoder: OtlpEncoder::new(resource.clone(), *temporality),
+                gzip: *gzip,
+            },
+            Protocol::RemoteWrite => Encoder::RemoteWrite,
+        }
+    }
+
+    /// The body for `served`.
+    pub(crate) fn body(&mut self, served: &Served) -> Vec<u8> {
+        match self {
+            Encoder::Otlp { encoder, gzip } => {
+                let bytes = encoder.encode(served);
+                if *gzip {
+                    gzip_bytes(&bytes)
+                } else {
+                    bytes
+                }
+            }
+            Encoder::RemoteWrite => {
+                crate::remote_write::encode(&crate::remote_write::write_request(served))
+            }
+        }
+    }
+
+    /// Notes the receiver's answer to an accepted push: OTLP's partial
+    /// success (points the receiver rejected) is logged.
+    pub(crate) fn accepted(&mut self, answer: &[u8]) {
+        if let Encoder::Otlp { .. } = self {
+            if let Some((rejected, message)) = crate::otlp::partial_success(answer) {
+                tracing::warn!("the OTLP receiver rejected {rejected} data points: {message}");
+            }
+        }
+    }
+}
+
+fn gzip_bytes(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(bytes.len() / 4 + 64),
+        flate2::Compression::fast(),
+    );
+    // Writing to a Vec cannot fail.
+    let _ = gz.write_all(bytes);
+    gz.finish().unwrap_or_default()
+}
