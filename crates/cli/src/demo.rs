@@ -64,6 +64,13 @@ pub(crate) fn main(args: Args, relaunch: &Relaunch) -> ExitCode {
         return worker::main(index);
     }
     logging::init(&args.log);
+    let pushes = match args.endpoint.push.configs() {
+        Ok(pushes) => pushes,
+        Err(err) => {
+            eprintln!("multiprom demo: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let prepared = Launch::prepare(
         "multiprom demo",
         args.dir.as_deref(),
@@ -73,15 +80,21 @@ pub(crate) fn main(args: Args, relaunch: &Relaunch) -> ExitCode {
             ExistingFiles::Refuse { flag: "--clean" }
         },
         "multiprom-demo-",
-        &args.endpoint.listen,
+        // The demo prints where to look: it always serves.
+        Some(&args.endpoint.listen),
     );
     let (launch, listener) = match prepared {
-        Ok(prepared) => prepared,
+        Ok((launch, Some(listener))) => (launch, listener),
+        Ok((_, None)) => return ExitCode::FAILURE, // asked for one above
         Err(code) => return code,
     };
-    let code = launch
-        .runtime
-        .block_on(supervise(&args, relaunch, launch.dir.path(), listener));
+    let code = launch.runtime.block_on(supervise(
+        &args,
+        relaunch,
+        launch.dir.path(),
+        listener,
+        pushes,
+    ));
     let kept = matches!(launch.dir, MetricsDir::Given(_)).then(|| launch.dir.path().to_path_buf());
     launch.finish("multiprom demo");
     if let Some(kept) = kept {
@@ -139,6 +152,7 @@ async fn supervise(
     relaunch: &Relaunch,
     dir: &Path,
     listener: std::net::TcpListener,
+    pushes: Vec<multiprom_push::PushConfig>,
 ) -> ExitCode {
     let shutdown = match signals::termination() {
         Ok(shutdown) => shutdown,
@@ -169,11 +183,17 @@ async fn supervise(
         }
     }
 
-    let service = http_service::service(dir, &args.endpoint, true, false);
+    let service = match http_service::service(dir, &args.endpoint, true, false, pushes) {
+        Ok(service) => service,
+        Err(err) => {
+            eprintln!("multiprom demo: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {
-        http_service::serve(listener, service, &endpoint_args, "serving", async {
+        http_service::serve(Some(listener), service, &endpoint_args, "serving", async {
             let _ = stop_rx.await;
         })
         .await

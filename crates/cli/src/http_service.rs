@@ -8,12 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use multiprom_collector::DirCollector;
+use multiprom_collector::{DirCollector, ServedView};
 use multiprom_http::{Endpoint, EndpointConfig, ServerConfig};
 use multiprom_maintain::{CompactConfig, MaintainConfig, Maintainer, ReapConfig};
+use multiprom_push::{PushConfig, PushSetupError, Pusher};
 
 use crate::listen::DEFAULT_LISTEN;
 use crate::maintenance;
+use crate::push_args::{self, PushArgs};
 
 /// Flags of the HTTP endpoint.
 #[derive(Debug, Clone, clap::Args)]
@@ -72,6 +74,8 @@ pub(crate) struct EndpointArgs {
     /// where the workers' pids are visible (same pid namespace).
     #[arg(long)]
     pub worker_process_metrics: bool,
+    #[command(flatten)]
+    pub push: PushArgs,
 }
 
 fn parse_metrics_path(text: &str) -> Result<String, multiprom_http::MetricsPathError> {
@@ -103,21 +107,29 @@ fn parse_nonzero_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// What serving a directory is made of: one collector, read by the endpoint
-/// and by the maintainer's compaction passes, which must not interleave
-/// with its collections; the maintainer; the endpoint.
+/// What serving a directory is made of: one collector, read by the served
+/// view and by the maintainer's compaction passes, which must not
+/// interleave with its collections; the maintainer; the served view, read
+/// by the endpoint and the pushers as siblings.
 pub(crate) struct Service {
     collector: Arc<DirCollector>,
     maintainer: Arc<Maintainer>,
     endpoint: Endpoint,
+    pushers: Vec<Pusher>,
 }
 
 /// The service for `dir` as the flags say (its maintainer is recovered and
 /// run by [`serve`]): it always watches which writers are gone (files no
 /// process holds are then read no more), and reaps and compacts when
-/// asked.
-pub(crate) fn service(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact: bool) -> Service {
-    let config = EndpointConfig::default()
+/// asked; it pushes as `pushes` say (see [`PushArgs::configs`]).
+pub(crate) fn service(
+    dir: &Path,
+    args: &EndpointArgs,
+    reap_dead: bool,
+    compact: bool,
+    pushes: Vec<PushConfig>,
+) -> Result<Service, PushSetupError> {
+    let mut config = EndpointConfig::default()
         .with_max_concurrent_scrapes(args.max_concurrent_scrapes)
         .with_scrape_queue_wait(args.scrape_queue_wait)
         .with_scrape_timeout(args.scrape_timeout)
@@ -135,41 +147,66 @@ pub(crate) fn service(dir: &Path, args: &EndpointArgs, reap_dead: bool, compact:
     }
     let maintainer = Arc::new(Maintainer::new(dir, maintain));
     let collector = Arc::new(maintainer.govern(DirCollector::new(dir)));
-    let endpoint = Endpoint::new(
-        Arc::clone(&collector),
-        config.with_maintainer(Arc::clone(&maintainer)),
-    )
-    .with_metrics_path(&args.telemetry_path);
-    Service {
+    let view = Arc::new(ServedView::new(Arc::clone(&collector)));
+    let pushers = pushes
+        .into_iter()
+        .map(|push| Pusher::new(Arc::clone(&view), push))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(report) = push_args::report(&pushers) {
+        config = config.with_sibling(report);
+    }
+    let endpoint = Endpoint::new(view, config.with_maintainer(Arc::clone(&maintainer)))
+        .with_metrics_path(&args.telemetry_path);
+    Ok(Service {
         collector,
         maintainer,
         endpoint,
-    }
+        pushers,
+    })
 }
 
-/// Serves `service` on `listener` until `shutdown` completes. Logs the one
-/// start line (with the real address, so port 0 can be used); recovers the
-/// directory and makes the maintainer's first pass before the first
-/// request is answered, then runs it on its schedule.
+/// Serves `service` on `listener` (none: push only) until `shutdown`
+/// completes, then pushes once more. Logs the one start line (with the real
+/// address, so port 0 can be used); recovers the directory and makes the
+/// maintainer's first pass before the first request is answered, then
+/// runs it on its schedule.
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listener: Option<TcpListener>,
     service: Service,
     args: &EndpointArgs,
     what: &str,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     raise_open_file_limit();
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let addr = listener.local_addr()?;
+    let listener = listener
+        .map(tokio::net::TcpListener::from_std)
+        .transpose()?;
     let Service {
         collector,
         maintainer,
         endpoint,
+        pushers,
     } = service;
+    let at = match &listener {
+        Some(listener) => {
+            let addr = listener.local_addr()?;
+            format!(
+                "at http://{addr}{} (status page http://{addr}/)",
+                endpoint.metrics_path()
+            )
+        }
+        None => "with no HTTP endpoint".to_owned(),
+    };
+    let pushing: String = pushers
+        .iter()
+        .map(|p| {
+            let report = p.report();
+            format!(", pushing by {} to {}", report.protocol, report.receiver)
+        })
+        .collect();
     tracing::info!(
-        "{what} {} at http://{addr}{} (status page http://{addr}/){}",
+        "{what} {} {at}{pushing}{}",
         endpoint.dir().display(),
-        endpoint.metrics_path(),
         if maintainer.reaps() {
             ", leaving exited processes' live gauges out and removing their files after the grace period"
         } else {
@@ -181,11 +218,36 @@ pub(crate) async fn serve(
         move || endpoint.warm_up()
     };
     let maintenance = maintenance::start(maintainer, collector, warm_up).await?;
-    let config = ServerConfig::default()
-        .with_header_read_timeout(args.header_read_timeout)
-        .with_write_timeout(args.write_timeout)
-        .with_max_connections(args.max_connections);
-    let result = multiprom_http::serve(listener, endpoint.router(), config, shutdown).await;
+    // Each pusher runs until told to stop, then pushes once more: after the
+    // endpoint stops (for `run`: after the command has exited), so the last
+    // totals arrive.
+    let (stop_pushing, pushing_stopped) = tokio::sync::watch::channel(false);
+    let pushers: Vec<_> = pushers
+        .into_iter()
+        .map(|pusher| {
+            let mut stopped = pushing_stopped.clone();
+            tokio::spawn(pusher.run(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }))
+        })
+        .collect();
+    let result = match listener {
+        Some(listener) => {
+            let config = ServerConfig::default()
+                .with_header_read_timeout(args.header_read_timeout)
+                .with_write_timeout(args.write_timeout)
+                .with_max_connections(args.max_connections);
+            multiprom_http::serve(listener, endpoint.router(), config, shutdown).await
+        }
+        None => {
+            shutdown.await;
+            Ok(())
+        }
+    };
+    let _ = stop_pushing.send(true);
+    for pusher in pushers {
+        let _ = pusher.await;
+    }
     maintenance.abort();
     result
 }

@@ -27,13 +27,13 @@ impl Launch {
         dir: Option<&Path>,
         existing: ExistingFiles,
         temp_prefix: &str,
-        listen: &str,
-    ) -> Result<(Launch, TcpListener), ExitCode> {
+        listen: Option<&str>,
+    ) -> Result<(Launch, Option<TcpListener>), ExitCode> {
         let dir = MetricsDir::prepare(dir, existing, temp_prefix).map_err(|err| {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;
-        let listener = listen::bind(listen).map_err(|err| {
+        let listener = listen.map(listen::bind).transpose().map_err(|err| {
             eprintln!("{command}: {err}");
             ExitCode::from(2)
         })?;

@@ -23,6 +23,7 @@ mod launch_dir;
 mod listen;
 mod logging;
 mod maintenance;
+mod push_args;
 mod relaunch;
 mod run;
 mod scrape;

@@ -103,6 +103,14 @@ pub(crate) fn bind(listen: &str) -> Result<TcpListener, ListenError> {
     Ok(listener)
 }
 
+/// [`bind`], or no listener when `off` (`--no-listen`: pushing only).
+pub(crate) fn bind_unless(off: bool, listen: &str) -> Result<Option<TcpListener>, ListenError> {
+    if off {
+        return Ok(None);
+    }
+    bind(listen).map(Some)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

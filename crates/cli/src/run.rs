@@ -89,20 +89,31 @@ pub(crate) fn main(args: Args) -> ExitCode {
     let (dir, existing, own) = directory(&args);
     // `--compact` and `--no-compact` override each other (the last wins).
     let compact = args.compact || (own && !args.no_compact);
+    let pushes = match args.endpoint.push.configs() {
+        Ok(pushes) => pushes,
+        Err(err) => {
+            eprintln!("multiprom run: {err}");
+            return ExitCode::from(2);
+        }
+    };
     let prepared = Launch::prepare(
         "multiprom run",
         dir.as_deref(),
         existing,
         "multiprom-run-",
-        &args.endpoint.listen,
+        (!args.endpoint.push.no_listen).then_some(args.endpoint.listen.as_str()),
     );
     let (launch, listener) = match prepared {
         Ok(prepared) => prepared,
         Err(code) => return code,
     };
-    let code = launch
-        .runtime
-        .block_on(supervise(&args, launch.dir.path(), listener, compact));
+    let code = launch.runtime.block_on(supervise(
+        &args,
+        launch.dir.path(),
+        listener,
+        compact,
+        pushes,
+    ));
     launch.finish("multiprom run");
     ExitCode::from(code)
 }
@@ -148,7 +159,13 @@ fn directory(args: &Args) -> (Option<PathBuf>, ExistingFiles, bool) {
 }
 
 /// Starts the command and the endpoint; returns the exit status to use.
-async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener, compact: bool) -> u8 {
+async fn supervise(
+    args: &Args,
+    dir: &Path,
+    listener: Option<std::net::TcpListener>,
+    compact: bool,
+    pushes: Vec<multiprom_push::PushConfig>,
+) -> u8 {
     // Handlers first, so a signal right after the command starts is passed on.
     let mut signals = match forward::receive() {
         Ok(signals) => signals,
@@ -191,7 +208,15 @@ async fn supervise(args: &Args, dir: &Path, listener: std::net::TcpListener, com
     };
     let pid = Pid::from_raw(child.id() as i32);
 
-    let service = http_service::service(dir, &args.endpoint, true, compact);
+    let service = match http_service::service(dir, &args.endpoint, true, compact, pushes) {
+        Ok(service) => service,
+        Err(err) => {
+            // Not reached: `configs` made each pusher's client before the
+            // command started.
+            eprintln!("multiprom run: {err}");
+            return 2;
+        }
+    };
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let endpoint_args = args.endpoint.clone();
     let server = tokio::spawn(async move {

@@ -48,7 +48,14 @@ pub(crate) fn main(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let listener = match listen::bind(&args.endpoint.listen) {
+    let pushes = match args.endpoint.push.configs() {
+        Ok(pushes) => pushes,
+        Err(err) => {
+            eprintln!("multiprom serve: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let listener = match listen::bind_unless(args.endpoint.push.no_listen, &args.endpoint.listen) {
         Ok(listener) => listener,
         Err(err) => {
             eprintln!("multiprom serve: {err}");
@@ -64,7 +71,9 @@ pub(crate) fn main(args: Args) -> ExitCode {
     };
     let result = runtime.block_on(async {
         let stop = signals::termination()?;
-        let service = http_service::service(&dir, &args.endpoint, args.reap_dead, args.compact);
+        let service =
+            http_service::service(&dir, &args.endpoint, args.reap_dead, args.compact, pushes)
+                .map_err(std::io::Error::other)?;
         http_service::serve(listener, service, &args.endpoint, "serving", async {
             let signal = stop.await;
             tracing::info!("{signal}: shutting down");

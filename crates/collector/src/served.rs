@@ -40,6 +40,12 @@ pub struct Served {
     pub at: SystemTime,
 }
 
+impl From<DirCollector> for Arc<ServedView> {
+    fn from(collector: DirCollector) -> Self {
+        Arc::new(ServedView::new(collector))
+    }
+}
+
 impl ServedView {
     /// The view of `collector`'s directory. Touches nothing on disk: the
     /// start times are read (or first kept) by the first

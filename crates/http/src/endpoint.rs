@@ -28,8 +28,8 @@ use multiprom_collector::exposition::{
     encode_protobuf, Body as ExpositionBody, LineCache, ProtobufCache, PROTOBUF_CONTENT_TYPE,
 };
 use multiprom_collector::{
-    CollectError, DirCollector, Escaping, Exemplars, Format, MergedFamily, NameFilter,
-    NativeHistograms, Natives, Scrape,
+    CollectError, Escaping, Exemplars, Format, MergedFamily, NameFilter, NativeHistograms, Natives,
+    Scrape, ServedView,
 };
 use tokio::sync::Semaphore;
 
@@ -80,6 +80,19 @@ pub struct EndpointConfig {
     /// from `/proc`. Only where the writers' pids are visible (same pid
     /// namespace), as for reaping.
     pub worker_process_metrics: bool,
+    /// The endpoint's siblings over the same view (pushers): their own
+    /// metrics are served with multiprom's, and the status page gives each
+    /// a line.
+    pub siblings: Vec<Arc<dyn SiblingReport>>,
+}
+
+/// What a sibling of the endpoint over the same [`ServedView`] (a pusher)
+/// reports through it.
+pub trait SiblingReport: fmt::Debug + Send + Sync {
+    /// Its own metrics, served after multiprom's.
+    fn families(&self) -> Vec<MergedFamily>;
+    /// One line for the status page.
+    fn status_line(&self) -> String;
 }
 
 impl Default for EndpointConfig {
@@ -92,6 +105,7 @@ impl Default for EndpointConfig {
             scrape_timeout: Duration::from_secs(10),
             maintainer: None,
             worker_process_metrics: false,
+            siblings: Vec::new(),
         }
     }
 }
@@ -125,6 +139,13 @@ impl EndpointConfig {
         self
     }
 
+    /// With `sibling` reporting through the endpoint.
+    #[must_use]
+    pub fn with_sibling(mut self, sibling: Arc<dyn SiblingReport>) -> Self {
+        self.siblings.push(sibling);
+        self
+    }
+
     /// With (or without) `multiprom_worker_process_*`.
     #[must_use]
     pub fn with_worker_process_metrics(mut self, on: bool) -> Self {
@@ -139,7 +160,7 @@ pub(crate) type BeforeCollect = Arc<dyn Fn() + Send + Sync>;
 /// The directory being served: its collector, limits, counters and the
 /// caches every request shares.
 struct ServedDir {
-    collector: Arc<DirCollector>,
+    view: Arc<ServedView>,
     config: EndpointConfig,
     permits: Arc<Semaphore>,
     metrics: SelfMetrics,
@@ -190,25 +211,24 @@ pub struct Endpoint {
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Endpoint")
-            .field("dir", &self.served.collector.dir())
+            .field("dir", &self.served.view.dir())
             .field("config", &self.served.config)
             .finish_non_exhaustive()
     }
 }
 
 impl Endpoint {
-    /// An endpoint for `collector`'s directory (a collector of its own, or
-    /// one shared with a maintainer's passes and other readers). Touches
-    /// nothing on disk: a maintainer in `config` is recovered and run by the
-    /// host.
+    /// An endpoint for a directory's served view (a collector of its own,
+    /// or a view shared with pushers, whose collector a maintainer's passes
+    /// share). Touches nothing on disk: a maintainer in `config` is
+    /// recovered and run by the host.
     #[must_use]
-    pub fn new(collector: impl Into<Arc<DirCollector>>, config: EndpointConfig) -> Self {
+    pub fn new(view: impl Into<Arc<ServedView>>, config: EndpointConfig) -> Self {
         let mut config = config;
         config.max_concurrent_scrapes = config.max_concurrent_scrapes.max(1);
-        let collector = collector.into();
         Endpoint {
             served: Arc::new(ServedDir {
-                collector,
+                view: view.into(),
                 permits: Arc::new(Semaphore::new(config.max_concurrent_scrapes)),
                 config,
                 metrics: SelfMetrics::new(),
@@ -231,7 +251,7 @@ impl Endpoint {
     /// before each collection (while holding its slot).
     #[cfg(test)]
     pub(crate) fn with_before_collect(
-        collector: DirCollector,
+        collector: multiprom_collector::DirCollector,
         config: EndpointConfig,
         before_collect: BeforeCollect,
     ) -> Self {
@@ -252,7 +272,7 @@ impl Endpoint {
     /// is left for the scrapes to report.
     pub fn warm_up(&self) {
         for _ in 0..2 {
-            if let Ok(scrape) = self.served.collector.collect() {
+            if let Ok(scrape) = self.served.view.collector().collect() {
                 for warning in &scrape.warnings {
                     tracing::warn!("{warning}");
                 }
@@ -288,7 +308,7 @@ impl Endpoint {
     /// The directory served.
     #[must_use]
     pub fn dir(&self) -> &Path {
-        self.served.collector.dir()
+        self.served.view.dir()
     }
 
     /// The configuration in force.
@@ -428,7 +448,7 @@ impl Endpoint {
         let (kept, render_listed) = (filter.clone(), Arc::clone(&render));
         let result = self
             .bounded(filter.clone(), shown, move |served, scrape| {
-                served.listability.listed(served.collector.dir());
+                served.listability.listed(served.view.dir());
                 render_listed(served, Some(scrape), kept.as_ref())
             })
             .await;
@@ -460,14 +480,21 @@ impl Endpoint {
                 move |served, scrape| {
                     let history = served.history_snapshot();
                     let maintenance = served.config.maintainer.as_ref().map(|m| m.status());
+                    let siblings: Vec<String> = served
+                        .config
+                        .siblings
+                        .iter()
+                        .map(|s| s.status_line())
+                        .collect();
                     let view = StatusView {
                         metrics_path: &metrics_path,
                         page,
                         history: &history,
                         maintenance: maintenance.as_ref(),
+                        siblings: &siblings,
                     };
                     let liveness = served.config.maintainer.as_ref().map(|m| m.liveness());
-                    render_status_page(served.collector.dir(), scrape, view, |path| {
+                    render_status_page(served.view.dir(), scrape, view, |path| {
                         let Some(liveness) = liveness else {
                             return Writer::Unknown;
                         };
@@ -521,12 +548,7 @@ impl Endpoint {
             if let Some(hook) = &served.before_collect {
                 hook();
             }
-            let scrape = served.collector.collect_for(
-                |_| Arc::default(),
-                filter.as_ref(),
-                natives,
-                exemplars,
-            )?;
+            let scrape = served.view.collect(filter.as_ref(), natives, exemplars)?;
             // A collection shared by concurrent requests is reported once.
             let collection = scrape.stats.collection;
             if served
@@ -539,7 +561,7 @@ impl Endpoint {
                 }
                 let number =
                     collection.saturating_sub(served.warm_collections.load(Ordering::Relaxed));
-                crate::scrape_log::log_scrape(served.collector.dir(), &scrape, number);
+                crate::scrape_log::log_scrape(served.view.dir(), &scrape, number);
                 served.remember(&scrape);
             }
             Ok::<T, CollectError>(finish(&served, &scrape))
@@ -628,6 +650,9 @@ impl ServedDir {
         }
         if self.config.worker_process_metrics && wanted("multiprom_worker_process_") {
             own.extend(process_metrics::workers(&scrape.files));
+        }
+        for sibling in &self.config.siblings {
+            own.extend(sibling.families());
         }
         if let Some(filter) = filter {
             own = filter.restrict(own);

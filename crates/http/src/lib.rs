@@ -63,6 +63,6 @@ mod text_pool;
 mod tracked_io;
 mod tracked_service;
 
-pub use endpoint::{Endpoint, EndpointConfig, ScrapeFailure};
+pub use endpoint::{Endpoint, EndpointConfig, ScrapeFailure, SiblingReport};
 pub use metrics_path::{valid_metrics_path, MetricsPathError, DEFAULT_METRICS_PATH};
 pub use server::{serve, ServerConfig, DEFAULT_MAX_CONNECTIONS};

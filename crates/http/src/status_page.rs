@@ -46,6 +46,8 @@ pub(crate) struct StatusView<'a> {
     pub history: &'a [ScrapePoint],
     /// What the directory's maintainer has done, if there is one.
     pub maintenance: Option<&'a MaintenanceStatus>,
+    /// A line from each sibling over the same view (a pusher).
+    pub siblings: &'a [String],
 }
 
 impl Default for StatusView<'_> {
@@ -55,6 +57,7 @@ impl Default for StatusView<'_> {
             page: 0,
             history: &[],
             maintenance: None,
+            siblings: &[],
         }
     }
 }
@@ -125,6 +128,10 @@ pub(crate) fn render_status_page(
         "<p id=\"liveness\">Writers: {}</p>",
         html_escape(&liveness)
     );
+
+    for line in view.siblings {
+        let _ = writeln!(html, "<p class=\"sibling\">{}</p>", html_escape(line));
+    }
 
     push_problems(&mut html, scrape);
 

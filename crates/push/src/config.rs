@@ -84,6 +84,9 @@ pub enum PushSetupError {
     /// A CA file holds no certificate, or the HTTP client cannot be made.
     #[error("{0}")]
     Tls(String),
+    /// An `OTEL_*` variable holds what it cannot.
+    #[error("{0}")]
+    BadEnv(String),
     /// A header is not a valid HTTP header.
     #[error("{0:?} is not a valid header (NAME=VALUE or NAME: VALUE)")]
     BadHeader(String),
@@ -129,6 +132,12 @@ impl PushConfig {
             credentials: None,
             ca_pem: None,
         })
+    }
+
+    /// Makes the HTTP client this configuration asks for and drops it: a
+    /// CA file without a certificate fails here, at start.
+    pub fn check(&self) -> Result<(), PushSetupError> {
+        crate::sender::Sender::new(self).map(drop)
     }
 
     /// The receiver as logs and metrics name it: without user, password

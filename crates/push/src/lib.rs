@@ -10,6 +10,7 @@
 mod backoff;
 mod config;
 mod encoder;
+mod otel_env;
 pub mod otlp;
 mod pusher;
 pub mod remote_write;
@@ -17,5 +18,6 @@ mod sender;
 mod stats;
 
 pub use config::{parse_header, read_file, Credentials, Protocol, PushConfig, PushSetupError};
+pub use otel_env::{OtelEnv, DEFAULT_OTLP_ENDPOINT};
 pub use pusher::{Pusher, LAST_PUSH_WAIT};
 pub use stats::{push_families, PushStats, PusherReport};
