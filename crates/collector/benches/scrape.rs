@@ -760,6 +760,7 @@ fn natives(c: &mut Criterion) {
                 cache.encode(
                     Arc::clone(&scrape),
                     &scrape.natives,
+                    None,
                     Escaping::Underscores,
                     &mut out,
                 );
@@ -845,6 +846,7 @@ fn natives(c: &mut Criterion) {
                 classic_cache.borrow_mut().encode(
                     Arc::clone(&scrape),
                     &scrape.natives,
+                    None,
                     Escaping::Underscores,
                     &mut out,
                 );
@@ -895,6 +897,7 @@ fn natives(c: &mut Criterion) {
                     cache.encode(
                         Arc::clone(&scrape),
                         &scrape.natives,
+                        None,
                         Escaping::Underscores,
                         &mut out,
                     );
@@ -936,6 +939,7 @@ fn natives(c: &mut Criterion) {
                 cache.encode(
                     Arc::clone(&scrape),
                     &scrape.natives,
+                    None,
                     Escaping::Underscores,
                     &mut out,
                 );

@@ -100,11 +100,26 @@ impl ServedView {
         })
     }
 
+    /// The start times for `scrape`, a collection of this view's collector
+    /// (for the protobuf exposition's `created_timestamp`): a `whole` one
+    /// (no filter) is where series that went down or away are noticed; a
+    /// filtered one gets the times the last whole one left.
+    pub fn start_times(&self, scrape: &Scrape, whole: bool) -> StartTimes {
+        let now = SystemTime::now();
+        if whole {
+            return self.start_times_of(scrape, now);
+        }
+        self.lock_book().current(self.collector.dir(), now)
+    }
+
     /// The start times after `scrape`, a whole collection taken at `at`.
     fn start_times_of(&self, scrape: &Scrape, at: SystemTime) -> StartTimes {
+        self.lock_book().observe(self.collector.dir(), scrape, at)
+    }
+
+    fn lock_book(&self) -> std::sync::MutexGuard<'_, StartTimeBook> {
         self.start_times
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .observe(self.collector.dir(), scrape, at)
     }
 }

@@ -40,11 +40,20 @@ const MAX_FILE: u64 = 64 << 20;
 /// let times = StartTimes::from_epoch(epoch);
 /// assert_eq!(times.epoch(), epoch);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct StartTimes {
     epoch: SystemTime,
     /// Series that started after the epoch, by [`series_key`].
     restarted: Arc<HashMap<Vec<u8>, SystemTime>>,
+}
+
+impl PartialEq for StartTimes {
+    fn eq(&self, other: &Self) -> bool {
+        // The same map, handed on from collection to collection, is told
+        // equal at a glance.
+        self.epoch == other.epoch
+            && (Arc::ptr_eq(&self.restarted, &other.restarted) || self.restarted == other.restarted)
+    }
 }
 
 impl StartTimes {
@@ -134,6 +143,15 @@ struct BookState {
 }
 
 impl StartTimeBook {
+    /// The start times as they are (the first call reads the directory's
+    /// file, or makes it).
+    pub(crate) fn current(&mut self, dir: &Path, now: SystemTime) -> StartTimes {
+        self.state
+            .get_or_insert_with(|| BookState::load(dir, now))
+            .times
+            .clone()
+    }
+
     /// The start times after `scrape` (a whole collection of `dir`, taken
     /// at `now`): the first call reads the directory's file (or makes it),
     /// later ones note the series that went down or away.

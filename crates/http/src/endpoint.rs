@@ -29,7 +29,7 @@ use multiprom_collector::exposition::{
 };
 use multiprom_collector::{
     CollectError, Escaping, Exemplars, Format, MergedFamily, NameFilter, NativeHistograms, Natives,
-    Scrape, ServedView,
+    Scrape, ServedView, StartTimes,
 };
 use tokio::sync::Semaphore;
 
@@ -415,13 +415,17 @@ impl Endpoint {
                     Some(scrape) => {
                         out.reserve(64 * scrape.stats.series + 4096);
                         let own = served.own_families(scrape, filter);
-                        // With the scrape's native histograms.
-                        served.encode_protobuf(scrape, escaping, filter, &mut out);
-                        encode_protobuf(&own, &NativeHistograms::default(), escaping, &mut out);
+                        // With the scrape's native histograms and the start
+                        // time of each cumulative series.
+                        let started = served.view.start_times(scrape, filter.is_none());
+                        served.encode_protobuf(scrape, &started, escaping, filter, &mut out);
+                        let none = NativeHistograms::default();
+                        encode_protobuf(&own, &none, None, escaping, &mut out);
                     }
                     None => encode_protobuf(
                         &served.unlistable_families(filter),
                         &NativeHistograms::default(),
+                        None,
                         escaping,
                         &mut out,
                     ),
@@ -706,12 +710,19 @@ impl ServedDir {
     fn encode_protobuf(
         &self,
         scrape: &Arc<Scrape>,
+        start_times: &StartTimes,
         escaping: Escaping,
         filter: Option<&NameFilter>,
         out: &mut Vec<u8>,
     ) {
         let Ok(mut caches) = self.protobuf_caches.try_lock() else {
-            scrape.encode_protobuf_into(escaping, out);
+            encode_protobuf(
+                &scrape.families,
+                &scrape.natives,
+                Some(start_times),
+                escaping,
+                out,
+            );
             return;
         };
         let cache = cache_for(
@@ -719,7 +730,8 @@ impl ServedDir {
             |(e, names)| *e == escaping && names.as_ref() == filter,
             || (escaping, filter.cloned()),
         );
-        cache.encode(Arc::clone(scrape), &scrape.natives, escaping, out);
+        let started = Some(start_times);
+        cache.encode(Arc::clone(scrape), &scrape.natives, started, escaping, out);
     }
 }
 

@@ -104,11 +104,17 @@ impl Pusher {
         let (body, encoder) = match made {
             Ok(Ok(made)) => made,
             Ok(Err(e)) => {
-                self.failed(&format!("cannot collect: {e}"));
+                self.failed(
+                    &format!("cannot collect: {e}"),
+                    "tried again at the next push",
+                );
                 return false;
             }
             Err(e) => {
-                self.failed(&format!("collection panicked: {e}"));
+                self.failed(
+                    &format!("collection panicked: {e}"),
+                    "tried again at the next push",
+                );
                 return false;
             }
         };
@@ -123,11 +129,11 @@ impl Pusher {
                     return true;
                 }
                 Outcome::Refused(why) => {
-                    self.failed(&format!("refused: {why}"));
+                    self.failed(&format!("refused: {why}"), "sent again at the next push");
                     return false;
                 }
                 Outcome::Retry { why, after } => {
-                    self.failed(&why);
+                    self.failed(&why, "retrying; the next push carries every total");
                     let wait = backoff.next(after);
                     if Instant::now() + wait >= deadline {
                         return false;
@@ -150,7 +156,7 @@ impl Pusher {
         self.failed_attempts = 0;
     }
 
-    fn failed(&mut self, why: &str) {
+    fn failed(&mut self, why: &str, next: &str) {
         self.stats.failed(why);
         self.failed_attempts += 1;
         // Logged when what fails changes, not on every attempt. A status
@@ -158,10 +164,7 @@ impl Pusher {
         // its first words.
         let kind: String = why.split(':').next().unwrap_or(why).to_owned();
         if self.failing.as_deref() != Some(kind.as_str()) {
-            tracing::warn!(
-                "push to {} failing: {why} (retrying; the next push carries every total)",
-                self.config.receiver()
-            );
+            tracing::warn!("push to {} failing: {why} ({next})", self.config.receiver());
             self.failing = Some(kind);
         }
     }

@@ -247,7 +247,7 @@ impl Scrape {
 
     /// Appends [`Scrape::encode_protobuf`]'s bytes to `out`.
     pub fn encode_protobuf_into(&self, escaping: Escaping, out: &mut Vec<u8>) {
-        crate::exposition::encode_protobuf(&self.families, &self.natives, escaping, out);
+        crate::exposition::encode_protobuf(&self.families, &self.natives, None, escaping, out);
     }
 
     /// Every skipped file's problem (bad and vanished), in merge order.

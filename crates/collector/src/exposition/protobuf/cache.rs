@@ -35,6 +35,7 @@ use super::family::SingleValues;
 use crate::exposition::names::Escaping;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
+use crate::StartTimes;
 
 /// The families of the last [`ProtobufCache::encode`], to reuse.
 ///
@@ -52,12 +53,12 @@ use crate::native_histograms::NativeHistograms;
 /// let natives = NativeHistograms::default();
 /// let mut cache = ProtobufCache::default();
 /// let mut first = Vec::new();
-/// cache.encode(Arc::new(vec![family.clone()]), &natives, Escaping::Underscores, &mut first);
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, None, Escaping::Underscores, &mut first);
 /// family.samples[0].value = 0.5;
 /// let mut second = Vec::new();
-/// cache.encode(Arc::new(vec![family.clone()]), &natives, Escaping::Underscores, &mut second);
+/// cache.encode(Arc::new(vec![family.clone()]), &natives, None, Escaping::Underscores, &mut second);
 /// let mut fresh = Vec::new();
-/// encode_protobuf(&[family], &natives, Escaping::Underscores, &mut fresh);
+/// encode_protobuf(&[family], &natives, None, Escaping::Underscores, &mut fresh);
 /// assert_eq!(second, fresh);
 /// assert_ne!(second, first);
 /// ```
@@ -67,6 +68,8 @@ pub struct ProtobufCache {
     families: Option<Arc<dyn AsRef<[MergedFamily]> + Send + Sync>>,
     /// The native histograms they were encoded with.
     natives: NativeHistograms,
+    /// The start times they were encoded with.
+    start_times: Option<StartTimes>,
     /// How their names were escaped.
     escaping: Escaping,
     /// The last encoding's bytes.
@@ -142,14 +145,18 @@ impl ProtobufCache {
         &mut self,
         families: Arc<F>,
         natives: &NativeHistograms,
+        start_times: Option<&StartTimes>,
         escaping: Escaping,
         out: &mut Vec<u8>,
     ) where
         F: AsRef<[MergedFamily]> + Send + Sync + 'static,
     {
-        if escaping != self.escaping {
+        // Start times change rarely (a series reset): then every family
+        // is encoded afresh.
+        if escaping != self.escaping || start_times != self.start_times.as_ref() {
             self.encoded.clear();
             self.escaping = escaping;
+            self.start_times = start_times.cloned();
         }
         let same_natives = *natives == self.natives;
         let base = out.len();
@@ -187,10 +194,19 @@ impl ProtobufCache {
                 None => match SingleValues::of(family, escaping) {
                     Some(parts) => {
                         let kept = old.map_or(0..0, |old| old.samples.clone());
-                        self.encode_metrics(family, &parts, kept, marks, base, out, &mut metrics);
+                        let kept = (kept, marks);
+                        self.encode_metrics(
+                            family,
+                            &parts,
+                            kept,
+                            start_times,
+                            base,
+                            out,
+                            &mut metrics,
+                        );
                     }
                     None => {
-                        super::encode_family(family, natives, escaping, out);
+                        super::encode_family(family, natives, start_times, escaping, out);
                         metrics.extend(family.samples.iter().map(|_| 0..0));
                     }
                 },
@@ -228,8 +244,8 @@ impl ProtobufCache {
         &mut self,
         family: &MergedFamily,
         parts: &SingleValues,
-        kept: Range<usize>,
-        marks: &[SampleMark],
+        (kept, marks): (Range<usize>, &[SampleMark]),
+        start_times: Option<&StartTimes>,
         base: usize,
         out: &mut Vec<u8>,
         metrics: &mut Vec<Range<usize>>,
@@ -250,7 +266,11 @@ impl ProtobufCache {
                 Some(range) => (true, range),
                 None => {
                     let from = self.scratch.len();
-                    prost::encoding::message::encode(4, &parts.metric(sample), &mut self.scratch);
+                    prost::encoding::message::encode(
+                        4,
+                        &parts.metric(family, sample, start_times),
+                        &mut self.scratch,
+                    );
                     (false, from..self.scratch.len())
                 }
             };
@@ -438,14 +458,14 @@ mod tests {
             let mut cache = ProtobufCache::default();
             let mut out = b"before".to_vec();
             let first = parts.families(&counts, &first_exemplars, &observed, 0);
-            cache.encode(Arc::new(first), &natives_of(with_natives.0, &observed, 0), Escaping::Underscores, &mut out);
+            cache.encode(Arc::new(first), &natives_of(with_natives.0, &observed, 0), None, Escaping::Underscores, &mut out);
             let next_exemplars = if new_exemplars { exemplars(2.5) } else { first_exemplars };
             let second = parts.families(&next_counts, &next_exemplars, &next_observed, rotate);
             let second_natives = natives_of(with_natives.1, &next_observed, rotate);
             let mut fresh = b"before".to_vec();
-            encode_protobuf(&second, &second_natives, Escaping::Underscores, &mut fresh);
+            encode_protobuf(&second, &second_natives, None, Escaping::Underscores, &mut fresh);
             let mut cached = b"before".to_vec();
-            cache.encode(Arc::new(second), &second_natives, Escaping::Underscores, &mut cached);
+            cache.encode(Arc::new(second), &second_natives, None, Escaping::Underscores, &mut cached);
             prop_assert_eq!(cached, fresh);
         }
     }
@@ -459,6 +479,7 @@ mod tests {
         cache.encode(
             Arc::clone(&families),
             &parts.natives(&[0.5], 1),
+            None,
             Escaping::Underscores,
             &mut first,
         );
@@ -468,6 +489,7 @@ mod tests {
         cache.encode(
             Arc::clone(&families),
             &parts.natives(&[0.5], 1),
+            None,
             Escaping::Underscores,
             &mut again,
         );
@@ -478,11 +500,12 @@ mod tests {
         cache.encode(
             Arc::clone(&families),
             &moved,
+            None,
             Escaping::Underscores,
             &mut cached,
         );
         let mut fresh = Vec::new();
-        encode_protobuf(&families, &moved, Escaping::Underscores, &mut fresh);
+        encode_protobuf(&families, &moved, None, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
         assert_ne!(cached, first);
         // The same samples under a new help text: encoded again.
@@ -492,11 +515,12 @@ mod tests {
         cache.encode(
             Arc::new(helped.clone()),
             &moved,
+            None,
             Escaping::Underscores,
             &mut cached,
         );
         let mut fresh = Vec::new();
-        encode_protobuf(&helped, &moved, Escaping::Underscores, &mut fresh);
+        encode_protobuf(&helped, &moved, None, Escaping::Underscores, &mut fresh);
         assert_eq!(cached, fresh);
     }
 }

@@ -33,6 +33,7 @@ use crate::exposition::names::{push_protobuf_label_name, push_protobuf_metric_na
 use crate::exposition::prometheus::OM_ONLY_SUFFIXES;
 use crate::family::{FamilyType, MergedFamily, MergedSample};
 use crate::native_histograms::NativeHistograms;
+use crate::StartTimes;
 
 /// The messages of `family`: its own (when it has a sample that fits it),
 /// then one per name of the samples that do not fit, in order of appearance.
@@ -40,6 +41,7 @@ use crate::native_histograms::NativeHistograms;
 pub(super) fn messages(
     family: &MergedFamily,
     natives: &NativeHistograms,
+    start_times: Option<&StartTimes>,
     escaping: Escaping,
 ) -> Vec<MetricFamily> {
     let names = Names(escaping);
@@ -51,7 +53,7 @@ pub(super) fn messages(
                     counter: Some(Counter {
                         value: Some(value),
                         exemplar: sample.exemplar.as_deref().map(exemplar),
-                        created_timestamp: None,
+                        created_timestamp: created(start_times, family, sample),
                     }),
                     ..Metric::default()
                 }
@@ -61,10 +63,20 @@ pub(super) fn messages(
             gauge: Some(Gauge { value: Some(value) }),
             ..Metric::default()
         }),
-        FamilyType::Summary => grouped(family, MetricType::Summary, natives, names, &mut misfits),
-        FamilyType::Histogram => {
-            grouped(family, MetricType::Histogram, natives, names, &mut misfits)
-        }
+        FamilyType::Summary => grouped(
+            family,
+            MetricType::Summary,
+            (natives, start_times),
+            names,
+            &mut misfits,
+        ),
+        FamilyType::Histogram => grouped(
+            family,
+            MetricType::Histogram,
+            (natives, start_times),
+            names,
+            &mut misfits,
+        ),
     };
     let mut messages = Vec::with_capacity(1 + misfits.names.len());
     if !own.metric.is_empty() {
@@ -152,14 +164,19 @@ impl SingleValues {
         })
     }
 
-    /// The metric of `sample`, as [`messages`] makes it.
-    pub(super) fn metric(&self, sample: &MergedSample) -> Metric {
+    /// The metric of `sample` (of `family`), as [`messages`] makes it.
+    pub(super) fn metric(
+        &self,
+        family: &MergedFamily,
+        sample: &MergedSample,
+        start_times: Option<&StartTimes>,
+    ) -> Metric {
         let value = if self.family_type == FamilyType::Counter {
             Metric {
                 counter: Some(Counter {
                     value: Some(sample.value),
                     exemplar: sample.exemplar.as_deref().map(exemplar),
-                    created_timestamp: None,
+                    created_timestamp: created(start_times, family, sample),
                 }),
                 ..Metric::default()
             }
@@ -176,6 +193,17 @@ impl SingleValues {
             ..value
         }
     }
+}
+
+/// When the series of `sample` started counting, as the
+/// `created_timestamp` Prometheus 3 reads (for `rate()` and its zero
+/// injection).
+fn created(
+    start_times: Option<&StartTimes>,
+    family: &MergedFamily,
+    sample: &MergedSample,
+) -> Option<prost_types::Timestamp> {
+    timestamp(StartTimes::seconds(start_times?.of(family, sample)))
 }
 
 /// Samples that do not fit their family's message, by name, names in order
@@ -294,7 +322,7 @@ impl Group<'_> {
 fn grouped<'a>(
     family: &'a MergedFamily,
     metric_type: MetricType,
-    natives: &NativeHistograms,
+    (natives, start_times): (&NativeHistograms, Option<&StartTimes>),
     names: Names,
     misfits: &mut Misfits<'a>,
 ) -> MetricFamily {
@@ -338,11 +366,21 @@ fn grouped<'a>(
     }
     let mut message = names.header(&family.name, &family.help, metric_type);
     for (labels, group) in groups {
-        let made = if metric_type == MetricType::Histogram {
+        let mut made = if metric_type == MetricType::Histogram {
             histogram(&group, natives.get(&family.name, &labels))
         } else {
             summary(&group)
         };
+        // The series' start, by its `_count` (a histogram's buckets share it).
+        let counting = group.samples.iter().find(|s| s.name.ends_with("_count"));
+        let started = counting.and_then(|sample| created(start_times, family, sample));
+        if let Some(metric) = &mut made {
+            if let Some(histogram) = &mut metric.histogram {
+                histogram.created_timestamp = started;
+            } else if let Some(summary) = &mut metric.summary {
+                summary.created_timestamp = started;
+            }
+        }
         match made {
             Some(metric) => message.metric.push(Metric {
                 label: names.label_pairs(&labels),

@@ -39,6 +39,7 @@ pub use cache::ProtobufCache;
 use crate::exposition::names::Escaping;
 use crate::family::MergedFamily;
 use crate::native_histograms::NativeHistograms;
+use crate::StartTimes;
 
 /// `Content-Type` of the Prometheus protobuf format, spelt as client_golang
 /// spells `expfmt.FmtProtoDelim`.
@@ -47,7 +48,9 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 
 /// Appends `families` in the Prometheus protobuf format to `out`, each
 /// histogram series with its native histogram from `natives` (found by the
-/// family name and the series' labels), names escaped as `escaping` says
+/// family name and the series' labels), each counter, histogram and summary
+/// with its `created_timestamp` from `start_times` (when given: the served
+/// view's, see [`ServedView`](crate::ServedView)), names escaped as `escaping` says
 /// (the scraper's `escaping` parameter: Prometheus 3.0 asks for
 /// `allow-utf-8`, under which names stay as they are), as
 /// [`Scrape::encode_protobuf`](crate::Scrape::encode_protobuf) writes a
@@ -69,7 +72,7 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 ///     samples: vec![MergedSample { name: "requests_total".into(), labels: Arc::from([]), value: 3.0, exemplar: None }],
 /// };
 /// let mut out = Vec::new();
-/// encode_protobuf(&[family], &NativeHistograms::default(), Escaping::Underscores, &mut out);
+/// encode_protobuf(&[family], &NativeHistograms::default(), None, Escaping::Underscores, &mut out);
 /// // One length-delimited message: its length, then
 /// // name "requests_total", help "Requests.", type COUNTER, counter value 3.0.
 /// assert_eq!(usize::from(out[0]), out.len() - 1);
@@ -78,11 +81,12 @@ pub const PROTOBUF_CONTENT_TYPE: &str =
 pub fn encode_protobuf(
     families: &[MergedFamily],
     natives: &NativeHistograms,
+    start_times: Option<&StartTimes>,
     escaping: Escaping,
     out: &mut Vec<u8>,
 ) {
     for family in families {
-        encode_family(family, natives, escaping, out);
+        encode_family(family, natives, start_times, escaping, out);
     }
 }
 
@@ -91,10 +95,11 @@ pub fn encode_protobuf(
 fn encode_family(
     family: &MergedFamily,
     natives: &NativeHistograms,
+    start_times: Option<&StartTimes>,
     escaping: Escaping,
     out: &mut Vec<u8>,
 ) {
-    for message in family::messages(family, natives, escaping) {
+    for message in family::messages(family, natives, start_times, escaping) {
         // Cannot fail: prost fails only for a buffer without room left,
         // and a Vec grows.
         let _ = message.encode_length_delimited(out);

@@ -19,6 +19,7 @@ fn encode_protobuf(families: &[MergedFamily], out: &mut Vec<u8>) {
     encode_protobuf_with_natives(
         families,
         &NativeHistograms::default(),
+        None,
         Escaping::Underscores,
         out,
     );
@@ -333,7 +334,7 @@ fn each_escaping_scheme_names_the_series_as_asked() {
     let natives = NativeHistograms::default();
     let protobuf = |escaping| {
         let mut bytes = Vec::new();
-        encode_protobuf_with_natives(&families, &natives, escaping, &mut bytes);
+        encode_protobuf_with_natives(&families, &natives, None, escaping, &mut bytes);
         let mut series = protobuf_series(&decode(&bytes));
         series.sort();
         series
@@ -582,7 +583,13 @@ fn a_native_histogram_counted_as_the_classic_one_carries_the_classic_sum() {
     natives.merge(&Arc::from(key), native, &mut Vec::new());
     let sent_sum = |count: f64| {
         let mut bytes = Vec::new();
-        encode_protobuf_with_natives(&[latency(count)], &natives, Escaping::default(), &mut bytes);
+        encode_protobuf_with_natives(
+            &[latency(count)],
+            &natives,
+            None,
+            Escaping::default(),
+            &mut bytes,
+        );
         let message = decode(&bytes).remove(0).metric.remove(0).histogram.unwrap();
         assert_eq!(message.sample_count(), 3, "the native count");
         message.sample_sum().to_bits()
@@ -591,4 +598,75 @@ fn a_native_histogram_counted_as_the_classic_one_carries_the_classic_sum() {
     // Counted otherwise (a process that records only the classic part):
     // the native sum goes with the native count.
     assert_eq!(sent_sum(4.0), native_sum.to_bits());
+}
+
+#[test]
+fn counters_histograms_and_summaries_carry_their_start_as_created_timestamp() {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use crate::exposition::ProtobufCache;
+    use crate::StartTimes;
+
+    let started = StartTimes::from_epoch(UNIX_EPOCH + Duration::from_millis(1_700_000_000_250));
+    let encode = |start_times: Option<&StartTimes>| {
+        let mut bytes = Vec::new();
+        let natives = NativeHistograms::default();
+        encode_protobuf_with_natives(
+            &families(),
+            &natives,
+            start_times,
+            Escaping::Underscores,
+            &mut bytes,
+        );
+        bytes
+    };
+    let messages = decode(&encode(Some(&started)));
+    let created = |name: &str| -> Vec<Option<(i64, i32)>> {
+        by_name(&messages, name)
+            .metric
+            .iter()
+            .map(|m| {
+                let stamp = match (&m.counter, &m.histogram, &m.summary) {
+                    (Some(c), _, _) => c.created_timestamp.clone(),
+                    (_, Some(h), _) => h.created_timestamp.clone(),
+                    (_, _, Some(s)) => s.created_timestamp.clone(),
+                    _ => None,
+                };
+                stamp.map(|t| (t.seconds, t.nanos))
+            })
+            .collect()
+    };
+    let at = Some((1_700_000_000, 250_000_000));
+    assert_eq!(created("requests_total"), [at, at]);
+    assert_eq!(created("payload"), [at, at]);
+    assert_eq!(created("latency"), [at, at]);
+    assert_eq!(created("workers"), [None, None, None]);
+    // Without start times: none, as before.
+    let mut plain = Vec::new();
+    encode_protobuf(&families(), &mut plain);
+    assert_eq!(encode(None), plain);
+    // A cache encodes afresh when the start times move.
+    let mut cache = ProtobufCache::default();
+    let natives = NativeHistograms::default();
+    let shared = std::sync::Arc::new(families());
+    let mut first = Vec::new();
+    cache.encode(
+        shared.clone(),
+        &natives,
+        Some(&started),
+        Escaping::Underscores,
+        &mut first,
+    );
+    assert_eq!(first, encode(Some(&started)));
+    let later = StartTimes::from_epoch(UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    let mut second = Vec::new();
+    cache.encode(
+        shared,
+        &natives,
+        Some(&later),
+        Escaping::Underscores,
+        &mut second,
+    );
+    assert_eq!(second, encode(Some(&later)));
+    assert_ne!(second, first);
 }
