@@ -2,3 +2,4 @@
 //! binary (one link step instead of one per file).
 
 mod generated_proto;
+mod remote_write;
