@@ -31,4 +31,6 @@ pub use body::Body;
 pub use format::{Format, OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE};
 pub use line_cache::LineCache;
 pub use names::Escaping;
-pub use protobuf::{encode_protobuf, ProtobufCache, PROTOBUF_CONTENT_TYPE};
+pub use protobuf::{
+    bucket_spans_and_deltas, encode_protobuf, ProtobufCache, PROTOBUF_CONTENT_TYPE,
+};

@@ -35,6 +35,7 @@ pub(crate) mod schema {
 use prost::Message;
 
 pub use cache::ProtobufCache;
+pub use native::bucket_spans_and_deltas;
 
 use crate::exposition::names::Escaping;
 use crate::family::MergedFamily;

@@ -29,12 +29,43 @@ pub(super) fn set_native_fields(message: &mut schema::Histogram, native: &Native
     }
 }
 
-/// The spans and deltas of `buckets` (sorted by index, counts above zero):
-/// a new span only for a gap of more than two buckets, smaller gaps filled
-/// with empty buckets (fewer bytes than a span of their own); each delta
-/// the count less the previous bucket's (the first bucket's less zero).
+/// The spans and deltas of `buckets`, as [`bucket_spans_and_deltas`]
+/// gives them, as the message's spans.
 pub(super) fn spans_and_deltas(buckets: &[(i32, u64)]) -> (Vec<BucketSpan>, Vec<i64>) {
-    let mut spans: Vec<BucketSpan> = Vec::new();
+    let (spans, deltas) = bucket_spans_and_deltas(buckets);
+    let spans = spans
+        .into_iter()
+        .map(|(offset, length)| BucketSpan {
+            offset: Some(offset),
+            length: Some(length),
+        })
+        .collect();
+    (spans, deltas)
+}
+
+/// The spans, as `(offset, length)`, and the deltas of one side's buckets
+/// of a native histogram (`(index, count)` sorted by index, counts above
+/// zero, as [`NativeHistogram`] keeps them), laid out as client_golang lays
+/// them out (prometheus/histogram.go, `makeBuckets`), so that every
+/// protocol that carries native histograms as spans and deltas (the
+/// protobuf exposition, Remote-Write) carries the same ones.
+///
+/// A new span starts only at a gap of more than two buckets; smaller gaps
+/// are filled with empty buckets (fewer bytes than a span of their own).
+/// The first span's offset is the first bucket's index, each later one's
+/// the gap since the end of the span before. Each delta is the bucket's
+/// count less the previous bucket's (the first bucket's less zero).
+///
+/// ```
+/// use multiprom_collector::exposition::bucket_spans_and_deltas;
+/// // Buckets 0 and 1, then 3 (a gap of one, filled), then 9 (a new span).
+/// let (spans, deltas) = bucket_spans_and_deltas(&[(0, 2), (1, 5), (3, 1), (9, 4)]);
+/// assert_eq!(spans, vec![(0, 4), (5, 1)]);
+/// assert_eq!(deltas, vec![2, 3, -5, 1, 3]);
+/// ```
+#[must_use]
+pub fn bucket_spans_and_deltas(buckets: &[(i32, u64)]) -> (Vec<(i32, u32)>, Vec<i64>) {
+    let mut spans: Vec<(i32, u32)> = Vec::new();
     let mut deltas = Vec::with_capacity(buckets.len());
     let mut previous = 0i64;
     let mut next_index = 0i32;
@@ -50,15 +81,12 @@ pub(super) fn spans_and_deltas(buckets: &[(i32, u64)]) -> (Vec<BucketSpan>, Vec<
                     deltas.push(-previous);
                     previous = 0;
                 }
-                span.length = Some(span.length.unwrap_or(0) + gap.unsigned_abs());
+                span.1 += gap.unsigned_abs();
             }
-            _ => spans.push(BucketSpan {
-                offset: Some(gap),
-                length: Some(0),
-            }),
+            _ => spans.push((gap, 0)),
         }
         if let Some(span) = spans.last_mut() {
-            span.length = Some(span.length.unwrap_or(0) + 1);
+            span.1 += 1;
         }
         deltas.push(count.wrapping_sub(previous));
         previous = count;

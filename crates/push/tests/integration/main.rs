@@ -1,0 +1,5 @@
+//! The push crate's integration tests, one module per area, in one test
+//! binary (one link step instead of one per file).
+
+mod generated_proto;
+mod remote_write;
