@@ -118,11 +118,22 @@ pub(crate) fn run_gunicorn_app(
     app: &str,
     env: &[(&str, &str)],
 ) -> (StopGunicornOnDrop, SocketAddr, SocketAddr) {
+    run_gunicorn_app_with(python, app, env, &[])
+}
+
+/// [`run_gunicorn_app`], with `flags` given to `multiprom run`.
+pub(crate) fn run_gunicorn_app_with(
+    python: &Path,
+    app: &str,
+    env: &[(&str, &str)],
+    flags: &[&str],
+) -> (StopGunicornOnDrop, SocketAddr, SocketAddr) {
     let metrics = free_port();
     let app_addr = free_port();
     let mut cmd = multiprom();
     cmd.args(["run", "--listen"])
         .arg(metrics.to_string())
+        .args(flags)
         .arg("--")
         .arg(python)
         .args(["-m", "gunicorn", "--chdir"])

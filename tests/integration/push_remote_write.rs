@@ -1,0 +1,103 @@
+//! Prometheus Remote-Write into a real Prometheus 3 (Debian unstable's, as
+//! prometheus_server.rs fetches it) with its Remote-Write receiver on:
+//!
+//! * `multiprom run -- gunicorn -w 4` over tests/python/push_app (plain
+//!   prometheus_client calls, exemplars and native histograms through the
+//!   package's start-up hook) pushing every second: the stored series equal
+//!   a scrape of the same endpoint after requests, after a worker's SIGKILL
+//!   and respawn, and after the receiver was stopped for 60 seconds
+//!   (tests/python/push_remote_write_check.py drives it);
+//! * a batch `multiprom run --no-listen` whose command ends long before the
+//!   push interval: its final totals are stored.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::gunicorn::run_gunicorn_app_with;
+use crate::harness::{free_port, multiprom, python, python_script, temp_dir};
+use crate::http_client::get;
+use crate::prometheus_server::{prometheus_3, start_prometheus_jobs};
+use crate::python_package::package_python;
+use crate::spawned_server::PATIENCE;
+
+/// How long the receiver is stopped while requests go on.
+const OUTAGE_SECONDS: &str = "60";
+
+#[test]
+fn prometheus_stores_what_gunicorn_workers_served_across_a_kill_and_an_outage() {
+    let port = free_port();
+    let write = format!("http://127.0.0.1:{port}/api/v1/write");
+    let (run, metrics, app) = run_gunicorn_app_with(
+        package_python(),
+        "push_app",
+        &[("MULTIPROM_INSTALL", "writer,native-histograms")],
+        &["--push.remote-write", &write, "--push.interval", "1s"],
+    );
+    let work = temp_dir();
+    let check = Command::new(package_python())
+        .arg(python_script("push_remote_write_check.py"))
+        .arg(prometheus_3())
+        .arg(work.path())
+        .arg(port.to_string())
+        .arg(format!("http://{metrics}/metrics"))
+        .arg(format!("http://{app}"))
+        .arg(OUTAGE_SECONDS)
+        // wait_for_app's request.
+        .arg("1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success(),
+        "{stdout}\n{}\nmultiprom run's log:\n{}",
+        String::from_utf8_lossy(&check.stderr),
+        run.0.stderr()
+    );
+    eprintln!("{}", stdout.trim());
+    let said: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(said["third_total"], said["requests"], "{said}");
+}
+
+#[test]
+fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
+    let (prometheus, port, _work) =
+        start_prometheus_jobs(prometheus_3(), &[], &["--web.enable-remote-write-receiver"]);
+    let api = format!("http://127.0.0.1:{port}");
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let deadline = Instant::now() + PATIENCE;
+    while std::net::TcpStream::connect(addr).is_err() || get(addr, "/-/ready", &[]).status != 200 {
+        assert!(Instant::now() < deadline, "{}", prometheus.stderr());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    let output = multiprom()
+        .args(["run", "--no-listen", "--push.interval", "10m"])
+        .arg("--push.remote-write")
+        .arg(format!("{api}/api/v1/write"))
+        .arg("--")
+        .arg(python())
+        .arg(python_script("push_batch.py"))
+        .arg("7")
+        .env_remove("PROMETHEUS_MULTIPROC_DIR")
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{log}");
+    // The last push follows the command at once, not the 10 minute interval.
+    assert!(started.elapsed() < PATIENCE, "{log}");
+    let stored = |stage: &str| {
+        let query = format!("batch_items_total%7Bstage%3D%22{stage}%22%7D");
+        let answer = get(addr, &format!("/api/v1/query?query={query}"), &[]);
+        let answer: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
+        let value = answer["data"]["result"][0]["value"][1].as_str()?;
+        value.parse::<f64>().ok()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stored("read").is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(stored("read"), Some(7.0), "{log}\n{}", prometheus.stderr());
+    assert_eq!(stored("written"), Some(6.0), "{log}");
+}
