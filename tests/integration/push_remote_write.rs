@@ -57,7 +57,8 @@ fn prometheus_stores_what_gunicorn_workers_served_across_a_kill_and_an_outage() 
     );
     eprintln!("{}", stdout.trim());
     let said: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(said["third_total"], said["requests"], "{said}");
+    assert_eq!(said["third_total"].as_f64(), said["requests"].as_f64(), "{said}");
+    assert!(said["during_outage"].as_f64() > Some(0.0), "{said}");
 }
 
 #[test]
