@@ -57,7 +57,11 @@ fn prometheus_stores_what_gunicorn_workers_served_across_a_kill_and_an_outage() 
     );
     eprintln!("{}", stdout.trim());
     let said: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(said["third_total"].as_f64(), said["requests"].as_f64(), "{said}");
+    assert_eq!(
+        said["third_total"].as_f64(),
+        said["requests"].as_f64(),
+        "{said}"
+    );
     assert!(said["during_outage"].as_f64() > Some(0.0), "{said}");
 }
 
@@ -101,4 +105,60 @@ fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
     }
     assert_eq!(stored("read"), Some(7.0), "{log}\n{}", prometheus.stderr());
     assert_eq!(stored("written"), Some(6.0), "{log}");
+}
+
+/// A receiver that takes connections and never answers: scrapes are
+/// answered at once all the while, the pusher's trouble is logged once,
+/// and SIGTERM still ends `serve` within the last push's wait.
+#[test]
+fn a_receiver_that_never_answers_slows_no_scrape() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/api/v1/write", silent.local_addr().unwrap());
+    // Held, never read: each request waits for its timeout.
+    let held = std::thread::spawn(move || {
+        let mut streams = Vec::new();
+        for stream in silent.incoming().take(64) {
+            streams.push(stream);
+        }
+    });
+    let dir = crate::serve::fixture();
+    let (mut server, addr) = crate::serve::serve(
+        dir.path(),
+        &[
+            "--push.remote-write",
+            &url,
+            "--push.interval",
+            "500ms",
+            "--push.timeout",
+            "2s",
+        ],
+    );
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(4) {
+        let asked = Instant::now();
+        let answer = get(addr, "/metrics", &[]);
+        assert_eq!(answer.status, 200);
+        assert!(
+            asked.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let metrics = String::from_utf8(get(addr, "/metrics", &[]).body).unwrap();
+    assert!(
+        metrics.contains("multiprom_push_failures_total{protocol=\"remote_write\""),
+        "{metrics}"
+    );
+    let status = String::from_utf8(get(addr, "/", &[]).body).unwrap();
+    assert!(status.contains("Pushing remote_write to"), "{status}");
+    server.signal(rustix::process::Signal::TERM);
+    let (exit, log) = server.wait();
+    assert!(exit.success(), "{log}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4) + PATIENCE,
+        "{log}"
+    );
+    assert_eq!(log.matches("failing: timed out").count(), 1, "{log}");
+    drop(held);
 }

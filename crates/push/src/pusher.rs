@@ -14,8 +14,9 @@ use crate::encoder::Encoder;
 use crate::sender::{Outcome, Sender};
 use crate::stats::{PushStats, PusherReport};
 
-/// How long the last push (when told to stop) may take, retries included.
-pub const LAST_PUSH_WAIT: Duration = Duration::from_secs(30);
+/// How long the last push (when told to stop) may take, retries included:
+/// within the usual grace a supervisor gives before SIGKILL (Kubernetes: 30 s).
+pub const LAST_PUSH_WAIT: Duration = Duration::from_secs(10);
 
 /// Pushes one directory's served view to one receiver.
 ///

@@ -2,4 +2,5 @@
 //! binary (one link step instead of one per file).
 
 mod generated_proto;
+mod receivers;
 mod remote_write;
