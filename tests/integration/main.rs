@@ -35,6 +35,7 @@ mod prometheus_native_histograms;
 mod prometheus_protobuf;
 mod prometheus_server;
 mod push_remote_write;
+mod push_transport;
 mod python_native_histograms;
 mod python_package;
 mod python_package_releases;
