@@ -3,6 +3,8 @@
 //! refusal, and never waits past the next push, whatever the receiver does.
 //! The receivers are sockets of this test that answer as told.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

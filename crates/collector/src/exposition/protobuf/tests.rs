@@ -627,9 +627,9 @@ fn counters_histograms_and_summaries_carry_their_start_as_created_timestamp() {
             .iter()
             .map(|m| {
                 let stamp = match (&m.counter, &m.histogram, &m.summary) {
-                    (Some(c), _, _) => c.created_timestamp.clone(),
-                    (_, Some(h), _) => h.created_timestamp.clone(),
-                    (_, _, Some(s)) => s.created_timestamp.clone(),
+                    (Some(c), _, _) => c.created_timestamp,
+                    (_, Some(h), _) => h.created_timestamp,
+                    (_, _, Some(s)) => s.created_timestamp,
                     _ => None,
                 };
                 stamp.map(|t| (t.seconds, t.nanos))
