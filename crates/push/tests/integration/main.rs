@@ -3,4 +3,5 @@
 
 mod generated_otlp_proto;
 mod generated_proto;
+mod otlp_sdk;
 mod remote_write;
