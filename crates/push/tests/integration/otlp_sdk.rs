@@ -19,7 +19,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use multiprom_collector::{DirCollector, Exemplars, Natives, ServedView};
-use multiprom_format::{encode_key, ExemplarWriter, FileName, MetricKind};
+use multiprom_format::{
+    encode_key, ExemplarWriter, FileName, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
+};
 use multiprom_push::otlp::{OtlpEncoder, Temporality};
 
 const PROMETHEUS_CLIENT: &str = "0.26.0";
@@ -185,6 +187,32 @@ fn store_exemplars(dir: &Path, pid: &str) {
         .unwrap();
 }
 
+/// `rpc_seconds`'s observations of phase `phase` (as in otlp_sdk.py),
+/// recorded natively (schema 3, as the SDK's most) beside the worker
+/// `pid`'s classic histogram, as multiprom's client records them.
+fn write_native(dir: &Path, pid: &str, phase: &str) {
+    let observations: &[f64] = match phase {
+        "A" => &[0.0, 0.3, 1.0, 1.5, 2.0, 3.0, 4.0, 100.0],
+        _ => &[0.3, 2.0, 2.5, 8.0, 0.0],
+    };
+    let writer =
+        NativeHistogramWriter::open(dir, &FileName::new(MetricKind::Histogram, pid).unwrap())
+            .unwrap();
+    let config = NativeHistogramConfig {
+        schema: 3,
+        ..NativeHistogramConfig::default()
+    };
+    let series = writer
+        .series(
+            &encode_key("rpc_seconds", "rpc_seconds", [], "RPC time."),
+            config,
+        )
+        .unwrap();
+    for &value in observations {
+        series.observe(value);
+    }
+}
+
 #[test]
 fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
     let python = script("otlp_sdk.py");
@@ -205,6 +233,7 @@ fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
 
     let pid = python_run(&[python, "prometheus", "A"], Some(&dir));
     store_exemplars(&dir, pid.trim());
+    write_native(&dir, pid.trim(), "A");
     let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
     std::fs::write(
         work.path().join("multiprom-cumulative-1.pb"),
@@ -217,7 +246,8 @@ fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
     )
     .unwrap();
 
-    python_run(&[python, "prometheus", "B"], Some(&dir));
+    let pid = python_run(&[python, "prometheus", "B"], Some(&dir));
+    write_native(&dir, pid.trim(), "B");
     let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
     std::fs::write(
         work.path().join("multiprom-cumulative-2.pb"),

@@ -8,7 +8,8 @@ DIR holds {multiprom,sdk}-{cumulative,delta}-{1,2}.pb: the bodies after
 phase A (1) and after phase B (2).
 
 Compared: metric names, types, temporality, monotonicity, descriptions,
-point attributes, values, explicit bounds and bucket counts, counts, sums,
+point attributes, values, explicit bounds and bucket counts, counts, sums, exponential histograms
+scales, zero counts, offsets and bucket counts,
 and (where the SDK has them) exemplars' trace and span ids and values; the
 resource's service.name; and that a delta point starts where the previous
 interval ended. Not compared, by design (see the test): the scope (the
@@ -52,6 +53,17 @@ def exemplars(point):
     )
 
 
+def buckets(b):
+    """Dense buckets as (offset of the first non-empty one, counts to the
+    last non-empty one): the SDK sends its backing array's empty ends."""
+    counts = list(b.bucket_counts)
+    if not any(counts):
+        return (0, [])
+    first = next(i for i, c in enumerate(counts) if c)
+    last = max(i for i, c in enumerate(counts) if c)
+    return (b.offset + first, counts[first : last + 1])
+
+
 def metrics(request):
     out = {}
     for rm in request.resource_metrics:
@@ -81,7 +93,7 @@ def compare(name, ours, sdk, previous):
         if o.WhichOneof("data") != kind:
             continue
         od, sd = getattr(o, kind), getattr(s, kind)
-        if kind in ("sum", "histogram"):
+        if kind in ("sum", "histogram", "exponential_histogram"):
             check(f"{at}: temporality", od.aggregation_temporality, sd.aggregation_temporality)
         if kind == "sum":
             check(f"{at}: monotonic", od.is_monotonic, sd.is_monotonic)
@@ -98,7 +110,16 @@ def compare(name, ours, sdk, previous):
                 check(f"{pat}: bucket counts", list(p.bucket_counts), list(q.bucket_counts))
                 check(f"{pat}: count", p.count, q.count)
                 check(f"{pat}: sum", p.sum, q.sum)
-            if kind in ("sum", "histogram"):
+            if kind == "exponential_histogram":
+                check(f"{pat}: scale", p.scale, q.scale)
+                check(f"{pat}: zero count", p.zero_count, q.zero_count)
+                check(f"{pat}: count", p.count, q.count)
+                check(f"{pat}: sum", p.sum, q.sum)
+                for side in ("positive", "negative"):
+                    ours_b, sdk_b = buckets(getattr(p, side)), buckets(getattr(q, side))
+                    check(f"{pat}: {side} offset", ours_b[0], sdk_b[0])
+                    check(f"{pat}: {side} bucket counts", ours_b[1], sdk_b[1])
+            if kind in ("sum", "histogram", "exponential_histogram"):
                 if q.exemplars:
                     check(f"{pat}: exemplars", exemplars(p), exemplars(q))
                 if previous is not None and sd.aggregation_temporality == 1:
@@ -125,7 +146,8 @@ def main():
     sdk_exemplars = sum(
         len(p.exemplars)
         for m in metrics(load(os.path.join(directory, "sdk-cumulative-1.pb"))).values()
-        for p in (m.sum.data_points if m.HasField("sum") else m.histogram.data_points)
+        for p in getattr(m, m.WhichOneof("data")).data_points
+        if m.WhichOneof("data") in ("sum", "histogram")
     )
     if sdk_exemplars != 2:
         failures.append(f"the SDK recorded {sdk_exemplars} exemplars, not the 2 recorded with a span")

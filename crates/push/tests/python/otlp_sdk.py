@@ -30,6 +30,15 @@ LATENCY = {
     "B": [("/", 0.2, False), ("/", 0.01, False), ("/api", 5.0, False), ("/api", 0.3, False)],
 }
 BOUNDS = (0.1, 1.0)
+# Observations of the histogram multiprom also records natively (the test
+# writes them to the native histogram file with schema RPC_SCALE): exact
+# powers of two (bucket boundaries), a zero. No negatives: the SDK's
+# histogram instrument refuses them.
+RPC = {
+    "A": [0.0, 0.3, 1.0, 1.5, 2.0, 3.0, 4.0, 100.0],
+    "B": [0.3, 2.0, 2.5, 8.0, 0.0],
+}
+RPC_SCALE = 3
 
 
 def prometheus(phase):
@@ -38,6 +47,9 @@ def prometheus(phase):
     jobs = Counter("jobs", "Jobs done.", ["queue"])
     temperature = Gauge("temperature", "Temperature.", multiprocess_mode="mostrecent")
     latency = Histogram("latency_seconds", "Latency.", ["route"], buckets=BOUNDS)
+    rpc = Histogram("rpc_seconds", "RPC time.")
+    for value in RPC[phase]:
+        rpc.observe(value)
     for queue, amount, _ in JOBS[phase]:
         jobs.labels(queue).inc(amount)
     temperature.set(TEMPERATURE[phase])
@@ -73,7 +85,11 @@ def sdk(out_dir):
         AggregationTemporality,
         PeriodicExportingMetricReader,
     )
-    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+    from opentelemetry.sdk.metrics.view import (
+        ExplicitBucketHistogramAggregation,
+        ExponentialBucketHistogramAggregation,
+        View,
+    )
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
@@ -109,7 +125,16 @@ def sdk(out_dir):
                 View(
                     instrument_name="latency_seconds",
                     aggregation=ExplicitBucketHistogramAggregation(boundaries=BOUNDS),
-                )
+                ),
+                # The native histogram's resolution as the most the SDK
+                # uses (it starts at the most and lowers it as buckets
+                # outgrow max_size, which these do not).
+                View(
+                    instrument_name="rpc_seconds",
+                    aggregation=ExponentialBucketHistogramAggregation(
+                        max_size=160, max_scale=RPC_SCALE
+                    ),
+                ),
             ],
         )
         meter = provider.get_meter("otlp-test")
@@ -118,10 +143,13 @@ def sdk(out_dir):
             meter.create_counter("jobs", description="Jobs done."),
             meter.create_gauge("temperature", description="Temperature."),
             meter.create_histogram("latency_seconds", description="Latency."),
+            meter.create_histogram("rpc_seconds", description="RPC time."),
         )
 
     for phase in ("A", "B"):
-        for provider, jobs, temperature, latency in providers.values():
+        for provider, jobs, temperature, latency, rpc in providers.values():
+            for value in RPC[phase]:
+                rpc.record(value)
             for queue, amount, with_span in JOBS[phase]:
                 jobs.add(amount, {"queue": queue}, context=traced if with_span else None)
             temperature.set(TEMPERATURE[phase])
