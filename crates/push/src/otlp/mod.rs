@@ -51,7 +51,10 @@ mod time;
     dead_code,
     clippy::all,
     clippy::pedantic,
-    rust_2018_idioms
+    rust_2018_idioms,
+    // The schema's comments are not written for rustdoc (`<version>`,
+    // bare URLs).
+    rustdoc::all
 )]
 pub mod proto {
     pub mod common {
