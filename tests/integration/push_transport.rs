@@ -1,7 +1,8 @@
 //! How pushes travel: TLS with a private CA (`--push.ca-file`) and without
 //! it (refused, logged once), a bearer token read again after it rotates,
 //! basic authentication and extra headers, as a receiver
-//! (tests/python/push_sink.py, HTTPS through Python's ssl) sees them.
+//! (tests/python/push_sink.py, HTTPS through Python's ssl) sees them; and
+//! OTLP where the OpenTelemetry variables say, decoded.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -81,8 +82,9 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-/// The sink, listening (over TLS with `tls`): the process, its port, its log.
-fn sink(dir: &Path, tls: Option<(&Path, &Path)>) -> (Spawned, u16, PathBuf) {
+/// The sink, listening (over TLS with `tls`; logging each body with
+/// `keep_bodies`): the process, its port, its log.
+fn sink(dir: &Path, tls: Option<(&Path, &Path)>, keep_bodies: bool) -> (Spawned, u16, PathBuf) {
     let port_file = dir.join("port");
     let log = dir.join("requests.jsonl");
     let mut cmd = Command::new(python());
@@ -91,6 +93,9 @@ fn sink(dir: &Path, tls: Option<(&Path, &Path)>) -> (Spawned, u16, PathBuf) {
         .arg(&log);
     if let Some((cert, key)) = tls {
         cmd.arg("--tls").arg(cert).arg(key);
+    }
+    if keep_bodies {
+        cmd.arg("--keep-bodies");
     }
     let sink = Spawned::start(cmd);
     let deadline = Instant::now() + PATIENCE;
@@ -142,7 +147,7 @@ fn wait_for(
 fn tls_with_a_private_ca_a_rotated_bearer_token_and_headers() {
     let work = temp_dir();
     let (ca, cert, key) = certificates(work.path());
-    let (_sink, port, log) = sink(work.path(), Some((&cert, &key)));
+    let (_sink, port, log) = sink(work.path(), Some((&cert, &key)), false);
     let token = work.path().join("token");
     std::fs::write(&token, "first-token\n").unwrap();
     let dir = fixture();
@@ -183,7 +188,7 @@ fn tls_with_a_private_ca_a_rotated_bearer_token_and_headers() {
 fn tls_to_an_unknown_ca_is_refused_and_said_once() {
     let work = temp_dir();
     let (_, cert, key) = certificates(work.path());
-    let (_sink, port, log) = sink(work.path(), Some((&cert, &key)));
+    let (_sink, port, log) = sink(work.path(), Some((&cert, &key)), false);
     let dir = fixture();
     let url = format!("https://127.0.0.1:{port}/api/v1/write");
     let (mut server, _) = serve(
@@ -205,7 +210,7 @@ fn tls_to_an_unknown_ca_is_refused_and_said_once() {
 #[test]
 fn basic_authentication_from_a_password_file() {
     let work = temp_dir();
-    let (_sink, port, log) = sink(work.path(), None);
+    let (_sink, port, log) = sink(work.path(), None, false);
     let password = work.path().join("password");
     std::fs::write(&password, "pa:ss\n").unwrap();
     let dir = fixture();
@@ -229,4 +234,122 @@ fn basic_authentication_from_a_password_file() {
         first["headers"]["authorization"], "Basic MTIzNDU2OnBhOnNz",
         "{first}"
     );
+}
+
+/// A batch `run` pushing OTLP where the OpenTelemetry variables say (the
+/// base endpoint gains `/v1/metrics`): its final totals arrive gzipped, as
+/// a monotonic cumulative sum per stage, starting when the directory was
+/// made (its start time file), with the service name from
+/// `OTEL_SERVICE_NAME` and the resource attributes given.
+#[test]
+fn a_batch_run_pushes_otlp_as_the_opentelemetry_variables_say() {
+    use multiprom_push::otlp::proto::common::v1::any_value::Value;
+    use multiprom_push::otlp::proto::metrics::v1::metric::Data;
+    use multiprom_push::otlp::ExportMetricsServiceRequest;
+    use prost::Message;
+
+    let work = temp_dir();
+    let (_sink, port, log) = sink(work.path(), None, true);
+    let dir = work.path().join("metrics");
+    let output = crate::harness::multiprom()
+        .args([
+            "run",
+            "--no-listen",
+            "--push.otlp",
+            "--push.interval",
+            "10m",
+            "--dir",
+        ])
+        .arg(&dir)
+        .args(["--push.otlp.resource", "deployment.environment=test"])
+        .arg("--")
+        .arg(python())
+        .arg(python_script("push_batch.py"))
+        .arg("7")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env("OTEL_SERVICE_NAME", "evaluation")
+        .env_remove("PROMETHEUS_MULTIPROC_DIR")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let sent = requests(&log);
+    let last = sent
+        .last()
+        .unwrap_or_else(|| panic!("nothing pushed: {stderr}"));
+    assert_eq!(last["path"], "/v1/metrics", "{last}");
+    assert_eq!(last["headers"]["content-encoding"], "gzip", "{last}");
+    assert_eq!(
+        last["headers"]["content-type"], "application/x-protobuf",
+        "{last}"
+    );
+    let gzipped = hex(last["body"].as_str().unwrap());
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gzipped[..]), &mut body).unwrap();
+    let request = ExportMetricsServiceRequest::decode(&body[..]).unwrap();
+    let resource = request.resource_metrics[0].resource.clone().unwrap();
+    let attribute = |key: &str| {
+        resource
+            .attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| match a.value.as_ref()?.value.as_ref()? {
+                Value::StringValue(text) => Some(text.clone()),
+                _ => None,
+            })
+    };
+    assert_eq!(attribute("service.name").as_deref(), Some("evaluation"));
+    assert_eq!(attribute("deployment.environment").as_deref(), Some("test"));
+    let metrics = &request.resource_metrics[0].scope_metrics[0].metrics;
+    let items = metrics.iter().find(|m| m.name == "batch_items").unwrap();
+    let Some(Data::Sum(sum)) = &items.data else {
+        panic!("{items:?}")
+    };
+    assert!(sum.is_monotonic);
+    assert_eq!(sum.aggregation_temporality, 2, "cumulative");
+    let started: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(".multiprom-start-times.json")).unwrap(),
+    )
+    .unwrap();
+    let epoch = started["epoch_unix_nanos"].as_u64().unwrap();
+    let mut points: Vec<(String, f64, u64)> = sum
+        .data_points
+        .iter()
+        .map(|p| {
+            let stage = match p.attributes[0]
+                .value
+                .as_ref()
+                .unwrap()
+                .value
+                .as_ref()
+                .unwrap()
+            {
+                Value::StringValue(text) => text.clone(),
+                other => panic!("{other:?}"),
+            };
+            let value = match p.value {
+                Some(
+                    multiprom_push::otlp::proto::metrics::v1::number_data_point::Value::AsDouble(v),
+                ) => v,
+                other => panic!("{other:?}"),
+            };
+            assert!(p.start_time_unix_nano <= p.time_unix_nano);
+            (stage, value, p.start_time_unix_nano)
+        })
+        .collect();
+    points.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        points,
+        [("read".into(), 7.0, epoch), ("written".into(), 6.0, epoch)]
+    );
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+        .collect()
 }
