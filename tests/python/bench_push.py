@@ -117,6 +117,8 @@ def measure(path):
         time.sleep(2)
         idle = window(proc, lambda: None) / args.seconds
         row["idle_cores"] = idle
+        # A connection idle that long was closed by the server.
+        conn = http.client.HTTPConnection("127.0.0.1", conn.port, timeout=120)
 
         for name, accept in (("text", "text/plain"),
                              ("protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")):
