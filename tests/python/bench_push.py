@@ -7,7 +7,8 @@ also reads the native histograms), from the process's own utime + stime
 process spends idle over the same time (its maintainer's liveness looks).
 
 Pushes go to tests/python/push_sink.py (answers 204), every 100 ms; GETs
-come every 100 ms on one kept-alive connection, as Prometheus scrapes.
+come every 100 ms on one kept-alive connection, as Prometheus scrapes
+(which asks for gzip; also measured without).
 
 Usage: bench_push.py --multiprom BIN [--base DIR] [--workers 1000] [--dir EXTRA]...
                      [--seconds 20]
@@ -120,13 +121,15 @@ def measure(path):
         # A connection idle that long was closed by the server.
         conn = http.client.HTTPConnection("127.0.0.1", conn.port, timeout=120)
 
-        for name, accept in (("text", "text/plain"),
-                             ("protobuf", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited")):
+        protobuf = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+        for name, accept, encoding in (("text", "text/plain", "identity"),
+                                       ("text_gzip", "text/plain", "gzip"),
+                                       ("protobuf_gzip", protobuf, "gzip")):
             gets = 0
 
             def get():
                 nonlocal gets
-                conn.request("GET", "/metrics", headers={"Accept": accept})
+                conn.request("GET", "/metrics", headers={"Accept": accept, "Accept-Encoding": encoding})
                 conn.getresponse().read()
                 gets += 1
 
@@ -169,11 +172,12 @@ def main():
     load = os.getloadavg()[0]
     print(f"CPU ms per operation of `multiprom serve` ({args.seconds:.0f} s windows, one every "
           f"{EVERY * 1000:.0f} ms, less idle; load {load:.2f} at the end)\n")
-    print("| directory | files | warm GET text | warm GET protobuf | push Remote-Write | push OTLP | "
-          "Remote-Write body | OTLP body | idle |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| directory | files | warm GET text | warm GET text, gzip | warm GET protobuf, gzip | "
+          "push Remote-Write | push OTLP | Remote-Write body | OTLP body | idle |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['dir']} | {r['files']:,} | {r['get_text_ms']:.2f} ms | {r['get_protobuf_ms']:.2f} ms | "
+        print(f"| {r['dir']} | {r['files']:,} | {r['get_text_ms']:.2f} ms | {r['get_text_gzip_ms']:.2f} ms | "
+              f"{r['get_protobuf_gzip_ms']:.2f} ms | "
               f"{r['push_remote_write_ms']:.2f} ms | {r['push_otlp_ms']:.2f} ms | "
               f"{r['push_remote_write_bytes'] / 1024:.0f} KiB | {r['push_otlp_bytes'] / 1024:.0f} KiB | "
               f"{r['idle_cores']:.4f} cores |")

@@ -6,14 +6,21 @@ use std::io::Write;
 use multiprom_collector::Served;
 
 use crate::config::Protocol;
-use crate::otlp::OtlpEncoder;
+use crate::otlp::{OtlpEncoder, Temporality};
+use crate::remote_write::BodyCache;
 
-/// One pusher's encoder (cloned before each push, kept only when the push
-/// is accepted: a delta encoder's last values are the accepted ones).
-#[derive(Debug, Clone)]
+/// One pusher's encoder. A delta encoder's last values must be those the
+/// receiver accepted: it is copied before each body and put back when the
+/// push fails ([`Encoder::refused`]).
+#[derive(Debug)]
 pub(crate) enum Encoder {
-    Otlp { encoder: OtlpEncoder, gzip: bool },
-    RemoteWrite,
+    Otlp {
+        encoder: OtlpEncoder,
+        /// A delta encoder as it was before the last body.
+        before: Option<OtlpEncoder>,
+        gzip: bool,
+    },
+    RemoteWrite(BodyCache),
 }
 
 impl Encoder {
@@ -25,16 +32,24 @@ impl Encoder {
                 gzip,
             } => Encoder::Otlp {
                 encoder: OtlpEncoder::new(resource.clone(), *temporality),
+                before: None,
                 gzip: *gzip,
             },
-            Protocol::RemoteWrite => Encoder::RemoteWrite,
+            Protocol::RemoteWrite => Encoder::RemoteWrite(BodyCache::default()),
         }
     }
 
     /// The body for `served`.
     pub(crate) fn body(&mut self, served: &Served) -> Vec<u8> {
         match self {
-            Encoder::Otlp { encoder, gzip } => {
+            Encoder::Otlp {
+                encoder,
+                before,
+                gzip,
+            } => {
+                if encoder.temporality() == Temporality::Delta {
+                    *before = Some(encoder.clone());
+                }
                 let bytes = encoder.encode(served);
                 if *gzip {
                     gzip_bytes(&bytes)
@@ -42,8 +57,19 @@ impl Encoder {
                     bytes
                 }
             }
-            Encoder::RemoteWrite => {
-                crate::remote_write::encode(&crate::remote_write::write_request(served))
+            Encoder::RemoteWrite(cache) => cache.body(served),
+        }
+    }
+
+    /// Puts a delta encoder back as it was before the last body: that body
+    /// never arrived, so the next one must cover its interval too.
+    pub(crate) fn refused(&mut self) {
+        if let Encoder::Otlp {
+            encoder, before, ..
+        } = self
+        {
+            if let Some(before) = before.take() {
+                *encoder = before;
             }
         }
     }
@@ -51,7 +77,8 @@ impl Encoder {
     /// Notes the receiver's answer to an accepted push: OTLP's partial
     /// success (points the receiver rejected) is logged.
     pub(crate) fn accepted(&mut self, answer: &[u8]) {
-        if let Encoder::Otlp { .. } = self {
+        if let Encoder::Otlp { before, .. } = self {
+            *before = None;
             if let Some((rejected, message)) = crate::otlp::partial_success(answer) {
                 tracing::warn!("the OTLP receiver rejected {rejected} data points: {message}");
             }

@@ -31,8 +31,8 @@ pub struct Pusher {
     view: Arc<ServedView>,
     config: PushConfig,
     sender: Sender,
-    /// The encoder as of the last accepted push.
-    encoder: Encoder,
+    /// The encoder (away on the blocking pool while a body is made).
+    encoder: Option<Encoder>,
     stats: Arc<PushStats>,
     /// What failed last, while failing (for logging changes once).
     failing: Option<String>,
@@ -47,7 +47,7 @@ impl Pusher {
     /// start).
     pub fn new(view: Arc<ServedView>, config: PushConfig) -> Result<Pusher, PushSetupError> {
         let sender = Sender::new(&config)?;
-        let encoder = Encoder::new(&config.protocol);
+        let encoder = Some(Encoder::new(&config.protocol));
         Ok(Pusher {
             view,
             config,
@@ -95,22 +95,32 @@ impl Pusher {
     /// the receiver accepted it.
     pub async fn push(&mut self, deadline: Instant) -> bool {
         let view = Arc::clone(&self.view);
-        let mut encoder = self.encoder.clone();
+        let protocol = self.config.protocol.clone();
+        let mut encoder = self
+            .encoder
+            .take()
+            .unwrap_or_else(|| Encoder::new(&protocol));
         let made = tokio::task::spawn_blocking(move || {
-            let served = view.collect_all(Natives::Merge, Exemplars::Attach)?;
-            let body = encoder.body(&served);
-            Ok::<_, multiprom_collector::CollectError>((body, encoder))
+            let body = view
+                .collect_all(Natives::Merge, Exemplars::Attach)
+                .map(|served| encoder.body(&served));
+            (body, encoder)
         })
         .await;
-        let (body, encoder) = match made {
-            Ok(Ok(made)) => made,
-            Ok(Err(e)) => {
+        let body = match made {
+            Ok((Ok(body), encoder)) => {
+                self.encoder = Some(encoder);
+                body
+            }
+            Ok((Err(e), encoder)) => {
+                self.encoder = Some(encoder);
                 self.failed(
                     &format!("cannot collect: {e}"),
                     "tried again at the next push",
                 );
                 return false;
             }
+            // The encoder is lost with the panic: the next push makes one.
             Err(e) => {
                 self.failed(
                     &format!("collection panicked: {e}"),
@@ -124,24 +134,35 @@ impl Pusher {
             self.stats.sent(body.len());
             match self.sender.send(body.clone()).await {
                 Outcome::Accepted(answer) => {
-                    self.encoder = encoder;
-                    self.encoder.accepted(&answer);
+                    if let Some(encoder) = &mut self.encoder {
+                        encoder.accepted(&answer);
+                    }
                     self.succeeded();
                     return true;
                 }
                 Outcome::Refused(why) => {
                     self.failed(&format!("refused: {why}"), "sent again at the next push");
+                    self.refused();
                     return false;
                 }
                 Outcome::Retry { why, after } => {
                     self.failed(&why, "retrying; the next push carries every total");
                     let wait = backoff.next(after);
                     if Instant::now() + wait >= deadline {
+                        self.refused();
                         return false;
                     }
                     tokio::time::sleep(wait).await;
                 }
             }
+        }
+    }
+
+    /// The body never arrived: a delta encoder goes back to the values the
+    /// receiver has.
+    fn refused(&mut self) {
+        if let Some(encoder) = &mut self.encoder {
+            encoder.refused();
         }
     }
 

@@ -9,12 +9,16 @@ use super::prometheus::WriteRequest;
 /// requires (`Content-Encoding: snappy`).
 #[must_use]
 pub fn encode(request: &WriteRequest) -> Vec<u8> {
-    let protobuf = request.encode_to_vec();
+    compress(&request.encode_to_vec())
+}
+
+/// `protobuf` compressed with snappy's block format.
+pub(super) fn compress(protobuf: &[u8]) -> Vec<u8> {
     // Fails only for an input longer than snappy's block format can hold
     // (about 4 GiB, far past what any receiver accepts in one request);
     // such a request is sent empty and rejected rather than panicking.
     snap::raw::Encoder::new()
-        .compress_vec(&protobuf)
+        .compress_vec(protobuf)
         .unwrap_or_default()
 }
 

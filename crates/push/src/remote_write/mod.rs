@@ -24,6 +24,7 @@
 //! ```
 
 mod body;
+mod cache;
 mod metadata;
 mod native;
 mod request;
@@ -48,5 +49,6 @@ pub mod prometheus {
 }
 
 pub use body::encode;
+pub use cache::BodyCache;
 pub use prometheus::WriteRequest;
 pub use request::write_request;

@@ -48,7 +48,7 @@ pub fn write_request(served: &Served) -> WriteRequest {
 
 /// Appends a native histogram series for each series of the histogram
 /// `family` that has one in `natives`.
-fn native_series(
+pub(super) fn native_series(
     family: &MergedFamily,
     natives: &NativeHistograms,
     timestamp: i64,

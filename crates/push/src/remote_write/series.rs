@@ -55,7 +55,7 @@ pub(super) fn series_labels(name: &str, labels: &[(Arc<str>, Arc<str>)]) -> Vec<
 
 /// `exemplar` as Prometheus stores a scraped one: its labels sorted by
 /// name (empty values left out), its timestamp in milliseconds.
-fn exemplar(exemplar: &StoredExemplar) -> Exemplar {
+pub(super) fn exemplar(exemplar: &StoredExemplar) -> Exemplar {
     let mut labels: Vec<Label> = exemplar
         .labels
         .iter()

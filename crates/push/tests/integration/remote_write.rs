@@ -397,3 +397,39 @@ fn an_empty_directory_sends_an_empty_request() {
     let request = received(&collect(dir.path()));
     assert_eq!(request, WriteRequest::default());
 }
+
+/// The pusher's body cache writes the bytes of a fresh encoding, push after
+/// push, while values, exemplars, native histograms and series change.
+#[test]
+fn a_cached_body_is_the_fresh_one_while_the_directory_changes() {
+    use multiprom_push::remote_write::BodyCache;
+
+    let dir = tempfile::tempdir().unwrap();
+    directory(dir.path());
+    let view = ServedView::new(DirCollector::new(dir.path()));
+    let mut cache = BodyCache::default();
+    let mut bodies = Vec::new();
+    for round in 0..4 {
+        match round {
+            1 => latency(dir.path(), "3", "/a", &[0.75], true),
+            2 => {
+                let requests =
+                    encode_key("requests", "requests_total", [("code", "500")], "Requests.");
+                let name = FileName::new(MetricKind::Counter, "3").unwrap();
+                FileWriter::open(dir.path(), &name)
+                    .unwrap()
+                    .slot(&requests)
+                    .unwrap()
+                    .add(1.0);
+            }
+            _ => {}
+        }
+        let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
+        let cached = cache.body(&served);
+        assert_eq!(cached, encode(&write_request(&served)), "round {round}");
+        bodies.push(cached);
+    }
+    // The rounds that changed something sent something else.
+    assert_ne!(bodies[0], bodies[1]);
+    assert_ne!(bodies[1], bodies[2]);
+}
