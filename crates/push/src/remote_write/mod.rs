@@ -47,6 +47,22 @@ pub mod prometheus {
     include!("prometheus.rs");
 }
 
+/// The Remote-Write 2.0 messages (`io.prometheus.write.v2`), as
+/// prost-build generates them from Prometheus's
+/// `prompb/io/prometheus/write/v2/types.proto` (see `proto/README.md` of
+/// this crate).
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    dead_code,
+    clippy::all,
+    clippy::pedantic,
+    rust_2018_idioms
+)]
+pub mod v2 {
+    include!("v2/types.rs");
+}
+
 pub use body::encode;
 pub use prometheus::WriteRequest;
 pub use request::write_request;
