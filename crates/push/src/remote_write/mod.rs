@@ -10,6 +10,10 @@
 //! family. Remote-Write 1.0 has no field for start times, so they are not
 //! sent.
 //!
+//! Remote-Write 2.0 ([`write_request_v2`], [`encode_v2`]) carries the same
+//! series through a symbols table, with each cumulative series' start time
+//! and its family's metadata inline.
+//!
 //! ```
 //! use multiprom_collector::{DirCollector, Exemplars, Natives, ServedView};
 //! use multiprom_push::remote_write::{encode, write_request};
@@ -27,7 +31,9 @@ mod body;
 mod metadata;
 mod native;
 mod request;
+mod request_v2;
 mod series;
+mod symbols;
 mod timestamp;
 
 /// The Remote-Write 1.0 messages, as prost-build generates them from
@@ -63,6 +69,7 @@ pub mod v2 {
     include!("v2/types.rs");
 }
 
-pub use body::encode;
+pub use body::{encode, encode_v2};
 pub use prometheus::WriteRequest;
 pub use request::write_request;
+pub use request_v2::write_request_v2;
