@@ -5,15 +5,24 @@ use std::io::Write;
 
 use multiprom_collector::Served;
 
-use crate::config::Protocol;
+use crate::config::{Protocol, RemoteWriteVersion};
 use crate::otlp::OtlpEncoder;
+use crate::remote_write::{self, Written};
 
 /// One pusher's encoder (cloned before each push, kept only when the push
 /// is accepted: a delta encoder's last values are the accepted ones).
 #[derive(Debug, Clone)]
 pub(crate) enum Encoder {
-    Otlp { encoder: OtlpEncoder, gzip: bool },
+    Otlp {
+        encoder: OtlpEncoder,
+        gzip: bool,
+    },
     RemoteWrite,
+    /// Remote-Write 2.0, with what the last body carried (its receiver
+    /// answers what it wrote of it).
+    RemoteWriteV2 {
+        sent: Written,
+    },
 }
 
 impl Encoder {
@@ -27,7 +36,14 @@ impl Encoder {
                 encoder: OtlpEncoder::new(resource.clone(), *temporality),
                 gzip: *gzip,
             },
-            Protocol::RemoteWrite => Encoder::RemoteWrite,
+            Protocol::RemoteWrite {
+                version: RemoteWriteVersion::V1,
+            } => Encoder::RemoteWrite,
+            Protocol::RemoteWrite {
+                version: RemoteWriteVersion::V2,
+            } => Encoder::RemoteWriteV2 {
+                sent: Written::default(),
+            },
         }
     }
 
@@ -42,9 +58,22 @@ impl Encoder {
                     bytes
                 }
             }
-            Encoder::RemoteWrite => {
-                crate::remote_write::encode(&crate::remote_write::write_request(served))
+            Encoder::RemoteWrite => remote_write::encode(&remote_write::write_request(served)),
+            Encoder::RemoteWriteV2 { sent } => {
+                let request = remote_write::write_request_v2(served);
+                *sent = Written::sent(&request);
+                remote_write::encode_v2(&request)
             }
+        }
+    }
+
+    /// Whether an accepted push was written, as far as the receiver says
+    /// (Remote-Write 2.0's written counts; other protocols say nothing
+    /// here): `Err` with why not.
+    pub(crate) fn check_written(&self, written: Option<Written>) -> Result<(), String> {
+        match (self, written) {
+            (Encoder::RemoteWriteV2 { sent }, Some(written)) => written.check(*sent),
+            _ => Ok(()),
         }
     }
 

@@ -123,7 +123,14 @@ impl Pusher {
         loop {
             self.stats.sent(body.len());
             match self.sender.send(body.clone()).await {
-                Outcome::Accepted(answer) => {
+                Outcome::Accepted {
+                    body: answer,
+                    written,
+                } => {
+                    if let Err(why) = encoder.check_written(written) {
+                        self.failed(&format!("refused: {why}"), "sent again at the next push");
+                        return false;
+                    }
                     self.encoder = encoder;
                     self.encoder.accepted(&answer);
                     self.succeeded();

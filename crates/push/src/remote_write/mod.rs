@@ -35,6 +35,7 @@ mod request_v2;
 mod series;
 mod symbols;
 mod timestamp;
+mod written;
 
 /// The Remote-Write 1.0 messages, as prost-build generates them from
 /// Prometheus's `prompb/types.proto` and `prompb/remote.proto` (see
@@ -73,3 +74,4 @@ pub use body::{encode, encode_v2};
 pub use prometheus::WriteRequest;
 pub use request::write_request;
 pub use request_v2::write_request_v2;
+pub(crate) use written::Written;
