@@ -8,7 +8,8 @@
 //!   and respawn, and after the receiver was stopped for 60 seconds
 //!   (tests/python/push_remote_write_check.py drives it);
 //! * a batch `multiprom run --no-listen` whose command ends long before the
-//!   push interval: its final totals are stored.
+//!   push interval: its final totals are stored, by Remote-Write 1.0 and
+//!   by 2.0 (with the counters' start, where the receiver reads it).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -67,8 +68,70 @@ fn prometheus_stores_what_gunicorn_workers_served_across_a_kill_and_an_outage() 
 
 #[test]
 fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
-    let (prometheus, port, _work) =
-        start_prometheus_jobs(prometheus_3(), &[], &["--web.enable-remote-write-receiver"]);
+    let batch = batch_run(&[], &[]);
+    assert_eq!(batch.stored("read"), Some(7.0), "{}", batch.log);
+    assert_eq!(batch.stored("written"), Some(6.0), "{}", batch.log);
+}
+
+/// The same batch by Remote-Write 2.0, into a Prometheus that ingests a
+/// counter's start as a zero sample at that time
+/// (`created-timestamp-zero-ingestion`) when it reads one.
+#[test]
+fn a_batch_run_pushes_by_remote_write_2() {
+    let batch = batch_run(
+        &["--push.remote-write.version", "2"],
+        &["--enable-feature=created-timestamp-zero-ingestion"],
+    );
+    assert_eq!(batch.stored("read"), Some(7.0), "{}", batch.log);
+    assert_eq!(batch.stored("written"), Some(6.0), "{}", batch.log);
+    // The directory's start, as multiprom kept it.
+    let file =
+        std::fs::read_to_string(batch.dir.path().join(".multiprom-start-times.json")).unwrap();
+    let file: serde_json::Value = serde_json::from_str(&file).unwrap();
+    let start_ms = file["epoch_unix_nanos"].as_u64().unwrap() / 1_000_000;
+    let raw = batch.raw("read");
+    eprintln!(
+        "start {start_ms} ms; stored {raw:?}; {}",
+        batch.prometheus_version
+    );
+    let (_, last) = *raw.last().unwrap();
+    assert_eq!(last, 7.0, "{raw:?}");
+    // Prometheus 3.5 reads a start from 2.0's first schema
+    // (`TimeSeries.created_timestamp`, field 6), which Prometheus moved
+    // to `Sample.start_timestamp` in 3.8: the field multiprom sends. The
+    // zero sample is there only for a receiver that reads the latter.
+    let reads_start_timestamp = !batch.prometheus_version.contains("version 3.5.");
+    if reads_start_timestamp {
+        assert_eq!(raw.first(), Some(&(start_ms, 0.0)), "{raw:?}");
+    } else {
+        assert_eq!(raw.len(), 1, "{raw:?}");
+    }
+}
+
+/// A batch `multiprom run --no-listen` pushing to a Prometheus 3 started
+/// with `prometheus_flags`, its directory kept for the test to read.
+struct BatchRun {
+    prometheus: crate::spawned_server::Spawned,
+    prometheus_version: String,
+    addr: std::net::SocketAddr,
+    log: String,
+    dir: tempfile::TempDir,
+    _work: tempfile::TempDir,
+}
+
+fn batch_run(run_flags: &[&str], prometheus_flags: &[&str]) -> BatchRun {
+    let mut flags = vec!["--web.enable-remote-write-receiver"];
+    flags.extend_from_slice(prometheus_flags);
+    let (prometheus, port, work) = start_prometheus_jobs(prometheus_3(), &[], &flags);
+    let version = Command::new(prometheus_3())
+        .arg("--version")
+        .output()
+        .unwrap();
+    let prometheus_version = String::from_utf8_lossy(&version.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     let api = format!("http://127.0.0.1:{port}");
     let addr: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
     let deadline = Instant::now() + PATIENCE;
@@ -76,11 +139,15 @@ fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
         assert!(Instant::now() < deadline, "{}", prometheus.stderr());
         std::thread::sleep(Duration::from_millis(100));
     }
+    let dir = temp_dir();
     let started = Instant::now();
     let output = multiprom()
         .args(["run", "--no-listen", "--push.interval", "10m"])
+        .arg("--dir")
+        .arg(dir.path())
         .arg("--push.remote-write")
         .arg(format!("{api}/api/v1/write"))
+        .args(run_flags)
         .arg("--")
         .arg(python())
         .arg(python_script("push_batch.py"))
@@ -88,23 +155,65 @@ fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
         .env_remove("PROMETHEUS_MULTIPROC_DIR")
         .output()
         .unwrap();
-    let log = String::from_utf8_lossy(&output.stderr);
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{log}");
     // The last push follows the command at once, not the 10 minute interval.
     assert!(started.elapsed() < PATIENCE, "{log}");
-    let stored = |stage: &str| {
-        let query = format!("batch_items_total%7Bstage%3D%22{stage}%22%7D");
-        let answer = get(addr, &format!("/api/v1/query?query={query}"), &[]);
-        let answer: serde_json::Value = serde_json::from_slice(&answer.body).unwrap();
-        let value = answer["data"]["result"][0]["value"][1].as_str()?;
-        value.parse::<f64>().ok()
+    let batch = BatchRun {
+        prometheus,
+        prometheus_version,
+        addr,
+        log,
+        dir,
+        _work: work,
     };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while stored("read").is_none() && Instant::now() < deadline {
+    while batch.stored("read").is_none() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(stored("read"), Some(7.0), "{log}\n{}", prometheus.stderr());
-    assert_eq!(stored("written"), Some(6.0), "{log}");
+    assert!(
+        batch.stored("read").is_some(),
+        "{}\n{}",
+        batch.log,
+        batch.prometheus.stderr()
+    );
+    batch
+}
+
+impl BatchRun {
+    /// The query API's answer for `query` (already URL-encoded).
+    fn query(&self, query: &str) -> serde_json::Value {
+        let answer = get(self.addr, &format!("/api/v1/query?query={query}"), &[]);
+        serde_json::from_slice(&answer.body).unwrap()
+    }
+
+    /// The value of `batch_items_total{stage="<stage>"}` now.
+    fn stored(&self, stage: &str) -> Option<f64> {
+        let answer = self.query(&format!("batch_items_total%7Bstage%3D%22{stage}%22%7D"));
+        let value = answer["data"]["result"][0]["value"][1].as_str()?;
+        value.parse::<f64>().ok()
+    }
+
+    /// Every sample stored of `batch_items_total{stage="<stage>"}` in the
+    /// last hour: (milliseconds, value).
+    fn raw(&self, stage: &str) -> Vec<(u64, f64)> {
+        let answer = self.query(&format!(
+            "batch_items_total%7Bstage%3D%22{stage}%22%7D%5B1h%5D"
+        ));
+        let values = answer["data"]["result"][0]["values"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        values
+            .iter()
+            .map(|pair| {
+                // Seconds as a JSON number with up to 3 decimals.
+                let seconds = pair[0].as_f64().unwrap();
+                let value: f64 = pair[1].as_str().unwrap().parse().unwrap();
+                ((seconds * 1000.0).round() as u64, value)
+            })
+            .collect()
+    }
 }
 
 /// A receiver that takes connections and never answers: scrapes are
