@@ -69,6 +69,7 @@ fn prometheus_stores_what_gunicorn_workers_served_across_a_kill_and_an_outage() 
 #[test]
 fn a_batch_run_pushes_its_final_totals_after_its_command_ends() {
     let batch = batch_run(&[], &[]);
+    batch.wait_stored();
     assert_eq!(batch.stored("read"), Some(7.0), "{}", batch.log);
     assert_eq!(batch.stored("written"), Some(6.0), "{}", batch.log);
 }
@@ -82,6 +83,7 @@ fn a_batch_run_pushes_by_remote_write_2() {
         &["--push.remote-write.version", "2"],
         &["--enable-feature=created-timestamp-zero-ingestion"],
     );
+    batch.wait_stored();
     assert_eq!(batch.stored("read"), Some(7.0), "{}", batch.log);
     assert_eq!(batch.stored("written"), Some(6.0), "{}", batch.log);
     // The directory's start, as multiprom kept it.
@@ -96,16 +98,45 @@ fn a_batch_run_pushes_by_remote_write_2() {
     );
     let (_, last) = *raw.last().unwrap();
     assert_eq!(last, 7.0, "{raw:?}");
-    // Prometheus 3.5 reads a start from 2.0's first schema
-    // (`TimeSeries.created_timestamp`, field 6), which Prometheus moved
-    // to `Sample.start_timestamp` in 3.8: the field multiprom sends. The
-    // zero sample is there only for a receiver that reads the latter.
-    let reads_start_timestamp = !batch.prometheus_version.contains("version 3.5.");
+    // Prometheus up to 3.7 reads a start from 2.0's earlier schema
+    // (`TimeSeries.created_timestamp`, field 6), which 3.8 moved to
+    // `Sample.start_timestamp`: the field multiprom sends. The zero
+    // sample is there only for a receiver that reads the latter.
+    let reads_start_timestamp = batch.prometheus_minor() >= 8;
     if reads_start_timestamp {
         assert_eq!(raw.first(), Some(&(start_ms, 0.0)), "{raw:?}");
     } else {
         assert_eq!(raw.len(), 1, "{raw:?}");
     }
+}
+
+/// A Prometheus that takes only Remote-Write 1.0 answers 2.0 with 415:
+/// multiprom's log says what that means.
+#[test]
+fn a_receiver_of_remote_write_1_only_is_said_to_refuse_2() {
+    let batch = batch_run(
+        &["--push.remote-write.version", "2"],
+        &["--web.remote-write-receiver.accepted-protobuf-messages=prometheus.WriteRequest"],
+    );
+    assert!(
+        batch.log.contains("HTTP 415")
+            && batch
+                .log
+                .contains("the receiver does not take Remote-Write 2.0"),
+        "{}",
+        batch.log
+    );
+    // Before 3.7, Prometheus's handler went on after answering 415 and
+    // wrote the request all the same (its log: "superfluous
+    // response.WriteHeader call").
+    std::thread::sleep(Duration::from_millis(500));
+    let expected = (batch.prometheus_minor() < 7).then_some(7.0);
+    assert_eq!(
+        batch.stored("read"),
+        expected,
+        "{}",
+        batch.prometheus_version
+    );
 }
 
 /// A batch `multiprom run --no-listen` pushing to a Prometheus 3 started
@@ -167,20 +198,35 @@ fn batch_run(run_flags: &[&str], prometheus_flags: &[&str]) -> BatchRun {
         dir,
         _work: work,
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while batch.stored("read").is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(
-        batch.stored("read").is_some(),
-        "{}\n{}",
-        batch.log,
-        batch.prometheus.stderr()
-    );
     batch
 }
 
 impl BatchRun {
+    /// The receiver's minor version (3.x).
+    fn prometheus_minor(&self) -> u32 {
+        let version = self
+            .prometheus_version
+            .split("version 3.")
+            .nth(1)
+            .unwrap_or_default();
+        let minor: String = version.chars().take_while(char::is_ascii_digit).collect();
+        minor.parse().unwrap()
+    }
+    /// Waits until the pushed totals can be queried (the receiver may
+    /// take a moment to make them visible).
+    fn wait_stored(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.stored("read").is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(
+            self.stored("read").is_some(),
+            "{}\n{}",
+            self.log,
+            self.prometheus.stderr()
+        );
+    }
+
     /// The query API's answer for `query` (already URL-encoded).
     fn query(&self, query: &str) -> serde_json::Value {
         let answer = get(self.addr, &format!("/api/v1/query?query={query}"), &[]);

@@ -34,8 +34,8 @@ pub enum RemoteWriteVersion {
     V1,
     /// 2.0: `io.prometheus.write.v2.Request`, which also carries each
     /// cumulative series' start time and its metadata inline; only some
-    /// receivers take it (Prometheus with
-    /// `--web.remote-write-receiver.accepted-protobuf-messages`).
+    /// receivers take it (Prometheus 3's receiver does unless told
+    /// otherwise).
     V2,
 }
 
