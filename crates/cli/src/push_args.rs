@@ -10,7 +10,7 @@ use multiprom_http::SiblingReport;
 use multiprom_push::otlp::Temporality;
 use multiprom_push::{
     parse_header, push_families, read_file, Credentials, OtelEnv, Protocol, PushConfig,
-    PushSetupError, PusherReport, DEFAULT_OTLP_ENDPOINT,
+    PushSetupError, PusherReport, RemoteWriteVersion, DEFAULT_OTLP_ENDPOINT,
 };
 
 use crate::http_service::parse_duration;
@@ -27,10 +27,20 @@ pub(crate) struct PushArgs {
     /// OTEL_RESOURCE_ATTRIBUTES apply; flags override them.
     #[arg(long = "push.otlp", value_name = "URL", num_args = 0..=1, default_missing_value = "")]
     pub otlp: Option<String>,
-    /// Push the merged metrics by Prometheus Remote-Write 1.0 to URL (e.g.
+    /// Push the merged metrics by Prometheus Remote-Write to URL (e.g.
     /// http://prometheus:9090/api/v1/write).
     #[arg(long = "push.remote-write", value_name = "URL")]
     pub remote_write: Option<String>,
+    /// The Remote-Write version: 1 (default; every receiver takes it) or
+    /// 2 (also sends each counter's, histogram's and summary's start time
+    /// and the metadata inline; the receiver must take 2.0).
+    #[arg(
+        long = "push.remote-write.version",
+        value_name = "1|2",
+        value_parser = parse_remote_write_version,
+        requires = "remote_write"
+    )]
+    pub remote_write_version: Option<RemoteWriteVersion>,
     /// How often to push (default: $OTEL_METRIC_EXPORT_INTERVAL, else 60s).
     #[arg(long = "push.interval", value_name = "DURATION", value_parser = parse_duration)]
     pub interval: Option<Duration>,
@@ -86,6 +96,14 @@ pub(crate) struct PushArgs {
     /// --push.remote-write).
     #[arg(long)]
     pub no_listen: bool,
+}
+
+fn parse_remote_write_version(text: &str) -> Result<RemoteWriteVersion, String> {
+    match text {
+        "1" | "1.0" => Ok(RemoteWriteVersion::V1),
+        "2" | "2.0" => Ok(RemoteWriteVersion::V2),
+        _ => Err(format!("{text:?}: 1 or 2")),
+    }
 }
 
 fn parse_temporality(text: &str) -> Result<Temporality, String> {
@@ -176,7 +194,8 @@ impl PushArgs {
             configs.push(config);
         }
         if let Some(url) = &self.remote_write {
-            let mut config = PushConfig::new(Protocol::RemoteWrite, url)?;
+            let version = self.remote_write_version.unwrap_or_default();
+            let mut config = PushConfig::new(Protocol::RemoteWrite { version }, url)?;
             let env_interval = OtelEnv::read(|name| std::env::var(name).ok())
                 .ok()
                 .and_then(|env| env.interval);

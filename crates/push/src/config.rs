@@ -19,8 +19,24 @@ pub enum Protocol {
         /// Whether bodies are gzipped (OTLP's `gzip` compression).
         gzip: bool,
     },
-    /// Prometheus Remote-Write 1.0 (protobuf, snappy).
-    RemoteWrite,
+    /// Prometheus Remote-Write (protobuf, snappy).
+    RemoteWrite {
+        /// 1.0 (the default) or 2.0.
+        version: RemoteWriteVersion,
+    },
+}
+
+/// The version of Prometheus Remote-Write a pusher speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RemoteWriteVersion {
+    /// 1.0: `prometheus.WriteRequest`, which every receiver takes.
+    #[default]
+    V1,
+    /// 2.0: `io.prometheus.write.v2.Request`, which also carries each
+    /// cumulative series' start time and its metadata inline; only some
+    /// receivers take it (Prometheus 3's receiver does unless told
+    /// otherwise).
+    V2,
 }
 
 impl Protocol {
@@ -29,7 +45,7 @@ impl Protocol {
     pub fn name(&self) -> &'static str {
         match self {
             Protocol::Otlp { .. } => "otlp",
-            Protocol::RemoteWrite => "remote_write",
+            Protocol::RemoteWrite { .. } => "remote_write",
         }
     }
 }
@@ -181,15 +197,17 @@ pub fn parse_header(text: &str) -> Result<(String, String), PushSetupError> {
 mod tests {
     use super::*;
 
+    const REMOTE_WRITE: Protocol = Protocol::RemoteWrite {
+        version: RemoteWriteVersion::V1,
+    };
+
     #[test]
     fn urls() {
-        assert!(
-            PushConfig::new(Protocol::RemoteWrite, "http://localhost:9090/api/v1/write").is_ok()
-        );
-        assert!(PushConfig::new(Protocol::RemoteWrite, "localhost:9090").is_err());
-        assert!(PushConfig::new(Protocol::RemoteWrite, "ftp://x/").is_err());
-        assert!(PushConfig::new(Protocol::RemoteWrite, "http://").is_err());
-        let config = PushConfig::new(Protocol::RemoteWrite, "https://u:p@h:1/w?token=s").unwrap();
+        assert!(PushConfig::new(REMOTE_WRITE, "http://localhost:9090/api/v1/write").is_ok());
+        assert!(PushConfig::new(REMOTE_WRITE, "localhost:9090").is_err());
+        assert!(PushConfig::new(REMOTE_WRITE, "ftp://x/").is_err());
+        assert!(PushConfig::new(REMOTE_WRITE, "http://").is_err());
+        let config = PushConfig::new(REMOTE_WRITE, "https://u:p@h:1/w?token=s").unwrap();
         assert_eq!(config.receiver(), "https://h:1/w");
     }
 

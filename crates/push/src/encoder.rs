@@ -5,9 +5,9 @@ use std::io::Write;
 
 use multiprom_collector::Served;
 
-use crate::config::Protocol;
+use crate::config::{Protocol, RemoteWriteVersion};
 use crate::otlp::{OtlpEncoder, Temporality};
-use crate::remote_write::BodyCache;
+use crate::remote_write::{self, BodyCache, Written};
 
 /// One pusher's encoder. A delta encoder's last values must be those the
 /// receiver accepted: it is copied before each body and put back when the
@@ -21,6 +21,11 @@ pub(crate) enum Encoder {
         gzip: bool,
     },
     RemoteWrite(BodyCache),
+    /// Remote-Write 2.0, with what the last body carried (its receiver
+    /// answers what it wrote of it).
+    RemoteWriteV2 {
+        sent: Written,
+    },
 }
 
 impl Encoder {
@@ -35,7 +40,14 @@ impl Encoder {
                 before: None,
                 gzip: *gzip,
             },
-            Protocol::RemoteWrite => Encoder::RemoteWrite(BodyCache::default()),
+            Protocol::RemoteWrite {
+                version: RemoteWriteVersion::V1,
+            } => Encoder::RemoteWrite(BodyCache::default()),
+            Protocol::RemoteWrite {
+                version: RemoteWriteVersion::V2,
+            } => Encoder::RemoteWriteV2 {
+                sent: Written::default(),
+            },
         }
     }
 
@@ -58,6 +70,11 @@ impl Encoder {
                 }
             }
             Encoder::RemoteWrite(cache) => cache.body(served),
+            Encoder::RemoteWriteV2 { sent } => {
+                let request = remote_write::write_request_v2(served);
+                *sent = Written::sent(&request);
+                remote_write::encode_v2(&request)
+            }
         }
     }
 
@@ -71,6 +88,16 @@ impl Encoder {
             if let Some(before) = before.take() {
                 *encoder = before;
             }
+        }
+    }
+
+    /// Whether an accepted push was written, as far as the receiver says
+    /// (Remote-Write 2.0's written counts; other protocols say nothing
+    /// here): `Err` with why not.
+    pub(crate) fn check_written(&self, written: Option<Written>) -> Result<(), String> {
+        match (self, written) {
+            (Encoder::RemoteWriteV2 { sent }, Some(written)) => written.check(*sent),
+            _ => Ok(()),
         }
     }
 

@@ -17,7 +17,9 @@ pub mod remote_write;
 mod sender;
 mod stats;
 
-pub use config::{parse_header, read_file, Credentials, Protocol, PushConfig, PushSetupError};
+pub use config::{
+    parse_header, read_file, Credentials, Protocol, PushConfig, PushSetupError, RemoteWriteVersion,
+};
 pub use otel_env::{OtelEnv, DEFAULT_OTLP_ENDPOINT};
 pub use pusher::{Pusher, LAST_PUSH_WAIT};
 pub use stats::{push_families, PushStats, PusherReport};

@@ -133,7 +133,19 @@ impl Pusher {
         loop {
             self.stats.sent(body.len());
             match self.sender.send(body.clone()).await {
-                Outcome::Accepted(answer) => {
+                Outcome::Accepted {
+                    body: answer,
+                    written,
+                } => {
+                    let checked = self
+                        .encoder
+                        .as_ref()
+                        .map_or(Ok(()), |e| e.check_written(written));
+                    if let Err(why) = checked {
+                        self.failed(&format!("refused: {why}"), "sent again at the next push");
+                        self.refused();
+                        return false;
+                    }
                     if let Some(encoder) = &mut self.encoder {
                         encoder.accepted(&answer);
                     }

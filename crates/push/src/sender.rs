@@ -8,14 +8,21 @@ use reqwest::header::{
 };
 use reqwest::{Client, StatusCode};
 
-use crate::config::{Credentials, Protocol, PushConfig, PushSetupError};
+use crate::config::{Credentials, Protocol, PushConfig, PushSetupError, RemoteWriteVersion};
+use crate::remote_write::Written;
 
 /// What became of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Accepted (2xx). OTLP's answer may say some points were rejected:
-    /// the body is kept for that.
-    Accepted(Vec<u8>),
+    /// the body is kept for that; a Remote-Write 2.0 receiver says what
+    /// it wrote in headers.
+    Accepted {
+        /// The answer's body.
+        body: Vec<u8>,
+        /// Remote-Write 2.0's written counts, when the answer has them.
+        written: Option<Written>,
+    },
     /// Not now: a network, TLS or DNS failure, a timeout, or a status the
     /// protocol calls retryable; `after` is the receiver's `Retry-After`.
     Retry {
@@ -80,11 +87,21 @@ impl Sender {
                     headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
                 }
             }
-            Protocol::RemoteWrite => {
+            Protocol::RemoteWrite { version } => {
+                // As each specification asks: 1.0's bare content type
+                // means `prometheus.WriteRequest`; 2.0 names its message.
+                let (content_type, version) = match version {
+                    RemoteWriteVersion::V1 => ("application/x-protobuf", "0.1.0"),
+                    RemoteWriteVersion::V2 => (
+                        "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+                        "2.0.0",
+                    ),
+                };
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
                 headers.insert(CONTENT_ENCODING, HeaderValue::from_static("snappy"));
                 headers.insert(
                     HeaderName::from_static("x-prometheus-remote-write-version"),
-                    HeaderValue::from_static("0.1.0"),
+                    HeaderValue::from_static(version),
                 );
             }
         }
@@ -130,10 +147,14 @@ impl Sender {
         };
         let status = response.status();
         let after = retry_after(response.headers(), SystemTime::now());
+        let written = Written::answered(response.headers());
         // The answer's body: bounded, as a receiver may send anything.
         let answer = read_bounded(response).await;
         if status.is_success() {
-            return Outcome::Accepted(answer);
+            return Outcome::Accepted {
+                body: answer,
+                written,
+            };
         }
         let text = String::from_utf8_lossy(&answer[..answer.len().min(300)])
             .trim()
@@ -145,6 +166,18 @@ impl Sender {
         };
         if retryable(&self.protocol, status) {
             Outcome::Retry { why, after }
+        } else if status == StatusCode::UNSUPPORTED_MEDIA_TYPE
+            && self.protocol
+                == (Protocol::RemoteWrite {
+                    version: RemoteWriteVersion::V2,
+                })
+        {
+            // The specification's answer of a receiver that does not take
+            // the message named in Content-Type: say what it means here.
+            Outcome::Refused(format!(
+                "{why} (the receiver does not take Remote-Write 2.0; \
+                 push Remote-Write 1.0 to it instead)"
+            ))
         } else {
             Outcome::Refused(why)
         }
@@ -174,7 +207,7 @@ impl Sender {
 fn retryable(protocol: &Protocol, status: StatusCode) -> bool {
     match protocol {
         Protocol::Otlp { .. } => matches!(status.as_u16(), 429 | 502 | 503 | 504),
-        Protocol::RemoteWrite => status.is_server_error() || status.as_u16() == 429,
+        Protocol::RemoteWrite { .. } => status.is_server_error() || status.as_u16() == 429,
     }
 }
 
@@ -264,6 +297,45 @@ mod tests {
     }
 
     #[test]
+    fn remote_write_headers_by_version() {
+        let headers = |version| {
+            let protocol = Protocol::RemoteWrite { version };
+            let config = PushConfig::new(protocol, "http://localhost:9090/api/v1/write").unwrap();
+            let sender = Sender::new(&config).unwrap();
+            let get = |name: &str| {
+                sender
+                    .headers
+                    .get(name)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned()
+            };
+            (
+                get("content-type"),
+                get("content-encoding"),
+                get("x-prometheus-remote-write-version"),
+            )
+        };
+        assert_eq!(
+            headers(RemoteWriteVersion::V1),
+            (
+                "application/x-protobuf".to_owned(),
+                "snappy".to_owned(),
+                "0.1.0".to_owned()
+            )
+        );
+        assert_eq!(
+            headers(RemoteWriteVersion::V2),
+            (
+                "application/x-protobuf;proto=io.prometheus.write.v2.Request".to_owned(),
+                "snappy".to_owned(),
+                "2.0.0".to_owned()
+            )
+        );
+    }
+
+    #[test]
     fn retryable_statuses() {
         let otlp = Protocol::Otlp {
             temporality: crate::otlp::Temporality::Cumulative,
@@ -283,7 +355,12 @@ mod tests {
             let status = StatusCode::from_u16(status).unwrap();
             assert_eq!(retryable(&otlp, status), otlp_retries, "{status}");
             assert_eq!(
-                retryable(&Protocol::RemoteWrite, status),
+                retryable(
+                    &Protocol::RemoteWrite {
+                        version: RemoteWriteVersion::V1
+                    },
+                    status
+                ),
                 rw_retries,
                 "{status}"
             );

@@ -1,15 +1,28 @@
-//! A `WriteRequest` as the HTTP body Remote-Write 1.0 sends.
+//! A request as the HTTP body Remote-Write sends (1.0's `WriteRequest`,
+//! 2.0's `Request`: the same framing).
 
 use prost::Message;
 
 use super::prometheus::WriteRequest;
+use super::v2;
 
 /// The body of `request`: its protobuf encoding compressed with snappy's
 /// block format (not the framed, streaming one), as the specification
 /// requires (`Content-Encoding: snappy`).
 #[must_use]
 pub fn encode(request: &WriteRequest) -> Vec<u8> {
-    compress(&request.encode_to_vec())
+    snappy(request)
+}
+
+/// The body of a Remote-Write 2.0 `request`, as [`encode`]'s of 1.0:
+/// protobuf in snappy's block format.
+#[must_use]
+pub fn encode_v2(request: &v2::Request) -> Vec<u8> {
+    snappy(request)
+}
+
+fn snappy(message: &impl Message) -> Vec<u8> {
+    compress(&message.encode_to_vec())
 }
 
 /// `protobuf` compressed with snappy's block format.

@@ -10,6 +10,10 @@
 //! family. Remote-Write 1.0 has no field for start times, so they are not
 //! sent.
 //!
+//! Remote-Write 2.0 ([`write_request_v2`], [`encode_v2`]) carries the same
+//! series through a symbols table, with each cumulative series' start time
+//! and its family's metadata inline.
+//!
 //! ```
 //! use multiprom_collector::{DirCollector, Exemplars, Natives, ServedView};
 //! use multiprom_push::remote_write::{encode, write_request};
@@ -28,8 +32,11 @@ mod cache;
 mod metadata;
 mod native;
 mod request;
+mod request_v2;
 mod series;
+mod symbols;
 mod timestamp;
+mod written;
 
 /// The Remote-Write 1.0 messages, as prost-build generates them from
 /// Prometheus's `prompb/types.proto` and `prompb/remote.proto` (see
@@ -48,7 +55,25 @@ pub mod prometheus {
     include!("prometheus.rs");
 }
 
-pub use body::encode;
+/// The Remote-Write 2.0 messages (`io.prometheus.write.v2`), as
+/// prost-build generates them from Prometheus's
+/// `prompb/io/prometheus/write/v2/types.proto` (see `proto/README.md` of
+/// this crate).
+#[allow(
+    missing_docs,
+    unreachable_pub,
+    dead_code,
+    clippy::all,
+    clippy::pedantic,
+    rust_2018_idioms
+)]
+pub mod v2 {
+    include!("v2/types.rs");
+}
+
+pub use body::{encode, encode_v2};
 pub use cache::BodyCache;
 pub use prometheus::WriteRequest;
 pub use request::write_request;
+pub use request_v2::write_request_v2;
+pub(crate) use written::Written;

@@ -3,7 +3,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use multiprom_collector::{FamilyType, MergedFamily, NativeHistograms, Served};
+use multiprom_collector::{FamilyType, MergedFamily, MergedSample, NativeHistograms, Served};
+use multiprom_format::NativeHistogram;
 
 use super::metadata::metadata;
 use super::native::histogram;
@@ -54,8 +55,35 @@ pub(super) fn native_series(
     timestamp: i64,
     out: &mut Vec<TimeSeries>,
 ) {
+    for NativeSeries { labels, native, .. } in natives_of(family, natives) {
+        out.push(TimeSeries {
+            labels: series_labels(&family.name, &labels),
+            samples: Vec::new(),
+            exemplars: Vec::new(),
+            histograms: vec![histogram(native, timestamp)],
+        });
+    }
+}
+
+/// A series of a histogram family with its native histogram.
+pub(super) struct NativeSeries<'a> {
+    /// The series' first sample line (its start time is the series').
+    pub(super) sample: &'a MergedSample,
+    /// The series' labels (a bucket's without its `le`).
+    pub(super) labels: Vec<(Arc<str>, Arc<str>)>,
+    /// Its native histogram.
+    pub(super) native: &'a NativeHistogram,
+}
+
+/// The native histograms of the histogram `family`'s series in `natives`,
+/// in the order the series first appear.
+pub(super) fn natives_of<'a>(
+    family: &'a MergedFamily,
+    natives: &'a NativeHistograms,
+) -> Vec<NativeSeries<'a>> {
+    let mut found = Vec::new();
     if natives.is_empty() {
-        return;
+        return found;
     }
     let mut seen: HashSet<Vec<(Arc<str>, Arc<str>)>> = HashSet::new();
     for sample in &family.samples {
@@ -65,7 +93,6 @@ pub(super) fn native_series(
         if !matches!(suffix, "_bucket" | "_count" | "_sum") {
             continue;
         }
-        // The series' labels: a bucket's without its `le`.
         let labels: Vec<(Arc<str>, Arc<str>)> = sample
             .labels
             .iter()
@@ -76,13 +103,13 @@ pub(super) fn native_series(
             continue;
         }
         if let Some(native) = natives.get(&family.name, &labels) {
-            out.push(TimeSeries {
-                labels: series_labels(&family.name, &labels),
-                samples: Vec::new(),
-                exemplars: Vec::new(),
-                histograms: vec![histogram(native, timestamp)],
+            found.push(NativeSeries {
+                sample,
+                labels: labels.clone(),
+                native,
             });
         }
         seen.insert(labels);
     }
+    found
 }

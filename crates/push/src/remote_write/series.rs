@@ -38,48 +38,57 @@ pub(super) fn sample_series(sample: &MergedSample, timestamp: i64) -> TimeSeries
 /// specification requires and as Prometheus stores a scraped series (an
 /// empty value is no label).
 pub(super) fn series_labels(name: &str, labels: &[(Arc<str>, Arc<str>)]) -> Vec<Label> {
+    label_pairs(name, labels).into_iter().map(label).collect()
+}
+
+/// [`series_labels`] as name and value pairs, for either version's
+/// messages (Remote-Write 2.0 refers to them in its symbols table).
+pub(super) fn label_pairs<'a>(
+    name: &'a str,
+    labels: &'a [(Arc<str>, Arc<str>)],
+) -> Vec<(&'a str, &'a str)> {
     let mut set = Vec::with_capacity(labels.len() + 1);
-    set.push(Label {
-        name: NAME_LABEL.to_owned(),
-        value: name.to_owned(),
-    });
-    set.extend(
-        labels
-            .iter()
-            .map(|(name, value)| (&**name, &**value))
-            .filter_map(label),
-    );
-    sort(&mut set);
-    set
+    set.push((NAME_LABEL, name));
+    set.extend(labels.iter().map(|(name, value)| (&**name, &**value)));
+    sorted_without_empty(set)
 }
 
 /// `exemplar` as Prometheus stores a scraped one: its labels sorted by
 /// name (empty values left out), its timestamp in milliseconds.
 pub(super) fn exemplar(exemplar: &StoredExemplar) -> Exemplar {
-    let mut labels: Vec<Label> = exemplar
-        .labels
-        .iter()
-        .map(|(name, value)| (name.as_str(), value.as_str()))
-        .filter_map(label)
-        .collect();
-    sort(&mut labels);
     Exemplar {
-        labels,
+        labels: exemplar_label_pairs(exemplar)
+            .into_iter()
+            .map(label)
+            .collect(),
         value: exemplar.value,
         timestamp: millis_of_seconds(exemplar.timestamp),
     }
 }
 
-/// One label, `None` for an empty value.
-fn label((name, value): (&str, &str)) -> Option<Label> {
-    (!value.is_empty()).then(|| Label {
-        name: name.to_owned(),
-        value: value.to_owned(),
-    })
+/// The labels of `exemplar` sorted by name, empty values left out.
+pub(super) fn exemplar_label_pairs(exemplar: &StoredExemplar) -> Vec<(&str, &str)> {
+    sorted_without_empty(
+        exemplar
+            .labels
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect(),
+    )
 }
 
-fn sort(labels: &mut [Label]) {
-    labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+fn sorted_without_empty<'a>(mut pairs: Vec<(&'a str, &'a str)>) -> Vec<(&'a str, &'a str)> {
+    pairs.retain(|(_, value)| !value.is_empty());
+    // Names are unique in a label set: the order is total.
+    pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    pairs
+}
+
+fn label((name, value): (&str, &str)) -> Label {
+    Label {
+        name: name.to_owned(),
+        value: value.to_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -6,3 +6,4 @@ mod generated_proto;
 mod otlp_sdk;
 mod receivers;
 mod remote_write;
+mod remote_write_v2;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use multiprom_collector::{DirCollector, ServedView};
-use multiprom_push::{Protocol, PushConfig, Pusher};
+use multiprom_format::{encode_key, FileName, FileWriter, MetricKind};
+use multiprom_push::{Protocol, PushConfig, Pusher, RemoteWriteVersion};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -48,11 +49,31 @@ async fn receiver(answer: fn(usize) -> Option<&'static [u8]>) -> (String, Arc<At
 }
 
 fn pusher(url: &str, timeout: Duration) -> (Pusher, tempfile::TempDir) {
+    pusher_of(RemoteWriteVersion::V1, url, timeout)
+}
+
+fn pusher_of(
+    version: RemoteWriteVersion,
+    url: &str,
+    timeout: Duration,
+) -> (Pusher, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let view = Arc::new(ServedView::new(DirCollector::new(dir.path())));
-    let mut config = PushConfig::new(Protocol::RemoteWrite, url).unwrap();
+    let mut config = PushConfig::new(Protocol::RemoteWrite { version }, url).unwrap();
     config.timeout = timeout;
     (Pusher::new(view, config).unwrap(), dir)
+}
+
+/// A Remote-Write 2.0 pusher of a directory holding one counter sample.
+fn pusher_v2_of_a_sample(url: &str) -> (Pusher, tempfile::TempDir) {
+    let (pusher, dir) = pusher_of(RemoteWriteVersion::V2, url, Duration::from_secs(5));
+    let name = FileName::new(MetricKind::Counter, "1").unwrap();
+    FileWriter::open(dir.path(), &name)
+        .unwrap()
+        .slot(&encode_key("jobs", "jobs_total", [], "Jobs."))
+        .unwrap()
+        .add(1.0);
+    (pusher, dir)
 }
 
 const NO_CONTENT: &[u8] = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n";
@@ -124,4 +145,52 @@ async fn garbage_silence_dns_and_tls_failures_are_retried_until_the_next_push_is
         eprintln!("{url}: {:?}", stats.failing());
     }
     assert!(garbage_requests.load(Ordering::SeqCst) >= 2);
+}
+
+/// A receiver that does not take Remote-Write 2.0 answers 415, as the
+/// specification says: refused at once, and the failure says why.
+#[tokio::test]
+async fn a_415_to_version_2_says_the_receiver_does_not_take_it() {
+    let (url, requests) =
+        receiver(|_| Some(b"HTTP/1.1 415 Unsupported Media Type\r\nContent-Length: 0\r\n\r\n"))
+            .await;
+    let (mut pusher, _dir) = pusher_v2_of_a_sample(&url);
+    assert!(!pusher.push(Instant::now() + Duration::from_secs(10)).await);
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
+    let failing = pusher.report().stats.failing().unwrap();
+    assert!(
+        failing.contains("415") && failing.contains("does not take Remote-Write 2.0"),
+        "{failing}"
+    );
+}
+
+/// A 2xx whose written counts say nothing was written (a 1.0 receiver
+/// reading the body as an empty 1.0 request) is a failure; one that
+/// wrote them, or says nothing, is a success.
+#[tokio::test]
+async fn a_version_2_receiver_that_wrote_nothing_failed() {
+    let (url, _) = receiver(|_| {
+        Some(
+            b"HTTP/1.1 204 No Content\r\nX-Prometheus-Remote-Write-Samples-Written: 0\r\n\
+              X-Prometheus-Remote-Write-Histograms-Written: 0\r\n\
+              X-Prometheus-Remote-Write-Exemplars-Written: 0\r\nContent-Length: 0\r\n\r\n",
+        )
+    })
+    .await;
+    let (mut pusher, _dir) = pusher_v2_of_a_sample(&url);
+    assert!(!pusher.push(Instant::now() + Duration::from_secs(10)).await);
+    let failing = pusher.report().stats.failing().unwrap();
+    assert!(failing.contains("wrote none of 1 samples"), "{failing}");
+    let (url, _) = receiver(|_| {
+        Some(
+            b"HTTP/1.1 204 No Content\r\nX-Prometheus-Remote-Write-Samples-Written: 1\r\n\
+              Content-Length: 0\r\n\r\n",
+        )
+    })
+    .await;
+    let (mut pusher, _dir) = pusher_v2_of_a_sample(&url);
+    assert!(pusher.push(Instant::now() + Duration::from_secs(10)).await);
+    let (url, _) = receiver(|_| Some(NO_CONTENT)).await;
+    let (mut pusher, _dir) = pusher_v2_of_a_sample(&url);
+    assert!(pusher.push(Instant::now() + Duration::from_secs(10)).await);
 }

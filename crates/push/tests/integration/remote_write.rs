@@ -21,24 +21,24 @@ use prost::Message;
 const LATENCY_HELP: &str = "Latency.";
 
 /// What a receiver reads from the body of `served`.
-fn received(served: &Served) -> WriteRequest {
+pub(crate) fn received(served: &Served) -> WriteRequest {
     let body = encode(&write_request(served));
     let protobuf = snap::raw::Decoder::new().decompress_vec(&body).unwrap();
     WriteRequest::decode(protobuf.as_slice()).unwrap()
 }
 
-fn collect(dir: &Path) -> Served {
+pub(crate) fn collect(dir: &Path) -> Served {
     ServedView::new(DirCollector::new(dir))
         .collect_all(Natives::Merge, Exemplars::Attach)
         .unwrap()
 }
 
-fn millis(served: &Served) -> i64 {
+pub(crate) fn millis(served: &Served) -> i64 {
     i64::try_from(served.at.duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
 }
 
 /// Label pairs, as a test writes them.
-type Pairs<'a> = Vec<(&'a str, &'a str)>;
+pub(crate) type Pairs<'a> = Vec<(&'a str, &'a str)>;
 
 /// A series' `__name__`.
 fn name(series: &TimeSeries) -> &str {
@@ -102,7 +102,7 @@ fn latency(dir: &Path, pid: &str, route: &str, observations: &[f64], native: boo
 /// Two workers' counters, a gauge, and a histogram with two series, one
 /// with a native histogram (observed by both workers) and one without;
 /// exemplars on a counter and on a bucket.
-fn directory(dir: &Path) {
+pub(crate) fn directory(dir: &Path) {
     let requests = encode_key(
         "requests",
         "requests_total",
