@@ -55,6 +55,10 @@ pub(super) struct Series {
     /// Its labels (a histogram's without `le`, a summary's without
     /// `quantile`), sorted by name.
     pub(super) labels: Vec<(Arc<str>, Arc<str>)>,
+    /// The address of the label set of its first sample: the collection
+    /// hands on the same one while the series lives, so it names the
+    /// series' labels between requests (see `AttributeCache`).
+    pub(super) origin: usize,
     /// When it started counting.
     pub(super) start: SystemTime,
     /// Its cumulative value.
@@ -83,6 +87,7 @@ fn counter(family: &MergedFamily, served: &Served) -> Vec<Series> {
         .filter(|sample| suffix(family, sample) == Some("_total"))
         .map(|sample| Series {
             labels: sample.labels.to_vec(),
+            origin: origin(sample),
             start: served.start_times.of(family, sample),
             value: Value::Number(sample.value),
             exemplars: sample.exemplar.iter().map(|e| exemplar(e)).collect(),
@@ -96,6 +101,7 @@ fn gauge(family: &MergedFamily, served: &Served) -> Vec<Series> {
         .iter()
         .map(|sample| Series {
             labels: sample.labels.to_vec(),
+            origin: origin(sample),
             start: served.start_times.of(family, sample),
             value: Value::Number(sample.value),
             exemplars: Vec::new(),
@@ -119,6 +125,9 @@ struct Gathered<'a> {
 /// samples that carry `split` (`_bucket`, or the bare name).
 fn gather<'a>(family: &'a MergedFamily, part: &str, split: &str) -> Vec<Gathered<'a>> {
     let mut series: Vec<Gathered<'a>> = Vec::new();
+    // Each series' place, by its labels (a family may have thousands).
+    let mut places: std::collections::HashMap<Vec<(Arc<str>, Arc<str>)>, usize> =
+        std::collections::HashMap::new();
     for sample in &family.samples {
         let Some(suffix) = suffix(family, sample) else {
             continue;
@@ -137,9 +146,10 @@ fn gather<'a>(family: &'a MergedFamily, part: &str, split: &str) -> Vec<Gathered
             })
             .cloned()
             .collect();
-        let index = match series.iter().position(|s| s.labels == labels) {
-            Some(index) => index,
+        let index = match places.get(&labels) {
+            Some(&index) => index,
             None => {
+                places.insert(labels.clone(), series.len());
                 series.push(Gathered {
                     labels,
                     first: sample,
@@ -174,6 +184,7 @@ fn summary(family: &MergedFamily, served: &Served) -> Vec<Series> {
                     sum: g.sum.unwrap_or(0.0),
                     quantiles: g.parts.iter().map(|(q, s)| (*q, s.value)).collect(),
                 },
+                origin: origin(g.first),
                 labels: g.labels,
                 exemplars: Vec::new(),
             })
@@ -207,6 +218,7 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
             .collect();
         if let Some(native) = served.scrape.natives.get(&family.name, &g.labels) {
             exponential.push(Series {
+                origin: origin(g.first),
                 labels: g.labels,
                 start,
                 value: Value::Exponential(native.clone()),
@@ -237,6 +249,7 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
             counts.push(count_of(count - below));
         }
         classic.push(Series {
+            origin: origin(g.first),
             labels: g.labels,
             start,
             value: Value::Histogram {
@@ -256,6 +269,11 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
         out.push((Kind::Exponential, exponential));
     }
     out
+}
+
+/// The address of `sample`'s label set (see [`Series::origin`]).
+fn origin(sample: &MergedSample) -> usize {
+    sample.labels.as_ptr().cast::<u8>() as usize
 }
 
 /// The suffix of `sample`'s name after its family's (`""` for the bare

@@ -11,7 +11,6 @@
 //! histograms are encoded each time. The bytes are those of
 //! [`encode`](super::encode) of [`write_request`](super::write_request).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use multiprom_collector::{FamilyType, Scrape, Served};
@@ -35,7 +34,7 @@ const EXEMPLARS: u32 = 3;
 pub struct BodyCache {
     /// Each series' encoded `labels` fields, by the addresses of its
     /// sample's name and label set.
-    labels: HashMap<(usize, usize), Vec<u8>>,
+    labels: foldhash::HashMap<(usize, usize), Vec<u8>>,
     /// The collection those addresses point into: kept so that none of
     /// them can be reused by another series while it is cached.
     scrape: Option<Arc<Scrape>>,
@@ -51,7 +50,10 @@ impl BodyCache {
         let scrape = &served.scrape;
         let out = &mut self.protobuf;
         out.clear();
-        let mut kept = HashMap::with_capacity(self.labels.len().max(scrape.stats.series));
+        let mut kept = foldhash::HashMap::with_capacity_and_hasher(
+            self.labels.len().max(scrape.stats.series),
+            foldhash::fast::RandomState::default(),
+        );
         let mut natives = Vec::new();
         for family in &scrape.families {
             for sample in &family.samples {
