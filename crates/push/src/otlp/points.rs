@@ -109,6 +109,9 @@ fn gauge(family: &MergedFamily, served: &Served) -> Vec<Series> {
         .collect()
 }
 
+/// A series' labels.
+type Labels = Vec<(Arc<str>, Arc<str>)>;
+
 /// The samples of one histogram or summary series, gathered.
 #[derive(Debug)]
 struct Gathered<'a> {
@@ -126,8 +129,7 @@ struct Gathered<'a> {
 fn gather<'a>(family: &'a MergedFamily, part: &str, split: &str) -> Vec<Gathered<'a>> {
     let mut series: Vec<Gathered<'a>> = Vec::new();
     // Each series' place, by its labels (a family may have thousands).
-    let mut places: std::collections::HashMap<Vec<(Arc<str>, Arc<str>)>, usize> =
-        std::collections::HashMap::new();
+    let mut places: foldhash::HashMap<Labels, usize> = foldhash::HashMap::default();
     for sample in &family.samples {
         let Some(suffix) = suffix(family, sample) else {
             continue;
