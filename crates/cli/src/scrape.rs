@@ -12,13 +12,13 @@
 //! `mark_process_dead` mid-scrape) is reported but is not "bad": it is the
 //! normal race Python also tolerates for live gauges, so `--strict` ignores it.
 
+use multiprom_collector::exposition::encode_protobuf;
+use multiprom_collector::{
+    CollectOptions, DirCollector, Escaping, Exemplars, FileState, Format, Natives, Scrape,
+    ServedView, Warning,
+};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-
-use multiprom_collector::{
-    CollectOptions, DirCollector, Escaping, Exemplars, FileState, Format, Natives, Warning,
-};
 
 use crate::dir_resolution;
 use crate::exit_code::ExitCode;
@@ -101,7 +101,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
     let options = CollectOptions::default().accumulate(!args.no_accumulate);
     // One collection: reading the files costs less than mapping them (no
     // maps to set up and tear down), and the RSS holds no file pages.
-    let collector = DirCollector::with_options(&dir, options).map_files(false);
+    let view = ServedView::new(DirCollector::with_options(&dir, options).map_files(false));
     // Native histograms are shown by the protobuf format only.
     let natives = match args.format {
         FormatArg::Protobuf => Natives::Merge,
@@ -112,7 +112,7 @@ pub(crate) fn main(args: Args) -> ExitCode {
         FormatArg::Prometheus => Exemplars::Skip,
         FormatArg::Protobuf | FormatArg::Openmetrics => Exemplars::Attach,
     };
-    let scrape = match collector.collect_for(|_| Arc::default(), None, natives, exemplars) {
+    let scrape = match view.collect(None, natives, exemplars) {
         Ok(scrape) => scrape,
         Err(err) => {
             // Listed as a directory a moment ago, now unreadable or gone.
@@ -123,19 +123,27 @@ pub(crate) fn main(args: Args) -> ExitCode {
     // The process ends right after this one collection: freeing the
     // collector's tables (a key table and an index entry per file) one
     // allocation at a time would only delay the exit.
-    std::mem::forget(collector);
+    let body = match args.format {
+        FormatArg::Prometheus => text(&scrape, Format::Prometheus, args.escaping.into()),
+        FormatArg::Openmetrics => text(&scrape, Format::OpenMetrics, args.escaping.into()),
+        FormatArg::Protobuf => {
+            // With each cumulative series' start, as `serve` gives it.
+            let started = view.start_times(&scrape, true);
+            let mut out = Vec::with_capacity(64 * scrape.stats.series + 1024);
+            let escaping = args.escaping.into();
+            encode_protobuf(
+                &scrape.families,
+                &scrape.natives,
+                Some(&started),
+                escaping,
+                &mut out,
+            );
+            out
+        }
+    };
+    std::mem::forget(view);
     // The body first, in one write: stderr warnings then never interleave
     // with a half-written body in a terminal.
-    let text = |format: Format| {
-        let mut out = String::with_capacity(128 * scrape.stats.series + 4096);
-        format.encode_all(&[&scrape.families], args.escaping.into(), &mut out);
-        out.into_bytes()
-    };
-    let body = match args.format {
-        FormatArg::Prometheus => text(Format::Prometheus),
-        FormatArg::Openmetrics => text(Format::OpenMetrics),
-        FormatArg::Protobuf => scrape.encode_protobuf(args.escaping.into()),
-    };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(&body).and_then(|()| stdout.flush()) {
         Ok(()) => {}
@@ -179,4 +187,11 @@ pub(crate) fn main(args: Args) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// `scrape`'s families in a text `format`.
+fn text(scrape: &Scrape, format: Format, escaping: Escaping) -> Vec<u8> {
+    let mut out = String::with_capacity(128 * scrape.stats.series + 4096);
+    format.encode_all(&[&scrape.families], escaping, &mut out);
+    out.into_bytes()
 }
