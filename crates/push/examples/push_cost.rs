@@ -3,15 +3,8 @@
 //! whole collection (with native histograms and exemplars, and the start
 //! times), the text encoding of the same families from scratch (no line
 //! cache: what a scrape's encoding costs when every value moved), and each
-//! push body: Remote-Write (messages, protobuf, snappy; and the body
-//! through the pusher's cache, which encodes each series' labels once) and
-//! OTLP (messages, protobuf; the protobuf through the pusher's cache of
-//! each series' attributes; gzip).
-//!
-//! The collector here is no maintainer's: files whose writers are gone are
-//! not settled, and a gauge's per-process series (`all`, `liveall`) get new
-//! label sets each collection, which no cache keyed by them finds; `serve`
-//! settles them (tests/python/bench_push.py measures it).
+//! push body: Remote-Write (messages, protobuf, snappy) and OTLP (messages,
+//! protobuf, gzip).
 //!
 //! Usage: cargo run --release -p multiprom-push --example push_cost -- DIR [ROUNDS]
 
@@ -34,32 +27,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         vec![("service.name".into(), "bench".into())],
         Temporality::Cumulative,
     );
-    let mut times = [Duration::ZERO; 11];
-    let mut otlp_cached = OtlpEncoder::new(
-        vec![("service.name".into(), "bench".into())],
-        Temporality::Cumulative,
-    );
-    let mut attributes = multiprom_push::otlp::AttributeCache::default();
+    let mut times = [Duration::ZERO; 10];
     let mut cache = remote_write::BodyCache::default();
     let mut sizes = (0, 0);
-    // A text scrape's collection, on its own: collections asking for other
-    // things in turn would each plan the merge anew (and hand on new label
-    // sets, which no cache keyed by them would find).
-    let text = ServedView::new(DirCollector::new(&dir));
-    for round in 0..rounds + 3 {
-        let t = Instant::now();
-        let text_scrape = text.collect(None, Natives::Skip, Exemplars::Skip)?;
-        if round >= 3 {
-            times[7] += t.elapsed();
-        }
-        let t = Instant::now();
-        text.start_times(&text_scrape, false);
-        times[8] += t.elapsed();
-    }
     for _ in 0..rounds {
         let t = Instant::now();
+        let text_scrape = view.collect(None, Natives::Skip, Exemplars::Skip)?;
+        times[7] += t.elapsed();
+        let t = Instant::now();
+        view.start_times(&text_scrape, false);
+        times[8] += t.elapsed();
+        let t = Instant::now();
         let served = view.collect_all(Natives::Merge, Exemplars::Attach)?;
-
         times[0] += t.elapsed();
         let t = Instant::now();
         let mut text = String::new();
@@ -82,10 +61,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let bytes = prost::Message::encode_to_vec(&message);
         times[5] += t.elapsed();
-        let t = Instant::now();
-        let cached = otlp_cached.encode_cached(&served, &mut attributes);
-        times[10] += t.elapsed();
-        assert_eq!(cached.len(), bytes.len());
         let t = Instant::now();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         gz.write_all(&bytes)?;
@@ -130,10 +105,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "  OTLP protobuf:                                            {:.3}",
         ms(times[5])
-    );
-    println!(
-        "  OTLP protobuf through the pusher's cache:                  {:.3}",
-        ms(times[10])
     );
     println!(
         "  OTLP gzip ({} bytes):                                 {:.3}",

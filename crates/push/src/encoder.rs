@@ -6,7 +6,7 @@ use std::io::Write;
 use multiprom_collector::Served;
 
 use crate::config::{Protocol, RemoteWriteVersion};
-use crate::otlp::{AttributeCache, OtlpEncoder, Temporality};
+use crate::otlp::{OtlpEncoder, Temporality};
 use crate::remote_write::{self, BodyCache, Written};
 
 /// One pusher's encoder. A delta encoder's last values must be those the
@@ -18,8 +18,6 @@ pub(crate) enum Encoder {
         encoder: OtlpEncoder,
         /// A delta encoder as it was before the last body.
         before: Option<OtlpEncoder>,
-        /// Each series' encoded attributes.
-        cache: AttributeCache,
         gzip: bool,
     },
     RemoteWrite(BodyCache),
@@ -40,7 +38,6 @@ impl Encoder {
             } => Encoder::Otlp {
                 encoder: OtlpEncoder::new(resource.clone(), *temporality),
                 before: None,
-                cache: AttributeCache::default(),
                 gzip: *gzip,
             },
             Protocol::RemoteWrite {
@@ -60,13 +57,12 @@ impl Encoder {
             Encoder::Otlp {
                 encoder,
                 before,
-                cache,
                 gzip,
             } => {
                 if encoder.temporality() == Temporality::Delta {
                     *before = Some(encoder.clone());
                 }
-                let bytes = encoder.encode_cached(served, cache);
+                let bytes = encoder.encode(served);
                 if *gzip {
                     gzip_bytes(&bytes)
                 } else {

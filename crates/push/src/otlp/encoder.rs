@@ -6,9 +6,6 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use multiprom_collector::{MergedFamily, Served};
-use prost::encoding::{
-    self, encode_key, encode_varint, encoded_len_varint, key_len, message, WireType,
-};
 use prost::Message;
 
 use super::delta::difference;
@@ -89,24 +86,6 @@ pub struct OtlpEncoder {
 /// A series: its family, the OTLP type it is sent as, its labels.
 type SeriesKey = (Arc<str>, Kind, Vec<(Arc<str>, Arc<str>)>);
 
-/// A series' attributes: their field, and the addresses of its family's
-/// name and of its first sample's label set (shared from collection to
-/// collection while a series lives).
-type LabelsKey = (u32, usize, usize);
-
-/// Each series' encoded data point attributes, kept between requests by
-/// [`OtlpEncoder::encode_cached`] (one per pusher).
-#[derive(Debug, Default)]
-pub struct AttributeCache {
-    /// By the attributes' field and the series' labels.
-    encoded: foldhash::HashMap<LabelsKey, Vec<u8>>,
-    /// The collection the addresses point into: kept so that none of them
-    /// can be reused by other labels while cached.
-    scrape: Option<Arc<multiprom_collector::Scrape>>,
-    /// Metrics in the last request (room for the next).
-    last_len: usize,
-}
-
 /// A series' value at the last request.
 #[derive(Debug, Clone)]
 struct Last {
@@ -143,150 +122,6 @@ impl OtlpEncoder {
     /// The request for `served` (delta: and `served` becomes the last
     /// values).
     pub fn request(&mut self, served: &Served) -> ExportMetricsServiceRequest {
-        let metrics = self
-            .points(served)
-            .into_iter()
-            .map(|(family, kind, points)| {
-                let points = points
-                    .into_iter()
-                    .map(|point| {
-                        let attributes = attributes(&point.1);
-                        (point, attributes)
-                    })
-                    .collect();
-                self.metric(family, kind, points, served.at)
-            })
-            .collect();
-        ExportMetricsServiceRequest {
-            resource_metrics: vec![ResourceMetrics {
-                resource: Some(self.resource()),
-                scope_metrics: vec![ScopeMetrics {
-                    scope: Some(scope()),
-                    metrics,
-                    schema_url: String::new(),
-                }],
-                schema_url: String::new(),
-            }],
-        }
-    }
-
-    /// The request for `served` as protobuf bytes, as [`OtlpEncoder::encode`]
-    /// makes them but with each data point's attributes taken from `cache`
-    /// (encoded once per series, not built anew each time: two `String`s
-    /// per label): the same request once decoded, its fields perhaps in
-    /// another order.
-    pub fn encode_cached(&mut self, served: &Served, cache: &mut AttributeCache) -> Vec<u8> {
-        let mut kept = foldhash::HashMap::with_capacity_and_hasher(
-            cache.encoded.len(),
-            foldhash::fast::RandomState::default(),
-        );
-        let mut metrics = Vec::with_capacity(cache.last_len);
-        for (family, kind, points) in self.points(served) {
-            let field = attributes_field(kind);
-            let points = points
-                .into_iter()
-                .map(|point| {
-                    let key: LabelsKey = (field, family.name.as_ptr() as usize, point.1.origin);
-                    let bytes = cache.encoded.remove(&key).unwrap_or_else(|| {
-                        let mut bytes = Vec::new();
-                        for attribute in attributes(&point.1) {
-                            message::encode(field, &attribute, &mut bytes);
-                        }
-                        bytes
-                    });
-                    let point = (point, Vec::new());
-                    (point, (key, bytes))
-                })
-                .collect::<Vec<_>>();
-            let (points, attributes): (Vec<_>, Vec<_>) = points.into_iter().unzip();
-            let mut metric = self.metric(family, kind, points, served.at);
-            // The points' attributes go in by hand, before each point's
-            // other fields (a field's place in a message is free).
-            let data = metric.data.take();
-            let mut data_bytes = Vec::new();
-            let data_field = match &data {
-                Some(metric::Data::Gauge(gauge)) => {
-                    write_points(&gauge.data_points, &attributes, &mut data_bytes);
-                    5
-                }
-                Some(metric::Data::Sum(sum)) => {
-                    write_points(&sum.data_points, &attributes, &mut data_bytes);
-                    encoding::int32::encode(2, &sum.aggregation_temporality, &mut data_bytes);
-                    encoding::bool::encode(3, &sum.is_monotonic, &mut data_bytes);
-                    7
-                }
-                Some(metric::Data::Histogram(histogram)) => {
-                    write_points(&histogram.data_points, &attributes, &mut data_bytes);
-                    encoding::int32::encode(2, &histogram.aggregation_temporality, &mut data_bytes);
-                    9
-                }
-                Some(metric::Data::ExponentialHistogram(histogram)) => {
-                    write_points(&histogram.data_points, &attributes, &mut data_bytes);
-                    encoding::int32::encode(2, &histogram.aggregation_temporality, &mut data_bytes);
-                    10
-                }
-                Some(metric::Data::Summary(summary)) => {
-                    write_points(&summary.data_points, &attributes, &mut data_bytes);
-                    11
-                }
-                None => 0,
-            };
-            for (key, encoded) in attributes {
-                kept.insert(key, encoded);
-            }
-            metrics.push((metric.encode_to_vec(), data_field, data_bytes));
-        }
-        cache.encoded = kept;
-        cache.last_len = metrics.len();
-        cache.scrape = Some(Arc::clone(&served.scrape));
-        // The body is written once, its lengths known first: each level
-        // of nesting copied into the next would copy it all again.
-        let field_len =
-            |field: u32, len: usize| key_len(field) + encoded_len_varint(len as u64) + len;
-        let metric_len = |(header, field, data): &(Vec<u8>, u32, Vec<u8>)| {
-            header.len()
-                + if *field == 0 {
-                    0
-                } else {
-                    field_len(*field, data.len())
-                }
-        };
-        let scope = scope();
-        let resource = self.resource();
-        let scope_metrics_len = message::encoded_len(1, &scope)
-            + metrics
-                .iter()
-                .map(|m| field_len(2, metric_len(m)))
-                .sum::<usize>();
-        let resource_metrics_len =
-            message::encoded_len(1, &resource) + field_len(2, scope_metrics_len);
-        let mut out = Vec::with_capacity(field_len(1, resource_metrics_len));
-        // The request: its one resource's metrics (field 1); the resource,
-        // then its scope's metrics (field 2); the scope, then each metric
-        // (field 2): its header, then its data.
-        encode_key(1, WireType::LengthDelimited, &mut out);
-        encode_varint(resource_metrics_len as u64, &mut out);
-        message::encode(1, &resource, &mut out);
-        encode_key(2, WireType::LengthDelimited, &mut out);
-        encode_varint(scope_metrics_len as u64, &mut out);
-        message::encode(1, &scope, &mut out);
-        for metric in &metrics {
-            encode_key(2, WireType::LengthDelimited, &mut out);
-            encode_varint(metric_len(metric) as u64, &mut out);
-            let (header, field, data) = metric;
-            out.extend_from_slice(header);
-            if *field != 0 {
-                encode_key(*field, WireType::LengthDelimited, &mut out);
-                encode_varint(data.len() as u64, &mut out);
-                out.extend_from_slice(data);
-            }
-        }
-        out
-    }
-
-    /// Each family's points to send, by the OTLP type they are sent as
-    /// (delta: and `served` becomes the last values).
-    fn points<'a>(&mut self, served: &'a Served) -> Vec<(&'a MergedFamily, Kind, Vec<Point>)> {
         let mut metrics = Vec::with_capacity(served.scrape.families.len());
         let mut next = HashMap::new();
         for family in &served.scrape.families {
@@ -300,7 +135,7 @@ impl OtlpEncoder {
                 // A metric with no points (a family with no series, or a
                 // delta baseline) says nothing.
                 if !points.is_empty() {
-                    metrics.push((family, kind, points));
+                    metrics.push(self.metric(family, kind, points, served.at));
                 }
             }
         }
@@ -309,13 +144,23 @@ impl OtlpEncoder {
             // has counted anew (its start moved).
             self.last = next;
         }
-        metrics
-    }
-
-    fn resource(&self) -> Resource {
-        Resource {
-            attributes: self.resource.clone(),
-            ..Resource::default()
+        ExportMetricsServiceRequest {
+            resource_metrics: vec![ResourceMetrics {
+                resource: Some(Resource {
+                    attributes: self.resource.clone(),
+                    ..Resource::default()
+                }),
+                scope_metrics: vec![ScopeMetrics {
+                    scope: Some(InstrumentationScope {
+                        name: SCOPE_NAME.to_owned(),
+                        version: env!("CARGO_PKG_VERSION").to_owned(),
+                        ..InstrumentationScope::default()
+                    }),
+                    metrics,
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            }],
         }
     }
 
@@ -369,7 +214,7 @@ impl OtlpEncoder {
         &self,
         family: &MergedFamily,
         kind: Kind,
-        points: Vec<(Point, Vec<KeyValue>)>,
+        points: Vec<Point>,
         at: SystemTime,
     ) -> Metric {
         let temporality = match self.temporality {
@@ -379,38 +224,29 @@ impl OtlpEncoder {
         let time = nanos(at);
         let data = match kind {
             Kind::Sum => metric::Data::Sum(Sum {
-                data_points: points
-                    .into_iter()
-                    .map(|(p, a)| number_point(p, a, time))
-                    .collect(),
+                data_points: points.into_iter().map(|p| number_point(p, time)).collect(),
                 aggregation_temporality: temporality,
                 is_monotonic: true,
             }),
             Kind::Gauge => metric::Data::Gauge(Gauge {
-                data_points: points
-                    .into_iter()
-                    .map(|(p, a)| number_point(p, a, time))
-                    .collect(),
+                data_points: points.into_iter().map(|p| number_point(p, time)).collect(),
             }),
             Kind::Histogram => metric::Data::Histogram(Histogram {
                 data_points: points
                     .into_iter()
-                    .map(|(p, a)| histogram_point(p, a, time))
+                    .map(|p| histogram_point(p, time))
                     .collect(),
                 aggregation_temporality: temporality,
             }),
             Kind::Exponential => metric::Data::ExponentialHistogram(ExponentialHistogram {
                 data_points: points
                     .into_iter()
-                    .map(|(p, a)| exponential_point(p, a, time))
+                    .map(|p| exponential_point(p, time))
                     .collect(),
                 aggregation_temporality: temporality,
             }),
             Kind::Summary => metric::Data::Summary(Summary {
-                data_points: points
-                    .into_iter()
-                    .map(|(p, a)| summary_point(p, a, time))
-                    .collect(),
+                data_points: points.into_iter().map(|p| summary_point(p, time)).collect(),
             }),
         };
         Metric {
@@ -428,35 +264,6 @@ impl OtlpEncoder {
     }
 }
 
-/// The instrumentation scope of every request.
-fn scope() -> InstrumentationScope {
-    InstrumentationScope {
-        name: SCOPE_NAME.to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        ..InstrumentationScope::default()
-    }
-}
-
-/// The field of a data point's attributes, by the type it is sent as.
-fn attributes_field(kind: Kind) -> u32 {
-    match kind {
-        Kind::Sum | Kind::Gauge | Kind::Summary => 7,
-        Kind::Histogram => 9,
-        Kind::Exponential => 1,
-    }
-}
-
-/// Appends each of `points` as field 1 (`data_points`), its `attributes`
-/// bytes first.
-fn write_points<M: Message>(points: &[M], attributes: &[(LabelsKey, Vec<u8>)], out: &mut Vec<u8>) {
-    for (point, (_, attributes)) in points.iter().zip(attributes) {
-        encode_key(1, WireType::LengthDelimited, out);
-        encode_varint((attributes.len() + point.encoded_len()) as u64, out);
-        out.extend_from_slice(attributes);
-        point.encode_raw(out);
-    }
-}
-
 fn attributes(series: &Series) -> Vec<KeyValue> {
     series
         .labels
@@ -465,13 +272,13 @@ fn attributes(series: &Series) -> Vec<KeyValue> {
         .collect()
 }
 
-fn number_point((start, series): Point, attributes: Vec<KeyValue>, time: u64) -> NumberDataPoint {
+fn number_point((start, series): Point, time: u64) -> NumberDataPoint {
     let value = match series.value {
         Value::Number(value) => value,
         _ => f64::NAN,
     };
     NumberDataPoint {
-        attributes,
+        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         exemplars: series.exemplars,
@@ -480,13 +287,9 @@ fn number_point((start, series): Point, attributes: Vec<KeyValue>, time: u64) ->
     }
 }
 
-fn histogram_point(
-    (start, series): Point,
-    attributes: Vec<KeyValue>,
-    time: u64,
-) -> HistogramDataPoint {
+fn histogram_point((start, series): Point, time: u64) -> HistogramDataPoint {
     let mut point = HistogramDataPoint {
-        attributes,
+        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..HistogramDataPoint::default()
@@ -507,13 +310,9 @@ fn histogram_point(
     point
 }
 
-fn exponential_point(
-    (start, series): Point,
-    attributes: Vec<KeyValue>,
-    time: u64,
-) -> ExponentialHistogramDataPoint {
+fn exponential_point((start, series): Point, time: u64) -> ExponentialHistogramDataPoint {
     let mut point = ExponentialHistogramDataPoint {
-        attributes,
+        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..ExponentialHistogramDataPoint::default()
@@ -560,9 +359,9 @@ pub(super) fn dense_buckets(sparse: &[(i32, u64)]) -> Buckets {
     }
 }
 
-fn summary_point((start, series): Point, attributes: Vec<KeyValue>, time: u64) -> SummaryDataPoint {
+fn summary_point((start, series): Point, time: u64) -> SummaryDataPoint {
     let mut point = SummaryDataPoint {
-        attributes,
+        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..SummaryDataPoint::default()

@@ -81,7 +81,7 @@ pub mod proto {
     }
 }
 
-pub use encoder::{AttributeCache, OtlpEncoder, Temporality};
+pub use encoder::{OtlpEncoder, Temporality};
 pub use proto::collector::metrics::v1::{
     ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };

@@ -55,10 +55,6 @@ pub(super) struct Series {
     /// Its labels (a histogram's without `le`, a summary's without
     /// `quantile`), sorted by name.
     pub(super) labels: Vec<(Arc<str>, Arc<str>)>,
-    /// The address of the label set of its first sample: the collection
-    /// hands on the same one while the series lives, so it names the
-    /// series' labels between requests (see `AttributeCache`).
-    pub(super) origin: usize,
     /// When it started counting.
     pub(super) start: SystemTime,
     /// Its cumulative value.
@@ -87,7 +83,6 @@ fn counter(family: &MergedFamily, served: &Served) -> Vec<Series> {
         .filter(|sample| suffix(family, sample) == Some("_total"))
         .map(|sample| Series {
             labels: sample.labels.to_vec(),
-            origin: origin(sample),
             start: served.start_times.of(family, sample),
             value: Value::Number(sample.value),
             exemplars: sample.exemplar.iter().map(|e| exemplar(e)).collect(),
@@ -101,7 +96,6 @@ fn gauge(family: &MergedFamily, served: &Served) -> Vec<Series> {
         .iter()
         .map(|sample| Series {
             labels: sample.labels.to_vec(),
-            origin: origin(sample),
             start: served.start_times.of(family, sample),
             value: Value::Number(sample.value),
             exemplars: Vec::new(),
@@ -186,7 +180,6 @@ fn summary(family: &MergedFamily, served: &Served) -> Vec<Series> {
                     sum: g.sum.unwrap_or(0.0),
                     quantiles: g.parts.iter().map(|(q, s)| (*q, s.value)).collect(),
                 },
-                origin: origin(g.first),
                 labels: g.labels,
                 exemplars: Vec::new(),
             })
@@ -220,7 +213,6 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
             .collect();
         if let Some(native) = served.scrape.natives.get(&family.name, &g.labels) {
             exponential.push(Series {
-                origin: origin(g.first),
                 labels: g.labels,
                 start,
                 value: Value::Exponential(native.clone()),
@@ -251,7 +243,6 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
             counts.push(count_of(count - below));
         }
         classic.push(Series {
-            origin: origin(g.first),
             labels: g.labels,
             start,
             value: Value::Histogram {
@@ -271,11 +262,6 @@ fn histogram(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)>
         out.push((Kind::Exponential, exponential));
     }
     out
-}
-
-/// The address of `sample`'s label set (see [`Series::origin`]).
-fn origin(sample: &MergedSample) -> usize {
-    sample.labels.as_ptr().cast::<u8>() as usize
 }
 
 /// The suffix of `sample`'s name after its family's (`""` for the bare

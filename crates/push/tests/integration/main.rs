@@ -3,7 +3,6 @@
 
 mod generated_otlp_proto;
 mod generated_proto;
-mod otlp_cache;
 mod otlp_sdk;
 mod receivers;
 mod remote_write;

@@ -71,7 +71,7 @@ fn latency_key(sample: &str, labels: &[(&str, &str)]) -> String {
 /// each bucket's own count, bounds 1.0 and +Inf) for `route`, and, with
 /// `native`, the same observations in its native histogram file (schema
 /// 0: bucket `i` holds (2^(i-1), 2^i]).
-pub(crate) fn latency(dir: &Path, pid: &str, route: &str, observations: &[f64], native: bool) {
+fn latency(dir: &Path, pid: &str, route: &str, observations: &[f64], native: bool) {
     let name = FileName::new(MetricKind::Histogram, pid).unwrap();
     let mut file = FileWriter::open(dir, &name).unwrap();
     let route_label = [("route", route)];

@@ -243,12 +243,11 @@ fn a_native_histogram_is_an_exponential_point_with_buckets_one_lower() {
     native.negative = vec![(2, 4)];
     let series = Series {
         labels: Vec::new(),
-        origin: 0,
         start: time(START),
         value: Value::Exponential(native),
         exemplars: Vec::new(),
     };
-    let point = exponential_point((time(START), series), Vec::new(), AT);
+    let point = exponential_point((time(START), series), AT);
     assert_eq!(
         point,
         ExponentialHistogramDataPoint {
