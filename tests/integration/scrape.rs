@@ -493,7 +493,8 @@ fn help_is_one_line_per_option_and_states_the_exit_status() {
 
 #[test]
 fn scrape_as_protobuf_carries_the_native_histograms() {
-    use multiprom_collector::{DirCollector, Natives};
+    use multiprom_collector::exposition::encode_protobuf;
+    use multiprom_collector::{DirCollector, Escaping, Exemplars, Natives, ServedView};
     use multiprom_format::{NativeHistogramConfig, NativeHistogramWriter};
 
     let dir = temp_dir();
@@ -523,12 +524,22 @@ fn scrape_as_protobuf_carries_the_native_histograms() {
     }
     let scraped = scrape_protobuf(dir.path());
     let encoded = |natives| {
-        DirCollector::new(dir.path())
-            .collect_with(|_| Default::default(), None, natives)
-            .unwrap()
-            .encode_protobuf(multiprom_collector::Escaping::Underscores)
+        let view = ServedView::new(DirCollector::new(dir.path()));
+        let scrape = view.collect(None, natives, Exemplars::Attach).unwrap();
+        let started = view.start_times(&scrape, true);
+        let mut out = Vec::new();
+        let (families, natives) = (&scrape.families, &scrape.natives);
+        encode_protobuf(
+            families,
+            natives,
+            Some(&started),
+            Escaping::Underscores,
+            &mut out,
+        );
+        out
     };
-    // What the library serves a protobuf scrape, native histograms and all.
+    // What the library serves a protobuf scrape, native histograms and all,
+    // each series with its start (the directory's, kept in its file).
     let with = encoded(Natives::Merge);
     assert_eq!(scraped, with);
     assert_ne!(with, encoded(Natives::Skip), "no native histogram encoded");

@@ -32,10 +32,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use multiprom_collector::exposition::negotiate::{choose_exposition, Exposition};
-use multiprom_collector::exposition::{Body, PROTOBUF_CONTENT_TYPE};
+use multiprom_collector::exposition::{encode_protobuf, Body, PROTOBUF_CONTENT_TYPE};
 use multiprom_collector::{
-    merge_files, CollectError, CollectOptions, DirCollector, Escaping, Format, NameFilter, Natives,
-    Scrape, Warning,
+    merge_files, CollectError, CollectOptions, DirCollector, Escaping, Exemplars, Format,
+    NameFilter, Natives, Scrape, ServedView, Warning,
 };
 use multiprom_format::native_file::NATIVE_HISTOGRAM_DIR;
 use multiprom_format::{EnvDir, EnvDirError};
@@ -55,7 +55,10 @@ type Collected<'py> = (Bound<'py, PyList>, Vec<(u8, String)>);
 /// what it parsed between calls).
 #[pyclass(frozen, module = "multiprom._native", name = "DirCollector")]
 struct NativeDirCollector {
-    engine: DirCollector,
+    /// The directory's served view: its collector, and the start times the
+    /// protobuf format carries (as `multiprom serve` and `scrape` give
+    /// them).
+    engine: ServedView,
     /// Histogram buckets cumulative, as the protobuf format has them.
     accumulate: bool,
 }
@@ -66,10 +69,10 @@ impl NativeDirCollector {
     #[pyo3(signature = (path, accumulate = true))]
     fn new(path: PathBuf, accumulate: bool) -> Self {
         NativeDirCollector {
-            engine: DirCollector::with_options(
+            engine: ServedView::new(DirCollector::with_options(
                 path,
                 CollectOptions::default().accumulate(accumulate),
-            ),
+            )),
             accumulate,
         }
     }
@@ -177,8 +180,24 @@ impl NativeDirCollector {
         if scrape.natives.is_empty() || !metrics::all_accepted(py, &scrape.families)? {
             return Ok((None, reports(&scrape), content_type));
         }
-        let encoded = py
-            .detach(|| catch_unwind(AssertUnwindSafe(|| scrape.encode_protobuf(answer.escaping))));
+        let whole = filter.is_none();
+        let encoded = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                // Each cumulative series with its start, as `multiprom
+                // serve` and `scrape` serve it.
+                let started = self.engine.start_times(&scrape, whole);
+                let mut body = Vec::with_capacity(64 * scrape.stats.series + 1024);
+                let (families, natives) = (&scrape.families, &scrape.natives);
+                encode_protobuf(
+                    families,
+                    natives,
+                    Some(&started),
+                    answer.escaping,
+                    &mut body,
+                );
+                body
+            }))
+        });
         let Ok(body) = encoded else {
             return Ok((None, reports(&scrape), content_type));
         };
@@ -201,7 +220,7 @@ impl NativeDirCollector {
     ) -> std::thread::Result<Result<Arc<Scrape>, CollectError>> {
         let engine = &self.engine;
         catch_unwind(AssertUnwindSafe(|| {
-            engine.collect_with(|_| Arc::default(), filter, natives)
+            engine.collect(filter, natives, Exemplars::Attach)
         }))
     }
 }
