@@ -353,3 +353,47 @@ fn hex(text: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
         .collect()
 }
+
+/// `run --dir` removes an earlier run's files, so its counts start anew:
+/// the start it pushes is this run's, not the directory's birth or the
+/// earlier run's.
+#[test]
+fn a_run_that_removes_an_earlier_runs_files_starts_counting_anew() {
+    let work = temp_dir();
+    let (_sink, port, _log) = sink(work.path(), None, false);
+    let dir = work.path().join("metrics");
+    let epoch = || -> u64 {
+        let text = std::fs::read_to_string(dir.join(".multiprom-start-times.json")).unwrap();
+        let kept: serde_json::Value = serde_json::from_str(&text).unwrap();
+        kept["epoch_unix_nanos"].as_u64().unwrap()
+    };
+    let run = || {
+        let output = crate::harness::multiprom()
+            .args(["run", "--no-listen", "--push.interval", "10m", "--dir"])
+            .arg(&dir)
+            .arg("--push.remote-write")
+            .arg(format!("http://127.0.0.1:{port}/api/v1/write"))
+            .arg("--")
+            .arg(python())
+            .arg(python_script("push_batch.py"))
+            .arg("3")
+            .env_remove("PROMETHEUS_MULTIPROC_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    run();
+    let first = epoch();
+    std::thread::sleep(Duration::from_millis(50));
+    let before_second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    run();
+    let second = epoch();
+    assert!(u128::from(second) >= before_second, "{first} then {second}");
+}

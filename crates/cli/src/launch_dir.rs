@@ -183,6 +183,16 @@ fn remove_stale_files(dir: &Path) -> Result<(), String> {
         ),
         other => format!("cannot remove stale files: {other} (pass --keep-files to keep them)"),
     })?;
+    if cleared.removed > 0 {
+        // The counts start anew: the directory's birth (or an earlier
+        // run's record) is no start for them.
+        if let Err(e) = multiprom_collector::restart_counting(dir, std::time::SystemTime::now()) {
+            tracing::warn!(
+                "{}: cannot record that counting starts anew: {e}",
+                dir.display()
+            );
+        }
+    }
     if cleared.removed + cleared.removed_companions > 0 {
         tracing::info!(
             "removed {} stale *.db file{}{} from {} (left by an earlier run)",

@@ -51,7 +51,7 @@ pub use problem::{Conflict, FamilyTypeName, Warning};
 #[cfg(feature = "prometheus-client")]
 pub use registry::RegistryCollector;
 pub use served::{Served, ServedView};
-pub use start_times::{StartTimes, START_TIMES_FILE};
+pub use start_times::{restart_counting, StartTimes, START_TIMES_FILE};
 // The listing `merge_files` takes; the rule lives with the file names.
 pub use multiprom_format::scan_dir;
 pub use writers::{WriterLiveness, WrittenFile};

@@ -121,6 +121,21 @@ fn counts(family: &MergedFamily, sample: &MergedSample) -> bool {
     }
 }
 
+/// Records that every series of `dir` starts counting anew at `at`: for
+/// whoever removed the directory's `*.db` files (its counts) while keeping
+/// the directory, whose birth time would otherwise still be taken for the
+/// start of the new counts. Replaces the file (a new one renamed over it).
+pub fn restart_counting(dir: &Path, at: SystemTime) -> std::io::Result<()> {
+    let path = dir.join(START_TIMES_FILE);
+    let tmp = path.with_extension("json.tmp");
+    let written = std::fs::write(&tmp, encode(&StartTimes::from_epoch(at)))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// What is known of a directory's start times between collections: kept
 /// by the served view, updated by each whole collection it reads.
 #[derive(Debug, Default)]
@@ -349,6 +364,16 @@ mod tests {
 
     fn at(seconds: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(seconds)
+    }
+
+    #[test]
+    fn counting_restarted_replaces_the_directorys_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = StartTimeBook::default().current(dir.path(), at(2_000_000_000));
+        assert!(first.epoch() <= at(2_000_000_000));
+        restart_counting(dir.path(), at(2_100_000_000)).unwrap();
+        let again = StartTimeBook::default().current(dir.path(), at(2_200_000_000));
+        assert_eq!(again.epoch(), at(2_100_000_000));
     }
 
     #[test]
