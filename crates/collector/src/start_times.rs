@@ -377,6 +377,18 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_file_is_replaced_and_counting_starts_from_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(START_TIMES_FILE);
+        std::fs::write(&path, b"\x00not json").unwrap();
+        let times = StartTimeBook::default().current(dir.path(), at(2_000_000_000));
+        assert_eq!(times.epoch(), at(2_000_000_000));
+        // Replaced by a good one, which the next reader takes.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(decode(&text).map(|t| t.epoch()), Ok(at(2_000_000_000)));
+    }
+
+    #[test]
     fn the_file_round_trips() {
         let mut key = Vec::new();
         series_key(
