@@ -15,9 +15,10 @@ use crate::remote_write::{self, BodyCache, Written};
 #[derive(Debug)]
 pub(crate) enum Encoder {
     Otlp {
-        encoder: OtlpEncoder,
+        // Boxed: the other variants are a few words.
+        encoder: Box<OtlpEncoder>,
         /// A delta encoder as it was before the last body.
-        before: Option<OtlpEncoder>,
+        before: Option<Box<OtlpEncoder>>,
         gzip: bool,
     },
     RemoteWrite(BodyCache),
@@ -36,7 +37,7 @@ impl Encoder {
                 resource,
                 gzip,
             } => Encoder::Otlp {
-                encoder: OtlpEncoder::new(resource.clone(), *temporality),
+                encoder: Box::new(OtlpEncoder::new(resource.clone(), *temporality)),
                 before: None,
                 gzip: *gzip,
             },
@@ -64,9 +65,9 @@ impl Encoder {
                 }
                 let bytes = encoder.encode(served);
                 if *gzip {
-                    gzip_bytes(&bytes)
+                    gzip_bytes(bytes)
                 } else {
-                    bytes
+                    bytes.to_vec()
                 }
             }
             Encoder::RemoteWrite(cache) => cache.body(served),

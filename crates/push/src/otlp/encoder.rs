@@ -5,21 +5,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use multiprom_collector::{MergedFamily, Served};
-use prost::Message;
+use multiprom_collector::{FamilyType, MergedFamily, Served};
 
 use super::delta::difference;
+use super::exemplar::exemplar;
 use super::points::{family_series, string_attribute, Kind, Series, Value};
-use super::proto::collector::metrics::v1::ExportMetricsServiceRequest;
-use super::proto::common::v1::{InstrumentationScope, KeyValue};
+use super::proto::common::v1::InstrumentationScope;
 use super::proto::metrics::v1::{
-    exponential_histogram_data_point::Buckets, metric, number_data_point,
+    exponential_histogram_data_point::Buckets, number_data_point,
     summary_data_point::ValueAtQuantile, AggregationTemporality, ExponentialHistogram,
     ExponentialHistogramDataPoint, Gauge, Histogram, HistogramDataPoint, Metric, NumberDataPoint,
     ResourceMetrics, ScopeMetrics, Sum, Summary, SummaryDataPoint,
 };
 use super::proto::resource::v1::Resource;
 use super::time::nanos;
+use super::wire;
 
 /// The instrumentation scope of every metric sent: the entity that
 /// translates Prometheus metrics to OTLP, as the specification asks for
@@ -74,13 +74,35 @@ pub enum Temporality {
 /// ```
 #[derive(Debug, Clone)]
 pub struct OtlpEncoder {
-    resource: Vec<KeyValue>,
+    /// The request's `ResourceMetrics` without its scope metrics.
+    resource: ResourceMetrics,
+    /// Its `ScopeMetrics` without metrics.
+    scope: ScopeMetrics,
     temporality: Temporality,
     /// When the encoder was made: a delta encoder sends nothing the first
     /// time for a series that started before.
     made: SystemTime,
     /// Delta only: each series' last cumulative value.
     last: HashMap<SeriesKey, Last>,
+    /// Where requests are written.
+    room: Room,
+}
+
+/// Where an encoder writes its requests, kept from one to the next (a
+/// request of ten thousand series is most of a megabyte). Not state: a
+/// copy of an encoder starts with none.
+#[derive(Debug, Default)]
+struct Room {
+    /// The request.
+    body: Vec<u8>,
+    /// The points of one metric, before its head is known.
+    points: Vec<u8>,
+}
+
+impl Clone for Room {
+    fn clone(&self) -> Room {
+        Room::default()
+    }
 }
 
 /// A series: its family, the OTLP type it is sent as, its labels.
@@ -103,13 +125,30 @@ impl OtlpEncoder {
     #[must_use]
     pub fn new(resource: Vec<(String, String)>, temporality: Temporality) -> Self {
         OtlpEncoder {
-            resource: resource
-                .iter()
-                .map(|(key, value)| string_attribute(key, value))
-                .collect(),
+            resource: ResourceMetrics {
+                resource: Some(Resource {
+                    attributes: resource
+                        .iter()
+                        .map(|(key, value)| string_attribute(key, value))
+                        .collect(),
+                    ..Resource::default()
+                }),
+                scope_metrics: Vec::new(),
+                schema_url: String::new(),
+            },
+            scope: ScopeMetrics {
+                scope: Some(InstrumentationScope {
+                    name: SCOPE_NAME.to_owned(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    ..InstrumentationScope::default()
+                }),
+                metrics: Vec::new(),
+                schema_url: String::new(),
+            },
             temporality,
             made: SystemTime::now(),
             last: HashMap::new(),
+            room: Room::default(),
         }
     }
 
@@ -119,23 +158,63 @@ impl OtlpEncoder {
         self.temporality
     }
 
-    /// The request for `served` (delta: and `served` becomes the last
-    /// values).
-    pub fn request(&mut self, served: &Served) -> ExportMetricsServiceRequest {
-        let mut metrics = Vec::with_capacity(served.scrape.families.len());
+    /// The request for `served` as protobuf bytes (the body of an OTLP/HTTP
+    /// request before any compression); delta: `served` becomes the last
+    /// values.
+    pub fn encode(&mut self, served: &Served) -> &[u8] {
+        let time = nanos(served.at);
+        let room = wire::head_room(&self.resource, &self.scope);
+        let mut body = std::mem::take(&mut self.room.body);
+        let mut points = std::mem::take(&mut self.room.points);
+        body.clear();
+        body.resize(room, 0);
         let mut next = HashMap::new();
         for family in &served.scrape.families {
-            for (kind, series) in family_series(family, served) {
-                let points = match (self.temporality, kind) {
-                    (Temporality::Delta, Kind::Sum | Kind::Histogram | Kind::Exponential) => {
-                        self.deltas(family, kind, series, served.at, &mut next)
+            match (self.temporality, family.family_type) {
+                // The bulk of most directories, written straight from the
+                // samples: gauges (never deltas) and cumulative counters.
+                (_, FamilyType::Gauge) | (Temporality::Cumulative, FamilyType::Counter) => {
+                    let counter = family.family_type == FamilyType::Counter;
+                    let kind = if counter { Kind::Sum } else { Kind::Gauge };
+                    points.clear();
+                    for sample in &family.samples {
+                        // A counter's other samples (`_created`, which
+                        // multiprocess files do not have) are not values.
+                        if counter && sample.name.strip_prefix(&*family.name) != Some("_total") {
+                            continue;
+                        }
+                        let point = NumberDataPoint {
+                            attributes: Vec::new(),
+                            start_time_unix_nano: nanos(served.start_times.of(family, sample)),
+                            time_unix_nano: time,
+                            exemplars: sample.exemplar.iter().map(|e| exemplar(e)).collect(),
+                            flags: 0,
+                            value: Some(number_data_point::Value::AsDouble(sample.value)),
+                        };
+                        wire::put_point(
+                            wire::NUMBER_ATTRIBUTES,
+                            &sample.labels,
+                            &point,
+                            &mut points,
+                        );
                     }
-                    _ => series.into_iter().map(|s| (s.start, s)).collect(),
-                };
-                // A metric with no points (a family with no series, or a
-                // delta baseline) says nothing.
-                if !points.is_empty() {
-                    metrics.push(self.metric(family, kind, points, served.at));
+                    self.put_metric(family, kind, &points, &mut body);
+                }
+                _ => {
+                    for (kind, series) in family_series(family, served) {
+                        let series = match (self.temporality, kind) {
+                            (
+                                Temporality::Delta,
+                                Kind::Sum | Kind::Histogram | Kind::Exponential,
+                            ) => self.deltas(family, kind, series, served.at, &mut next),
+                            _ => series.into_iter().map(|s| (s.start, s)).collect(),
+                        };
+                        points.clear();
+                        for point in series {
+                            put_series_point(point, time, &mut points);
+                        }
+                        self.put_metric(family, kind, &points, &mut body);
+                    }
                 }
             }
         }
@@ -144,30 +223,9 @@ impl OtlpEncoder {
             // has counted anew (its start moved).
             self.last = next;
         }
-        ExportMetricsServiceRequest {
-            resource_metrics: vec![ResourceMetrics {
-                resource: Some(Resource {
-                    attributes: self.resource.clone(),
-                    ..Resource::default()
-                }),
-                scope_metrics: vec![ScopeMetrics {
-                    scope: Some(InstrumentationScope {
-                        name: SCOPE_NAME.to_owned(),
-                        version: env!("CARGO_PKG_VERSION").to_owned(),
-                        ..InstrumentationScope::default()
-                    }),
-                    metrics,
-                    schema_url: String::new(),
-                }],
-                schema_url: String::new(),
-            }],
-        }
-    }
-
-    /// The request for `served` as protobuf bytes (the body of an OTLP/HTTP
-    /// request before any compression).
-    pub fn encode(&mut self, served: &Served) -> Vec<u8> {
-        self.request(served).encode_to_vec()
+        let start = wire::finish_request(&self.resource, &self.scope, &mut body, room);
+        self.room = Room { body, points };
+        &self.room.body[start..]
     }
 
     /// The delta points of `series`, noting each one's value in `next`.
@@ -210,75 +268,115 @@ impl OtlpEncoder {
         points
     }
 
-    fn metric(
-        &self,
-        family: &MergedFamily,
-        kind: Kind,
-        points: Vec<Point>,
-        at: SystemTime,
-    ) -> Metric {
+    /// `family`'s metric of `kind` with its written `points`, unless it
+    /// has none (a family with no series, or a delta baseline: a metric
+    /// with no points says nothing).
+    fn put_metric(&self, family: &MergedFamily, kind: Kind, points: &[u8], out: &mut Vec<u8>) {
+        if points.is_empty() {
+            return;
+        }
         let temporality = match self.temporality {
             Temporality::Cumulative => AggregationTemporality::Cumulative,
             Temporality::Delta => AggregationTemporality::Delta,
         } as i32;
-        let time = nanos(at);
-        let data = match kind {
-            Kind::Sum => metric::Data::Sum(Sum {
-                data_points: points.into_iter().map(|p| number_point(p, time)).collect(),
-                aggregation_temporality: temporality,
-                is_monotonic: true,
-            }),
-            Kind::Gauge => metric::Data::Gauge(Gauge {
-                data_points: points.into_iter().map(|p| number_point(p, time)).collect(),
-            }),
-            Kind::Histogram => metric::Data::Histogram(Histogram {
-                data_points: points
-                    .into_iter()
-                    .map(|p| histogram_point(p, time))
-                    .collect(),
-                aggregation_temporality: temporality,
-            }),
-            Kind::Exponential => metric::Data::ExponentialHistogram(ExponentialHistogram {
-                data_points: points
-                    .into_iter()
-                    .map(|p| exponential_point(p, time))
-                    .collect(),
-                aggregation_temporality: temporality,
-            }),
-            Kind::Summary => metric::Data::Summary(Summary {
-                data_points: points.into_iter().map(|p| summary_point(p, time)).collect(),
-            }),
-        };
-        Metric {
+        let head = Metric {
             name: family.name.to_string(),
             description: family.help.to_string(),
-            unit: String::new(),
+            ..Metric::default()
+        };
+        let tail = Metric {
             // The specification keeps the Prometheus type for receivers
             // that translate back.
             metadata: vec![string_attribute(
                 "prometheus.type",
                 family.family_type.as_str(),
             )],
-            data: Some(data),
+            ..Metric::default()
+        };
+        // The field of each data type in `Metric`, and the type's message
+        // without its points.
+        match kind {
+            Kind::Gauge => wire::put_metric(&head, 5, points, &Gauge::default(), &tail, out),
+            Kind::Sum => wire::put_metric(
+                &head,
+                7,
+                points,
+                &Sum {
+                    data_points: Vec::new(),
+                    aggregation_temporality: temporality,
+                    is_monotonic: true,
+                },
+                &tail,
+                out,
+            ),
+            Kind::Histogram => wire::put_metric(
+                &head,
+                9,
+                points,
+                &Histogram {
+                    data_points: Vec::new(),
+                    aggregation_temporality: temporality,
+                },
+                &tail,
+                out,
+            ),
+            Kind::Exponential => wire::put_metric(
+                &head,
+                10,
+                points,
+                &ExponentialHistogram {
+                    data_points: Vec::new(),
+                    aggregation_temporality: temporality,
+                },
+                &tail,
+                out,
+            ),
+            Kind::Summary => wire::put_metric(&head, 11, points, &Summary::default(), &tail, out),
         }
     }
 }
 
-fn attributes(series: &Series) -> Vec<KeyValue> {
-    series
-        .labels
-        .iter()
-        .map(|(name, value)| string_attribute(name, value))
-        .collect()
+/// A series' point, written into its metric's points.
+fn put_series_point((start, mut series): Point, time: u64, out: &mut Vec<u8>) {
+    let labels = std::mem::take(&mut series.labels);
+    let point = (start, series);
+    match &point.1.value {
+        Value::Number(_) => wire::put_point(
+            wire::NUMBER_ATTRIBUTES,
+            &labels,
+            &number_point(point, time),
+            out,
+        ),
+        Value::Histogram { .. } => wire::put_point(
+            wire::HISTOGRAM_ATTRIBUTES,
+            &labels,
+            &histogram_point(point, time),
+            out,
+        ),
+        Value::Exponential(_) => wire::put_point(
+            wire::EXPONENTIAL_ATTRIBUTES,
+            &labels,
+            &exponential_point(point, time),
+            out,
+        ),
+        Value::Summary { .. } => wire::put_point(
+            wire::SUMMARY_ATTRIBUTES,
+            &labels,
+            &summary_point(point, time),
+            out,
+        ),
+    }
 }
 
+/// The points below are without attributes: [`wire::put_point`] writes
+/// them from the series' labels.
 fn number_point((start, series): Point, time: u64) -> NumberDataPoint {
     let value = match series.value {
         Value::Number(value) => value,
         _ => f64::NAN,
     };
     NumberDataPoint {
-        attributes: attributes(&series),
+        attributes: Vec::new(),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         exemplars: series.exemplars,
@@ -289,7 +387,6 @@ fn number_point((start, series): Point, time: u64) -> NumberDataPoint {
 
 fn histogram_point((start, series): Point, time: u64) -> HistogramDataPoint {
     let mut point = HistogramDataPoint {
-        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..HistogramDataPoint::default()
@@ -312,7 +409,6 @@ fn histogram_point((start, series): Point, time: u64) -> HistogramDataPoint {
 
 fn exponential_point((start, series): Point, time: u64) -> ExponentialHistogramDataPoint {
     let mut point = ExponentialHistogramDataPoint {
-        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..ExponentialHistogramDataPoint::default()
@@ -361,7 +457,6 @@ pub(super) fn dense_buckets(sparse: &[(i32, u64)]) -> Buckets {
 
 fn summary_point((start, series): Point, time: u64) -> SummaryDataPoint {
     let mut point = SummaryDataPoint {
-        attributes: attributes(&series),
         start_time_unix_nano: nanos(start),
         time_unix_nano: time,
         ..SummaryDataPoint::default()

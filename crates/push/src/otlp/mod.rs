@@ -21,12 +21,13 @@
 //!
 //! ```
 //! use multiprom_collector::{DirCollector, Exemplars, Natives, ServedView};
-//! use multiprom_push::otlp::{OtlpEncoder, Temporality};
+//! use multiprom_push::otlp::{ExportMetricsServiceRequest, OtlpEncoder, Temporality};
+//! use prost::Message;
 //! let dir = tempfile::tempdir()?;
 //! let view = ServedView::new(DirCollector::new(dir.path()));
 //! let served = view.collect_all(Natives::Merge, Exemplars::Attach)?;
 //! let mut encoder = OtlpEncoder::new(vec![("service.name".into(), "web".into())], Temporality::Cumulative);
-//! let request = encoder.request(&served);
+//! let request = ExportMetricsServiceRequest::decode(encoder.encode(&served))?;
 //! assert_eq!(request.resource_metrics.len(), 1);
 //! assert!(request.resource_metrics[0].scope_metrics[0].metrics.is_empty()); // nothing written here
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -37,6 +38,7 @@ mod encoder;
 mod exemplar;
 mod points;
 mod time;
+mod wire;
 
 /// The OTLP messages, as prost-build generates them from
 /// opentelemetry-proto's schema (see `proto/README.md` of this crate):

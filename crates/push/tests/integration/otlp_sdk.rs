@@ -22,7 +22,8 @@ use multiprom_collector::{DirCollector, Exemplars, Natives, ServedView};
 use multiprom_format::{
     encode_key, ExemplarWriter, FileName, MetricKind, NativeHistogramConfig, NativeHistogramWriter,
 };
-use multiprom_push::otlp::{OtlpEncoder, Temporality};
+use multiprom_push::otlp::{ExportMetricsServiceRequest, OtlpEncoder, Temporality};
+use prost::Message;
 
 const PROMETHEUS_CLIENT: &str = "0.26.0";
 /// opentelemetry-sdk, -proto and -exporter-otlp-proto-http.
@@ -213,6 +214,15 @@ fn write_native(dir: &Path, pid: &str, phase: &str) {
     }
 }
 
+/// `body` after checking that it is prost's encoding of the request it
+/// holds (written piece by piece, it must be byte for byte the whole
+/// request encoded at once: natives, exemplars and every type here).
+fn prost_bytes(body: &[u8]) -> &[u8] {
+    let request = ExportMetricsServiceRequest::decode(body).unwrap();
+    assert!(request.encode_to_vec() == body, "not prost's bytes");
+    body
+}
+
 #[test]
 fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
     let python = script("otlp_sdk.py");
@@ -237,12 +247,12 @@ fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
     let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
     std::fs::write(
         work.path().join("multiprom-cumulative-1.pb"),
-        cumulative.encode(&served),
+        prost_bytes(cumulative.encode(&served)),
     )
     .unwrap();
     std::fs::write(
         work.path().join("multiprom-delta-1.pb"),
-        delta.encode(&served),
+        prost_bytes(delta.encode(&served)),
     )
     .unwrap();
 
@@ -251,12 +261,12 @@ fn otlp_requests_are_the_python_sdks_for_the_same_recordings() {
     let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
     std::fs::write(
         work.path().join("multiprom-cumulative-2.pb"),
-        cumulative.encode(&served),
+        prost_bytes(cumulative.encode(&served)),
     )
     .unwrap();
     std::fs::write(
         work.path().join("multiprom-delta-2.pb"),
-        delta.encode(&served),
+        prost_bytes(delta.encode(&served)),
     )
     .unwrap();
 

@@ -5,7 +5,11 @@ use std::time::{Duration, UNIX_EPOCH};
 use multiprom_collector::{FamilyType, MergedSample, Scrape, ScrapeStats, StartTimes};
 use multiprom_format::{Exemplar as PromExemplar, NativeHistogram};
 
-use super::super::proto::metrics::v1::{exemplar, Exemplar};
+use prost::Message;
+
+use super::super::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+use super::super::proto::common::v1::KeyValue;
+use super::super::proto::metrics::v1::{exemplar, metric, Exemplar};
 use super::*;
 
 const START: u64 = 1_700_000_000_000_000_000;
@@ -53,6 +57,17 @@ fn served(families: Vec<MergedFamily>, at: u64) -> Served {
         start_times: StartTimes::from_epoch(time(START)),
         at: time(at),
     }
+}
+
+/// The request `encoder` writes for `served`, decoded, after checking that
+/// its bytes are prost's encoding of it (the fields in prost's order, every
+/// length right).
+fn request(encoder: &mut OtlpEncoder, served: &Served) -> ExportMetricsServiceRequest {
+    let bytes = encoder.encode(served).to_vec();
+    let request = ExportMetricsServiceRequest::decode(bytes.as_slice())
+        .unwrap_or_else(|e| panic!("not a request: {e}"));
+    assert_eq!(request.encode_to_vec(), bytes, "not prost's bytes");
+    request
 }
 
 fn metrics(request: &ExportMetricsServiceRequest) -> &[Metric] {
@@ -119,7 +134,7 @@ fn the_resource_and_the_scope() {
         vec![("service.name".into(), "web".into())],
         Temporality::Cumulative,
     );
-    let request = encoder.request(&served(Vec::new(), AT));
+    let request = request(&mut encoder, &served(Vec::new(), AT));
     let resource_metrics = &request.resource_metrics;
     assert_eq!(resource_metrics.len(), 1);
     assert_eq!(
@@ -137,7 +152,7 @@ fn the_resource_and_the_scope() {
 #[test]
 fn a_counter_is_a_monotonic_cumulative_sum_with_its_exemplar() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Cumulative);
-    let request = encoder.request(&served(vec![jobs(7.0)], AT));
+    let request = request(&mut encoder, &served(vec![jobs(7.0)], AT));
     let expected = Metric {
         name: "jobs".into(),
         description: "jobs help".into(),
@@ -164,7 +179,7 @@ fn a_gauge_is_a_gauge() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Delta);
     let gauge = family("temp", FamilyType::Gauge, vec![sample("temp", &[], -2.5)]);
     // Never a delta, not even the first time.
-    let request = encoder.request(&served(vec![gauge], AT));
+    let request = request(&mut encoder, &served(vec![gauge], AT));
     assert_eq!(
         metrics(&request)[0].data,
         Some(metric::Data::Gauge(Gauge {
@@ -183,7 +198,7 @@ fn a_classic_histogram_has_its_own_bucket_counts_and_finite_bounds() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Cumulative);
     let mut histogram = latency([2.0, 5.0, 6.0], 4.5);
     histogram.samples[1].exemplar = jobs(0.0).samples[0].exemplar.clone();
-    let request = encoder.request(&served(vec![histogram], AT));
+    let request = request(&mut encoder, &served(vec![histogram], AT));
     let metric = &metrics(&request)[0];
     assert_eq!(metric.name, "latency_seconds");
     assert_eq!(metric.metadata, attrs(&[("prometheus.type", "histogram")]));
@@ -217,7 +232,7 @@ fn a_summary_has_its_count_and_sum() {
             sample("size_sum", &[("x", "1")], 12.0),
         ],
     );
-    let request = encoder.request(&served(vec![summary], AT));
+    let request = request(&mut encoder, &served(vec![summary], AT));
     assert_eq!(
         metrics(&request)[0].data,
         Some(metric::Data::Summary(Summary {
@@ -293,13 +308,16 @@ fn delta_sends_what_was_added_since_the_last_request() {
     // Series that started before the encoder: the first request is their
     // baseline.
     encoder.made = time(START + 1);
-    let first = encoder.request(&served(vec![jobs(7.0), latency([1.0, 2.0, 2.0], 1.0)], AT));
+    let first = request(
+        &mut encoder,
+        &served(vec![jobs(7.0), latency([1.0, 2.0, 2.0], 1.0)], AT),
+    );
     assert!(metrics(&first).is_empty());
     let later = AT + 60_000_000_000;
-    let second = encoder.request(&served(
-        vec![jobs(10.0), latency([2.0, 5.0, 6.0], 4.5)],
-        later,
-    ));
+    let second = request(
+        &mut encoder,
+        &served(vec![jobs(10.0), latency([2.0, 5.0, 6.0], 4.5)], later),
+    );
     let [counter, histogram] = metrics(&second) else {
         panic!("two metrics: {second:?}");
     };
@@ -354,7 +372,7 @@ fn delta_value(request: &ExportMetricsServiceRequest) -> Option<(u64, f64)> {
 fn delta_sends_a_whole_value_for_a_series_that_started_after_the_encoder() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Delta);
     encoder.made = time(START - 1);
-    let request = encoder.request(&served(vec![jobs(7.0)], AT));
+    let request = request(&mut encoder, &served(vec![jobs(7.0)], AT));
     assert_eq!(delta_value(&request), Some((START, 7.0)));
     // It keeps the exemplar, taken in the interval.
     let Some(metric::Data::Sum(sum)) = &metrics(&request)[0].data else {
@@ -367,22 +385,28 @@ fn delta_sends_a_whole_value_for_a_series_that_started_after_the_encoder() {
 fn delta_sends_a_whole_value_after_a_reset() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Delta);
     encoder.made = time(START - 1);
-    encoder.request(&served(vec![jobs(7.0)], AT));
+    request(&mut encoder, &served(vec![jobs(7.0)], AT));
     // The series went away and counts anew from a later start.
     let restarted = START + 90_000_000_000;
     let mut view = served(vec![jobs(2.0)], AT + 120_000_000_000);
     view.start_times = StartTimes::from_epoch(time(restarted));
-    assert_eq!(delta_value(&encoder.request(&view)), Some((restarted, 2.0)));
+    assert_eq!(
+        delta_value(&request(&mut encoder, &view)),
+        Some((restarted, 2.0))
+    );
     // A count that fell with the start unchanged: counted anew too.
     let mut view = served(vec![jobs(1.0)], AT + 180_000_000_000);
     view.start_times = StartTimes::from_epoch(time(restarted));
-    assert_eq!(delta_value(&encoder.request(&view)), Some((restarted, 1.0)));
+    assert_eq!(
+        delta_value(&request(&mut encoder, &view)),
+        Some((restarted, 1.0))
+    );
 }
 
 #[test]
 fn cumulative_repeats_the_totals() {
     let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Cumulative);
-    encoder.request(&served(vec![jobs(7.0)], AT));
-    let request = encoder.request(&served(vec![jobs(9.0)], AT + 1));
+    request(&mut encoder, &served(vec![jobs(7.0)], AT));
+    let request = request(&mut encoder, &served(vec![jobs(9.0)], AT + 1));
     assert_eq!(delta_value(&request), Some((START, 9.0)));
 }
