@@ -20,6 +20,10 @@ HEADERS = ("authorization", "content-type", "content-encoding", "x-prometheus-re
 
 
 class Sink(BaseHTTPRequestHandler):
+    # Connections kept alive between pushes, as every real receiver keeps
+    # them (the default, HTTP/1.0, closes each one after its answer).
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         record = {
