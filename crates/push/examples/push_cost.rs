@@ -28,7 +28,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Temporality::Cumulative,
     );
     let mut times = [Duration::ZERO; 10];
-    let mut cache = remote_write::BodyCache::default();
+    let mut writer = remote_write::BodyWriter::default();
     let mut sizes = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
@@ -52,9 +52,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         times[3] += t.elapsed();
         sizes.0 = body.len();
         let t = Instant::now();
-        let cached = cache.body(&served);
+        let written = writer.body(&served);
         times[9] += t.elapsed();
-        assert_eq!(cached, body);
+        assert_eq!(written, body);
         let t = Instant::now();
         let bytes = otlp.encode(&served);
         times[4] += t.elapsed();
@@ -92,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ms(times[3])
     );
     println!(
-        "  Remote-Write body through the pusher's cache:             {:.3}",
+        "  Remote-Write body as the pusher writes it:                 {:.3}",
         ms(times[9])
     );
     println!(

@@ -7,7 +7,7 @@ use multiprom_collector::Served;
 
 use crate::config::{Protocol, RemoteWriteVersion};
 use crate::otlp::{OtlpEncoder, Temporality};
-use crate::remote_write::{self, BodyCache, Written};
+use crate::remote_write::{self, BodyWriter, Written};
 
 /// One pusher's encoder. A delta encoder's last values must be those the
 /// receiver accepted: it is copied before each body and put back when the
@@ -21,7 +21,7 @@ pub(crate) enum Encoder {
         before: Option<Box<OtlpEncoder>>,
         gzip: bool,
     },
-    RemoteWrite(BodyCache),
+    RemoteWrite(BodyWriter),
     /// Remote-Write 2.0, with what the last body carried (its receiver
     /// answers what it wrote of it).
     RemoteWriteV2 {
@@ -43,7 +43,7 @@ impl Encoder {
             },
             Protocol::RemoteWrite {
                 version: RemoteWriteVersion::V1,
-            } => Encoder::RemoteWrite(BodyCache::default()),
+            } => Encoder::RemoteWrite(BodyWriter::default()),
             Protocol::RemoteWrite {
                 version: RemoteWriteVersion::V2,
             } => Encoder::RemoteWriteV2 {
@@ -70,7 +70,7 @@ impl Encoder {
                     bytes.to_vec()
                 }
             }
-            Encoder::RemoteWrite(cache) => cache.body(served),
+            Encoder::RemoteWrite(writer) => writer.body(served),
             Encoder::RemoteWriteV2 { sent } => {
                 let request = remote_write::write_request_v2(served);
                 *sent = Written::sent(&request);

@@ -10,6 +10,7 @@
 mod backoff;
 mod config;
 mod encoder;
+mod fields;
 mod otel_env;
 pub mod otlp;
 mod pusher;

@@ -18,8 +18,12 @@
 
 use std::sync::Arc;
 
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use prost::encoding::key_len;
 use prost::Message;
+
+use crate::fields::{
+    field_len, oneof_string_len, put_header, put_message, put_oneof_string, put_string, string_len,
+};
 
 use super::proto::metrics::v1::{Metric, ResourceMetrics, ScopeMetrics};
 
@@ -69,32 +73,10 @@ pub(super) const EXPONENTIAL_ATTRIBUTES: AttributesField = AttributesField {
     first: true,
 };
 
-/// A string field's length, key included.
-fn string_len(tag: u32, text: &str) -> usize {
-    key_len(tag) + encoded_len_varint(text.len() as u64) + text.len()
-}
-
-fn put_string(tag: u32, text: &str, out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(text.len() as u64, out);
-    out.extend_from_slice(text.as_bytes());
-}
-
-/// A message field's header: its key and its length.
-fn put_header(tag: u32, length: usize, out: &mut Vec<u8>) {
-    encode_key(tag, WireType::LengthDelimited, out);
-    encode_varint(length as u64, out);
-}
-
-/// A message field's length with its header.
-fn field_len(tag: u32, length: usize) -> usize {
-    key_len(tag) + encoded_len_varint(length as u64) + length
-}
-
 /// The `AnyValue` holding `value`, and the `KeyValue` of `name` and it:
 /// their lengths.
 fn attribute_lens(name: &str, value: &str) -> (usize, usize) {
-    let any = string_len(STRING_VALUE, value);
+    let any = oneof_string_len(STRING_VALUE, value);
     (any, string_len(KEY, name) + field_len(VALUE, any))
 }
 
@@ -112,14 +94,8 @@ fn put_attributes(field: AttributesField, labels: &Labels, out: &mut Vec<u8>) {
         put_header(field.tag, key_value, out);
         put_string(KEY, name, out);
         put_header(VALUE, any, out);
-        put_string(STRING_VALUE, value, out);
+        put_oneof_string(STRING_VALUE, value, out);
     }
-}
-
-/// `message`'s fields (no header). Into a `Vec`, which grows, encoding
-/// cannot fail.
-fn put_message(message: &impl Message, out: &mut Vec<u8>) {
-    let _ = message.encode(out);
 }
 
 /// A data point in a metric's `data_points`: `rest`, the point without

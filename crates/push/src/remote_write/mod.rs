@@ -28,7 +28,6 @@
 //! ```
 
 mod body;
-mod cache;
 mod metadata;
 mod native;
 mod request;
@@ -36,6 +35,7 @@ mod request_v2;
 mod series;
 mod symbols;
 mod timestamp;
+mod writer;
 mod written;
 
 /// The Remote-Write 1.0 messages, as prost-build generates them from
@@ -72,8 +72,8 @@ pub mod v2 {
 }
 
 pub use body::{encode, encode_v2};
-pub use cache::BodyCache;
 pub use prometheus::WriteRequest;
 pub use request::write_request;
 pub use request_v2::write_request_v2;
+pub use writer::BodyWriter;
 pub(crate) use written::Written;

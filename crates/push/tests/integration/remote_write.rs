@@ -398,16 +398,17 @@ fn an_empty_directory_sends_an_empty_request() {
     assert_eq!(request, WriteRequest::default());
 }
 
-/// The pusher's body cache writes the bytes of a fresh encoding, push after
-/// push, while values, exemplars, native histograms and series change.
+/// The pusher's body writer writes the bytes of the request's encoding,
+/// push after push, while values, exemplars, native histograms and series
+/// change.
 #[test]
-fn a_cached_body_is_the_fresh_one_while_the_directory_changes() {
-    use multiprom_push::remote_write::BodyCache;
+fn a_written_body_is_the_encoded_request_while_the_directory_changes() {
+    use multiprom_push::remote_write::BodyWriter;
 
     let dir = tempfile::tempdir().unwrap();
     directory(dir.path());
     let view = ServedView::new(DirCollector::new(dir.path()));
-    let mut cache = BodyCache::default();
+    let mut writer = BodyWriter::default();
     let mut bodies = Vec::new();
     for round in 0..4 {
         match round {
@@ -425,9 +426,9 @@ fn a_cached_body_is_the_fresh_one_while_the_directory_changes() {
             _ => {}
         }
         let served = view.collect_all(Natives::Merge, Exemplars::Attach).unwrap();
-        let cached = cache.body(&served);
-        assert_eq!(cached, encode(&write_request(&served)), "round {round}");
-        bodies.push(cached);
+        let written = writer.body(&served);
+        assert_eq!(written, encode(&write_request(&served)), "round {round}");
+        bodies.push(written);
     }
     // The rounds that changed something sent something else.
     assert_ne!(bodies[0], bodies[1]);

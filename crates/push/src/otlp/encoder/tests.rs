@@ -410,3 +410,18 @@ fn cumulative_repeats_the_totals() {
     let request = request(&mut encoder, &served(vec![jobs(9.0)], AT + 1));
     assert_eq!(delta_value(&request), Some((START, 9.0)));
 }
+
+#[test]
+fn an_empty_label_value_is_an_empty_string_attribute() {
+    let mut encoder = OtlpEncoder::new(Vec::new(), Temporality::Cumulative);
+    let gauge = family(
+        "temp",
+        FamilyType::Gauge,
+        vec![sample("temp", &[("route", "")], 1.0)],
+    );
+    let request = request(&mut encoder, &served(vec![gauge], AT));
+    let Some(metric::Data::Gauge(gauge)) = &metrics(&request)[0].data else {
+        panic!("a gauge: {request:?}");
+    };
+    assert_eq!(gauge.data_points[0].attributes, attrs(&[("route", "")]));
+}
