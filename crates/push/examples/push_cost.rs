@@ -3,8 +3,9 @@
 //! whole collection (with native histograms and exemplars, and the start
 //! times), the text encoding of the same families from scratch (no line
 //! cache: what a scrape's encoding costs when every value moved), and each
-//! push body: Remote-Write (messages, protobuf, snappy) and OTLP (messages,
-//! protobuf, gzip).
+//! push body: Remote-Write (built as messages and encoded, then snappy; as
+//! the pusher writes it, with snappy) and OTLP (as the pusher writes it,
+//! then gzip).
 //!
 //! Usage: cargo run --release -p multiprom-push --example push_cost -- DIR [ROUNDS]
 
