@@ -17,7 +17,9 @@ def state(pid):
         with open(f"/proc/{pid}/stat") as f:
             # "pid (comm) S ...": the state follows the last ")".
             return f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
+        # Gone before the open, or between the open and the read (reaped
+        # meanwhile: reading a dead process's entry fails with ESRCH).
         return None
 
 
