@@ -9,7 +9,7 @@ use multiprom_collector::{FamilyType, MergedFamily, Served};
 
 use super::delta::difference;
 use super::exemplar::exemplar;
-use super::points::{family_series, string_attribute, Kind, Series, Value};
+use super::points::{family_series, number_samples, string_attribute, Kind, Series, Value};
 use super::proto::common::v1::InstrumentationScope;
 use super::proto::metrics::v1::{
     exponential_histogram_data_point::Buckets, number_data_point,
@@ -174,15 +174,13 @@ impl OtlpEncoder {
                 // The bulk of most directories, written straight from the
                 // samples: gauges (never deltas) and cumulative counters.
                 (_, FamilyType::Gauge) | (Temporality::Cumulative, FamilyType::Counter) => {
-                    let counter = family.family_type == FamilyType::Counter;
-                    let kind = if counter { Kind::Sum } else { Kind::Gauge };
+                    let kind = if family.family_type == FamilyType::Counter {
+                        Kind::Sum
+                    } else {
+                        Kind::Gauge
+                    };
                     points.clear();
-                    for sample in &family.samples {
-                        // A counter's other samples (`_created`, which
-                        // multiprocess files do not have) are not values.
-                        if counter && sample.name.strip_prefix(&*family.name) != Some("_total") {
-                            continue;
-                        }
+                    for sample in number_samples(family) {
                         let point = NumberDataPoint {
                             attributes: Vec::new(),
                             start_time_unix_nano: nanos(served.start_times.of(family, sample)),

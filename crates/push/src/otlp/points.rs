@@ -67,38 +67,33 @@ pub(super) struct Series {
 /// family serves them; a histogram family may have both kinds).
 pub(super) fn family_series(family: &MergedFamily, served: &Served) -> Vec<(Kind, Vec<Series>)> {
     match family.family_type {
-        FamilyType::Counter => vec![(Kind::Sum, counter(family, served))],
-        FamilyType::Gauge => vec![(Kind::Gauge, gauge(family, served))],
+        FamilyType::Counter => vec![(Kind::Sum, numbers(family, served))],
+        FamilyType::Gauge => vec![(Kind::Gauge, numbers(family, served))],
         FamilyType::Summary => vec![(Kind::Summary, summary(family, served))],
         FamilyType::Histogram => histogram(family, served),
     }
 }
 
-fn counter(family: &MergedFamily, served: &Served) -> Vec<Series> {
+/// The samples of a counter or gauge family that are its values: all of a
+/// gauge's, a counter's `_total` ones (its other samples, `_created`, which
+/// multiprocess files do not have, are not values).
+pub(super) fn number_samples(family: &MergedFamily) -> impl Iterator<Item = &MergedSample> {
+    let counter = family.family_type == FamilyType::Counter;
     family
         .samples
         .iter()
-        // A counter's other samples (`_created`, which multiprocess files
-        // do not have) are not values.
-        .filter(|sample| suffix(family, sample) == Some("_total"))
+        .filter(move |sample| !counter || suffix(family, sample) == Some("_total"))
+}
+
+/// A counter's or a gauge's series (only a counter's samples carry
+/// exemplars).
+fn numbers(family: &MergedFamily, served: &Served) -> Vec<Series> {
+    number_samples(family)
         .map(|sample| Series {
             labels: sample.labels.to_vec(),
             start: served.start_times.of(family, sample),
             value: Value::Number(sample.value),
             exemplars: sample.exemplar.iter().map(|e| exemplar(e)).collect(),
-        })
-        .collect()
-}
-
-fn gauge(family: &MergedFamily, served: &Served) -> Vec<Series> {
-    family
-        .samples
-        .iter()
-        .map(|sample| Series {
-            labels: sample.labels.to_vec(),
-            start: served.start_times.of(family, sample),
-            value: Value::Number(sample.value),
-            exemplars: Vec::new(),
         })
         .collect()
 }
